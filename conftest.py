@@ -1,0 +1,89 @@
+"""Root pytest configuration: device selection, GPU pinning, profiles, the test matrix,
+and reproduction commands on failure.
+
+- `--device auto|cpu|cuda` (default auto: CUDA when available). On CPU, TRITON_INTERPRET=1
+  is set in pytest_configure, before any test module imports a kernel.
+- Under pytest-xdist each worker gwN is pinned to GPU N % device_count.
+- Tests that take a `combo` argument are parametrized over the registry; a
+  `@pytest.mark.matrix(...)` marker restricts dtypes/layouts (see properties.registry.combos).
+"""
+
+import os
+import shlex
+import sys
+
+import pytest
+import torch
+
+from properties.profiles import ALPHA, register_profiles
+
+register_profiles()
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("samplecheck")
+    group.addoption("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                    help="where kernels run: auto (CUDA if available), cpu (Triton interpreter), cuda")
+    group.addoption("--stat-alpha", type=float, default=None,
+                    help="per-test false-alarm rate of statistical tests (default by Hypothesis profile: "
+                         + ", ".join(f"{k} {v:g}" for k, v in ALPHA.items()) + ")")
+
+
+def pytest_configure(config):
+    from kernels.runtime import use_device
+
+    device_type = use_device(config.getoption("--device"))
+    if device_type == "cuda":
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+        torch.cuda.set_device(int(worker.removeprefix("gw")) % torch.cuda.device_count())
+        config.samplecheck_device = torch.device("cuda", torch.cuda.current_device())
+    else:
+        config.samplecheck_device = torch.device("cpu")
+    import properties.infos  # noqa: F401  (registers the kernels)
+
+
+def _profile(config) -> str:
+    return config.getoption("--hypothesis-profile", default=None) or "dev"
+
+
+@pytest.fixture(scope="session")
+def device(pytestconfig) -> torch.device:
+    return pytestconfig.samplecheck_device
+
+
+@pytest.fixture(scope="session")
+def stat_alpha(pytestconfig) -> float:
+    return pytestconfig.getoption("--stat-alpha") or ALPHA[_profile(pytestconfig)]
+
+
+@pytest.fixture(scope="session")
+def budget(device):
+    from properties.strategies import BUDGETS
+
+    return BUDGETS[device.type]
+
+
+def pytest_generate_tests(metafunc):
+    from properties import registry
+
+    device_type = metafunc.config.samplecheck_device.type
+    name = metafunc.definition.originalname
+    if "combo" in metafunc.fixturenames:
+        marker = metafunc.definition.get_closest_marker("matrix")
+        metafunc.parametrize("combo", registry.combos(name, device_type, **(marker.kwargs if marker else {})))
+    if "error_case" in metafunc.fixturenames:
+        metafunc.parametrize("error_case", registry.error_cases(device_type))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.failed and call.when == "call":
+        command = [sys.executable, "-m", "pytest", item.nodeid, f"--device={item.config.samplecheck_device.type}",
+                   f"--hypothesis-profile={_profile(item.config)}"]
+        alpha = item.config.getoption("--stat-alpha")
+        if alpha:
+            command.append(f"--stat-alpha={alpha:g}")
+        report.sections.append(("reproduce", "Reproduce with (the Hypothesis blob above pins the example):\n  "
+                                + shlex.join(command)))
+    return report

@@ -1,0 +1,52 @@
+"""Argument checks shared by every top-k/top-p backend.
+
+Each error names the parameter and its allowed range. Checks on values read the
+parameter tensors once on the host (one device synchronisation per call).
+"""
+
+import torch
+
+LOGIT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+INDEX_DTYPES = (torch.int32, torch.int64)
+
+
+def check_logits(logits: torch.Tensor) -> None:
+    """logits: a 2-D fp32/bf16/fp16 tensor whose columns are contiguous (stride(1) == 1)."""
+    if not isinstance(logits, torch.Tensor):
+        raise TypeError(f"logits must be a torch.Tensor, got {type(logits).__name__}")
+    if logits.dim() != 2:
+        raise ValueError(f"logits must be 2-D [batch, vocab], got shape {tuple(logits.shape)}")
+    if logits.dtype not in LOGIT_DTYPES:
+        raise TypeError(f"logits dtype must be one of float32, bfloat16, float16; got {logits.dtype}")
+    if logits.size(1) > 1 and logits.stride(1) != 1:
+        raise ValueError(
+            f"logits must have column stride 1 (any row stride is fine); got strides {logits.stride()}"
+        )
+
+
+def _check_row_param(name: str, value: torch.Tensor, logits: torch.Tensor, dtypes) -> None:
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of shape [batch] or None, got {type(value).__name__}")
+    if value.dtype not in dtypes:
+        allowed = ", ".join(str(d).removeprefix("torch.") for d in dtypes)
+        raise TypeError(f"{name} dtype must be one of {allowed}; got {value.dtype}")
+    if value.shape != (logits.size(0),):
+        raise ValueError(f"{name} must have shape [batch] = [{logits.size(0)}], got {tuple(value.shape)}")
+    if value.device != logits.device:
+        raise ValueError(f"{name} is on {value.device} but logits are on {logits.device}")
+
+
+def check_top_k_top_p(logits: torch.Tensor, k: torch.Tensor | None, p: torch.Tensor | None) -> None:
+    """k: per-row int32/int64, k <= 0 (only -1 and 0 allowed) or k >= V disables top-k;
+    p: per-row float32, in (0, 1], p == 1 disables top-p."""
+    check_logits(logits)
+    if k is not None:
+        _check_row_param("k", k, logits, INDEX_DTYPES)
+        if k.numel() and bool((k < -1).any()):
+            bad = int(k.min())
+            raise ValueError(f"k must be -1 or 0 (top-k off) or >= 1 (k >= vocab is clamped); got {bad}")
+    if p is not None:
+        _check_row_param("p", p, logits, (torch.float32,))
+        if p.numel() and not bool(((p > 0) & (p <= 1)).all()):
+            bad = p[~((p > 0) & (p <= 1))][0].item()
+            raise ValueError(f"p must be in (0, 1] (1 turns top-p off); got {bad}")

@@ -1,0 +1,1 @@
+"""Hypothesis strategies, the kernel registry, and the checks the generic tests run."""

@@ -1,0 +1,39 @@
+"""Drawing cases inside generic tests, and replaying registry regression examples.
+
+Generic tests take `data=st.data()` because the case strategy depends on the pytest
+parameter (the kernel record). A record's `RegressionExample`s are attached to every
+template as `@example(data=Replay(...))`; a replay that does not match the running
+combo is rejected with `assume`, which Hypothesis allows for explicit examples.
+"""
+
+from dataclasses import dataclass
+
+from hypothesis import assume, example
+
+from properties.registry import REGISTRY, Combo, RegressionExample
+
+
+@dataclass(frozen=True)
+class Replay:
+    kernel: str
+    regression: RegressionExample
+
+    def __repr__(self) -> str:
+        return f"Replay({self.kernel!r}, {self.regression.ref!r}, {self.regression.case!r})"
+
+
+def draw_case(data, combo: Combo, strategy):
+    """The case for this example: drawn from `strategy`, or the replayed regression case."""
+    if isinstance(data, Replay):
+        r = data.regression
+        assume(data.kernel == combo.info.name and combo.dtype in r.dtypes and combo.layout in r.layouts)
+        return r.case
+    return data.draw(strategy, label="case")
+
+
+def with_regression_examples(test):
+    """Attach every registered regression example to a generic test template."""
+    for info in REGISTRY.values():
+        for regression in info.examples:
+            test = example(data=Replay(info.name, regression))(test)
+    return test

@@ -1,0 +1,122 @@
+"""The registry records. Importing this module registers every kernel."""
+
+from dataclasses import dataclass
+
+import torch
+from hypothesis import strategies as st
+
+from oracles.top_k_top_p import top_k_top_p_reference
+from properties import checks
+from properties.recipes import LogitsRecipe
+from properties.registry import Backend, ErrorInput, KernelInfo, RegressionExample, register
+from properties.strategies import Budget, expand_pool, logits_recipes, row_pools, top_k_values, top_p_values
+
+ALL_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+
+
+@dataclass(frozen=True)
+class TopKTopPCase:
+    """Logits recipe plus per-row pools for k and p (None: the parameter is absent)."""
+
+    logits: LogitsRecipe
+    k: tuple[int, ...] | None
+    p: tuple[float, ...] | None
+
+
+@st.composite
+def top_k_top_p_cases(draw, budget: Budget, max_vocab: int | None = None) -> TopKTopPCase:
+    recipe = draw(logits_recipes(budget, max_vocab))
+    k = draw(row_pools(top_k_values(recipe.vocab)))
+    p = draw(row_pools(top_p_values()))
+    return TopKTopPCase(recipe, k, p)
+
+
+def top_k_top_p_distribution_cases(budget: Budget):
+    """Cases for sampling tests: top-p or top-k on, vocab small enough to bin (<= 4096)."""
+    return top_k_top_p_cases(budget, max_vocab=4096).filter(lambda c: c.k is not None or c.p is not None)
+
+
+def top_k_top_p_args(case: TopKTopPCase, logits: torch.Tensor) -> dict:
+    batch = logits.size(0)
+    k = None if case.k is None else torch.tensor(expand_pool(case.k, batch), dtype=torch.int64, device=logits.device)
+    p = None if case.p is None else torch.tensor(expand_pool(case.p, batch), dtype=torch.float32, device=logits.device)
+    return {"k": k, "p": p}
+
+
+def top_k_top_p_ref(logits, semantics, tolerance, *, k, p):
+    return top_k_top_p_reference(logits, k, p, tie_policy=semantics["tie_policy"], band=tolerance)
+
+
+def top_k_top_p_check(original, output, reference, what):
+    checks.assert_masked_like(original, output, reference.kept, reference.ambiguous, what)
+
+
+def top_k_top_p_law(original, reference, **_):
+    """The oracle's sampling law: softmax over the kept entries, in fp64 from the input values."""
+    x = original.to(torch.float64).masked_fill(~reference.kept, float("-inf"))
+    return torch.softmax(x, dim=-1), reference.kept | reference.ambiguous
+
+
+def _zeros(*shape, dtype=torch.float32):
+    return lambda device: torch.zeros(shape, dtype=dtype, device=device)
+
+
+def _row(values, dtype):
+    return lambda device: torch.tensor(values, dtype=dtype, device=device)
+
+
+def _call(logits, k=None, p=None):
+    """make(device) for an ErrorInput: each argument is built on the device."""
+    return lambda device: ((logits(device),), {"k": k and k(device), "p": p and p(device)})
+
+
+TOP_K_TOP_P_ERRORS = (
+    ErrorInput("1-D logits", _call(_zeros(8), p=_row([0.5], torch.float32)), ValueError, r"logits must be 2-D"),
+    ErrorInput("float64 logits", _call(_zeros(2, 8, dtype=torch.float64), k=_row([1, 1], torch.int64)),
+               TypeError, r"logits dtype must be one of float32, bfloat16, float16"),
+    ErrorInput("column-strided logits", _call(lambda d: _zeros(2, 16)(d)[:, ::2], k=_row([1, 1], torch.int64)),
+               ValueError, r"column stride 1"),
+    ErrorInput("k below -1", _call(_zeros(2, 8), k=_row([3, -2], torch.int64)),
+               ValueError, r"k must be -1 or 0 \(top-k off\) or >= 1"),
+    ErrorInput("float k", _call(_zeros(2, 8), k=_row([1.0, 2.0], torch.float32)),
+               TypeError, r"k dtype must be one of int32, int64"),
+    ErrorInput("k of wrong length", _call(_zeros(2, 8), k=_row([1, 2, 3], torch.int64)),
+               ValueError, r"k must have shape \[batch\] = \[2\]"),
+    ErrorInput("p = 0", _call(_zeros(2, 8), p=_row([0.5, 0.0], torch.float32)), ValueError, r"p must be in \(0, 1\]"),
+    ErrorInput("p > 1", _call(_zeros(2, 8), p=_row([1.5, 0.5], torch.float32)), ValueError, r"p must be in \(0, 1\]"),
+    ErrorInput("NaN p", _call(_zeros(2, 8), p=_row([float("nan"), 0.5], torch.float32)),
+               ValueError, r"p must be in \(0, 1\]"),
+    ErrorInput("float64 p", _call(_zeros(2, 8), p=_row([0.5, 0.5], torch.float64)),
+               TypeError, r"p dtype must be one of float32"),
+)
+
+
+# vLLM PR #48641's regression: opt-125m's vocab 50272 padded to 50304 (a strided view),
+# batch 8, bf16 and fp32, several k/p combinations.
+OPT125M = LogitsRecipe(batch=8, vocab=50272, family="randn", scale=1.0, seed=48641)
+SEED_REGRESSIONS = tuple(
+    RegressionExample("vllm#48641 opt-125m padded vocab", TopKTopPCase(OPT125M, k, p),
+                      dtypes=(torch.bfloat16, torch.float32), layouts=("padded64",))
+    for k, p in [((50,), None), (None, (0.9,)), ((50,), (0.9,)), ((1, 0, 50272, 10), (0.5, 1.0, 0.99))]
+)
+
+TOP_K_TOP_P = register(KernelInfo(
+    name="top_k_top_p",
+    backends=(
+        Backend("triton", "kernels.top_k_top_p:apply_top_k_top_p"),
+        Backend("torch", "kernels.top_k_top_p_torch:apply_top_k_top_p_torch"),
+    ),
+    cases=top_k_top_p_cases,
+    make_args=top_k_top_p_args,
+    reference=top_k_top_p_ref,
+    check=top_k_top_p_check,
+    dtypes=ALL_DTYPES,
+    # Top-p mass band (fraction of the survivors' mass) inside which fp32 and fp64 may
+    # decide differently; top-k compares input values and has no band.
+    tolerance={torch.float32: 1e-5, torch.bfloat16: 1e-5, torch.float16: 1e-5},
+    semantics={"tie_policy": "keep_all_ties", "top_p_mass": "renormalised after top-k"},
+    error_inputs=TOP_K_TOP_P_ERRORS,
+    law=top_k_top_p_law,
+    distribution_cases=top_k_top_p_distribution_cases,
+    examples=SEED_REGRESSIONS,
+))

@@ -1,0 +1,174 @@
+"""The kernel registry: one declarative `KernelInfo` record per kernel (PyTorch OpInfo style).
+
+A record names its backends (implementations: our Triton kernel, our PyTorch fallback,
+later third-party and plugged-in ones), its oracle and input strategy, the dtypes and
+layouts it supports, its tolerances and semantics flags, its error inputs and its
+regression examples. The generic tests in tests/ iterate over `combos()`, so a kernel
+added here is covered by every generic property without new test code.
+"""
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import pytest
+import torch
+
+from properties.layouts import LAYOUTS
+
+DTYPE_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A skip or strict xfail, as data: applies where every given field matches."""
+
+    kind: str  # "skip" or "xfail"
+    reason: str
+    test: str | None = None
+    dtype: torch.dtype | None = None
+    layout: str | None = None
+    device: str | None = None
+
+    def applies(self, test: str, dtype: torch.dtype, layout: str, device: str) -> bool:
+        wanted = (self.test, self.dtype, self.layout, self.device)
+        return all(w is None or w == v for w, v in zip(wanted, (test, dtype, layout, device)))
+
+    def as_pytest_mark(self):
+        if self.kind == "skip":
+            return pytest.mark.skip(reason=self.reason)
+        return pytest.mark.xfail(reason=self.reason, strict=True)
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One implementation of a kernel. `target` is "package.module:callable", imported on
+    first use (so CPU runs can switch Triton to its interpreter first)."""
+
+    name: str
+    target: str
+    devices: tuple[str, ...] = ("cpu", "cuda")
+    dtypes: tuple[torch.dtype, ...] | None = None
+    layouts: tuple[str, ...] | None = None
+    marks: tuple[Mark, ...] = ()
+
+    def resolve(self) -> Callable:
+        module, _, attr = self.target.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+@dataclass(frozen=True)
+class ErrorInput:
+    """Calling a backend with `make(device)` -> (args, kwargs) must raise `error` matching `match`."""
+
+    description: str
+    make: Callable[[str], tuple[tuple, dict]]
+    error: type[Exception]
+    match: str
+
+
+@dataclass(frozen=True)
+class RegressionExample:
+    """A fixed case replayed (as a Hypothesis @example) in the combos it names."""
+
+    ref: str
+    case: Any
+    dtypes: tuple[torch.dtype, ...]
+    layouts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """Everything the generic tests need to know about one kernel.
+
+    cases(budget): strategy of cases; make_args(case, logits): the keyword parameters;
+    reference(logits, semantics, tolerance, **kwargs): the oracle's verdict;
+    check(original, output, reference, what): raises AssertionError on a mismatch;
+    law(original, reference, **kwargs): (oracle probabilities fp64, admissible support),
+    for kernels whose output is sampled from (None otherwise).
+    """
+
+    name: str
+    backends: tuple[Backend, ...]
+    cases: Callable
+    make_args: Callable
+    reference: Callable
+    check: Callable
+    dtypes: tuple[torch.dtype, ...]
+    tolerance: dict[torch.dtype, float]
+    semantics: dict[str, Any]
+    error_inputs: tuple[ErrorInput, ...]
+    layouts: tuple[str, ...] = LAYOUTS
+    law: Callable | None = None
+    distribution_cases: Callable | None = None
+    examples: tuple[RegressionExample, ...] = ()
+    in_place: bool = True
+
+
+@dataclass(frozen=True)
+class Combo:
+    """One (kernel, backend, dtype, layout) cell of the test matrix."""
+
+    info: KernelInfo
+    backend: Backend
+    dtype: torch.dtype
+    layout: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.info.name}-{self.backend.name}-{DTYPE_NAMES[self.dtype]}-{self.layout}"
+
+
+REGISTRY: dict[str, KernelInfo] = {}
+
+
+def register(info: KernelInfo) -> KernelInfo:
+    if info.name in REGISTRY:
+        raise ValueError(f"kernel {info.name!r} is already registered")
+    REGISTRY[info.name] = info
+    return info
+
+
+def combos(test: str, device: str, *, dtypes=None, layouts=None, sampled=False) -> list:
+    """pytest params for `test` over every registered combo, with skips/xfails as marks.
+
+    dtypes/layouts restrict the matrix; sampled=True keeps only kernels with a `law`.
+    """
+    params = []
+    for info in REGISTRY.values():
+        if sampled and info.law is None:
+            continue
+        for backend in info.backends:
+            for dtype in info.dtypes:
+                if dtypes is not None and dtype not in dtypes:
+                    continue
+                for layout in info.layouts:
+                    if layouts is not None and layout not in layouts:
+                        continue
+                    combo = Combo(info, backend, dtype, layout)
+                    params.append(pytest.param(combo, id=combo.id, marks=_marks(combo, test, device)))
+    return params
+
+
+def _marks(combo: Combo, test: str, device: str) -> list:
+    backend = combo.backend
+    if device not in backend.devices:
+        return [pytest.mark.skip(reason=f"backend {backend.name} runs on {', '.join(backend.devices)}, not {device}")]
+    if backend.dtypes is not None and combo.dtype not in backend.dtypes:
+        return [pytest.mark.skip(reason=f"backend {backend.name} does not declare {DTYPE_NAMES[combo.dtype]}")]
+    if backend.layouts is not None and combo.layout not in backend.layouts:
+        return [pytest.mark.skip(reason=f"backend {backend.name} does not declare layout {combo.layout}")]
+    return [m.as_pytest_mark() for m in backend.marks if m.applies(test, combo.dtype, combo.layout, device)]
+
+
+def error_cases(device: str) -> list:
+    """pytest params over (kernel, backend, error input) triples."""
+    params = []
+    for info in REGISTRY.values():
+        for backend in info.backends:
+            marks = [] if device in backend.devices else [
+                pytest.mark.skip(reason=f"backend {backend.name} runs on {', '.join(backend.devices)}")]
+            for error in info.error_inputs:
+                params.append(pytest.param((info, backend, error), marks=marks,
+                                           id=f"{info.name}-{backend.name}-{error.description.replace(' ', '_')}"))
+    return params

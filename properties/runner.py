@@ -1,0 +1,37 @@
+"""Building a combo's inputs and calling its backend: the steps every generic property shares."""
+
+import torch
+
+from properties.layouts import Placed, place
+from properties.recipes import materialize
+from properties.registry import Combo
+
+POISONS = (float("nan"), float("inf"), 3e38)
+
+
+def poison_for(case, dtype: torch.dtype) -> float:
+    """A gap value chosen by the case seed: NaN, +inf, or the dtype's largest finite value
+    (which wins any argmax, so it catches reads that a NaN-tolerant max would skip)."""
+    value = POISONS[case.logits.seed % len(POISONS)]
+    return min(value, torch.finfo(dtype).max) if value == 3e38 else value
+
+
+def prepare(combo: Combo, case, device) -> tuple[Placed, dict]:
+    """The case's logits placed in the combo's layout (poisoned gaps), and its parameters."""
+    values = materialize(case.logits, combo.dtype, device)
+    placed = place(values, combo.layout, poison_for(case, combo.dtype))
+    return placed, combo.info.make_args(case, placed.view)
+
+
+def run(combo: Combo, logits: torch.Tensor, args: dict) -> torch.Tensor:
+    """Call the backend; for in-place kernels, check that it returned its input."""
+    output = combo.backend.resolve()(logits, **args)
+    if combo.info.in_place:
+        assert output is logits or (output.data_ptr() == logits.data_ptr() and output.stride() == logits.stride()), (
+            f"{combo.id}: the record declares in-place, but the backend returned a different tensor")
+    return output
+
+
+def reference(combo: Combo, original: torch.Tensor, args: dict):
+    info = combo.info
+    return info.reference(original, info.semantics, info.tolerance[combo.dtype], **args)

@@ -1,0 +1,133 @@
+"""Statistical checks for sampler outputs: sample-size planning, G-test, support check.
+
+All distributions come from scipy.stats; formulas and reference numbers are in
+section 5 of the testing-methods reference. The support check is exact (alpha = 0)
+and should run before the goodness-of-fit test, which ignores zero-probability tokens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize, stats
+
+
+def lambda_missing_mass(eps: float) -> float:
+    """Per-sample noncentrality when mass `eps` (0 < eps < 1) is dropped and the rest renormalised."""
+    return eps + eps**2 / (1.0 - eps)
+
+
+def lambda_token_doubled(p0: float) -> float:
+    """Per-sample noncentrality when a token of mass `p0` (0 < p0 < 0.5) is sampled at twice its rate."""
+    return p0 / (1.0 - p0)
+
+
+def noncentrality_for_power(df: int, alpha: float, power: float) -> float:
+    """Total noncentrality lambda* at which a level-`alpha` chi2(df) test has the given power.
+
+    Requires df >= 1 and 0 < alpha < power < 1. Solves ncx2.sf(chi2.isf(alpha, df), df, lam) == power.
+    """
+    if df < 1 or not 0.0 < alpha < power < 1.0:
+        raise ValueError(f"need df >= 1 and 0 < alpha < power < 1, got {df=}, {alpha=}, {power=}")
+    crit = stats.chi2.isf(alpha, df)
+
+    def gap(lam: float) -> float:
+        return stats.ncx2.sf(crit, df, lam) - power
+
+    hi = crit + df
+    while gap(hi) <= 0.0:
+        hi *= 2.0
+    return optimize.brentq(gap, 0.0, hi, xtol=1e-10)
+
+
+def plan_samples(df: int, alpha: float, power: float, lambda1: float) -> int:
+    """Smallest n with n * lambda1 >= lambda*(df, alpha, power); lambda1 is the per-sample noncentrality."""
+    return math.ceil(noncentrality_for_power(df, alpha, power) / lambda1)
+
+
+def power_of(n: int, df: int, alpha: float, lambda1: float) -> float:
+    """Power of a level-`alpha` chi2(df) test with n samples and per-sample noncentrality lambda1."""
+    return float(stats.ncx2.sf(stats.chi2.isf(alpha, df), df, n * lambda1))
+
+
+@dataclass(frozen=True)
+class GTest:
+    """Result of `g_test`. bins[i] holds the token ids pooled into bin i (sorted ascending)."""
+
+    statistic: float
+    pvalue: float
+    df: int
+    bins: list[tuple[int, ...]]
+    observed: np.ndarray
+    expected: np.ndarray
+
+
+def _as_numpy(x) -> np.ndarray:
+    """1-D numpy view of a numpy array or (possibly GPU) torch tensor."""
+    if hasattr(x, "detach"):
+        x = x.detach().cpu().numpy()
+    return np.asarray(x).reshape(-1)
+
+
+def g_test(counts, probs, *, min_expected: float = 20.0, max_bins: int = 20) -> GTest:
+    """G-test (log-likelihood ratio) of per-token sample `counts` against null `probs` (length V each).
+
+    probs is renormalised in float64 over its sum; tokens with prob 0 and their counts are excluded
+    (use `support_violations` for them), so n = number of samples on positive-probability tokens.
+    Bins: one per token with expected count n*p >= min_expected, at most `max_bins` of them (largest
+    expected first, ties by lower id), plus one remainder bin holding every other positive-probability
+    token; a remainder with expected count < min_expected is merged into the smallest kept bin.
+    So there are at most max_bins + 1 bins and df = bins - 1. With a single bin the test is vacuous:
+    statistic 0.0, pvalue 1.0, df 0.
+    """
+    obs = _as_numpy(counts).astype(np.float64)
+    p = _as_numpy(probs).astype(np.float64)
+    if obs.shape != p.shape:
+        raise ValueError(f"counts and probs differ in length: {obs.shape} vs {p.shape}")
+    if not (np.all(np.isfinite(p)) and np.all(p >= 0) and p.sum() > 0):
+        raise ValueError("probs must be finite, non-negative and not all zero")
+    support = np.flatnonzero(p > 0)
+    p = p / p.sum()
+    n = obs[support].sum()
+    order = support[np.argsort(-p[support], kind="stable")]
+    n_kept = min(int(np.count_nonzero(n * p[order] >= min_expected)), max_bins)
+    bins = [[int(t)] for t in order[:n_kept]]
+    rest = sorted(int(t) for t in order[n_kept:])
+    if rest:
+        if bins and n * p[rest].sum() < min_expected:
+            bins[-1] += rest
+        else:
+            bins.append(rest)
+    labels = [tuple(sorted(b)) for b in bins]
+    f_obs = np.array([obs[list(b)].sum() for b in labels])
+    p_bin = np.array([p[list(b)].sum() for b in labels])
+    f_exp = n * (p_bin / p_bin.sum())
+    if len(labels) < 2:
+        return GTest(0.0, 1.0, 0, labels, f_obs, f_exp)
+    df = len(labels) - 1
+    # G >= 0 in exact arithmetic; roundoff can leave about -1e-13 on a perfect fit, for which
+    # scipy reports pvalue nan, so clamp and take the chi2(df) tail of the clamped value.
+    g = max(float(stats.power_divergence(f_obs, f_exp, lambda_="log-likelihood").statistic), 0.0)
+    return GTest(g, float(stats.chi2.sf(g, df)), df, labels, f_obs, f_exp)
+
+
+def support_violations(samples, allowed) -> list[int]:
+    """Sorted distinct sampled ids outside the bool mask `allowed` (length V), including ids outside [0, V).
+
+    This is the exact support check (false-alarm rate 0).
+    """
+    ids = _as_numpy(samples).astype(np.int64)
+    mask = _as_numpy(allowed).astype(bool)
+    in_range = (ids >= 0) & (ids < mask.size)
+    bad = ~in_range
+    bad[in_range] = ~mask[ids[in_range]]
+    return [int(t) for t in np.unique(ids[bad])]
+
+
+def seed_from_id(test_id: str) -> int:
+    """Seed in [0, 2**63 - 1) from sha256 of `test_id`; stable across processes and Python versions."""
+    digest = hashlib.sha256(test_id.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % (2**63 - 1)
