@@ -27,6 +27,8 @@ def pytest_addoption(parser):
     group.addoption("--stat-alpha", type=float, default=None,
                     help="per-test false-alarm rate of statistical tests (default by Hypothesis profile: "
                          + ", ".join(f"{k} {v:g}" for k, v in ALPHA.items()) + ")")
+    group.addoption("--mutant", default=None,
+                    help="run the suite against this mutant alone (names in kernels.mutants.MUTANTS)")
 
 
 def pytest_configure(config):
@@ -40,6 +42,15 @@ def pytest_configure(config):
     else:
         config.samplecheck_device = torch.device("cpu")
     import properties.infos  # noqa: F401  (registers the kernels)
+
+    mutant = config.getoption("--mutant")
+    if mutant:
+        from kernels.mutants import MUTANTS
+        from properties.registry import Backend, plug_only
+
+        if mutant not in MUTANTS:
+            raise pytest.UsageError(f"--mutant must be one of {', '.join(MUTANTS)}; got {mutant!r}")
+        plug_only(MUTANTS[mutant].kernel, Backend(f"mutant-{mutant}", f"kernels.mutants:{mutant}"))
 
 
 def _profile(config) -> str:
@@ -73,6 +84,17 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("combo", registry.combos(name, device_type, **(marker.kwargs if marker else {})))
     if "error_case" in metafunc.fixturenames:
         metafunc.parametrize("error_case", registry.error_cases(device_type))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    from properties.drawing import ExampleCounter
+
+    ExampleCounter.count = 0
+    try:
+        return (yield)
+    finally:
+        item.user_properties.append(("examples", ExampleCounter.count))
 
 
 @pytest.hookimpl(wrapper=True)

@@ -13,6 +13,12 @@ from hypothesis import assume, example
 from properties.registry import REGISTRY, Combo, RegressionExample
 
 
+class ExampleCounter:
+    """Cases drawn (or replayed) by the running test; conftest records it per test."""
+
+    count = 0
+
+
 @dataclass(frozen=True)
 class Replay:
     kernel: str
@@ -27,8 +33,11 @@ def draw_case(data, combo: Combo, strategy):
     if isinstance(data, Replay):
         r = data.regression
         assume(data.kernel == combo.info.name and combo.dtype in r.dtypes and combo.layout in r.layouts)
-        return r.case
-    return data.draw(strategy, label="case")
+        case = r.case
+    else:
+        case = data.draw(strategy, label="case")
+    ExampleCounter.count += 1
+    return case
 
 
 def with_regression_examples(test):

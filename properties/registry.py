@@ -7,6 +7,7 @@ regression examples. The generic tests in tests/ iterate over `combos()`, so a k
 added here is covered by every generic property without new test code.
 """
 
+import dataclasses
 import importlib
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -118,6 +119,9 @@ class Combo:
     def id(self) -> str:
         return f"{self.info.name}-{self.backend.name}-{DTYPE_NAMES[self.dtype]}-{self.layout}"
 
+    def __repr__(self) -> str:
+        return f"Combo({self.id})"
+
 
 REGISTRY: dict[str, KernelInfo] = {}
 
@@ -127,6 +131,14 @@ def register(info: KernelInfo) -> KernelInfo:
         raise ValueError(f"kernel {info.name!r} is already registered")
     REGISTRY[info.name] = info
     return info
+
+
+def plug_only(kernel: str, backend: Backend) -> None:
+    """Test `backend` alone: it becomes the only backend of `kernel`, and every other
+    kernel leaves the registry (for mutants and plugged-in implementations)."""
+    info = REGISTRY[kernel]
+    REGISTRY.clear()
+    REGISTRY[kernel] = dataclasses.replace(info, backends=(backend,))
 
 
 def combos(test: str, device: str, *, dtypes=None, layouts=None, sampled=False) -> list:

@@ -39,7 +39,10 @@ def test_distribution(combo, device, budget, stat_alpha, request, data):
     n = plan_samples(MAX_BINS, alpha, POWER, lambda_missing_mass(MISSING_MASS))
     seed = seed_from_id(f"{request.node.nodeid}/{case.logits.seed}")
     gen = torch.Generator(device=device).manual_seed(seed)
-    samples = torch.multinomial(torch.softmax(output[:rows].double(), dim=-1), n, replacement=True, generator=gen)
+    sampled_law = torch.softmax(output[:rows].double(), dim=-1)
+    bad_rows = (~torch.isfinite(sampled_law).all(dim=-1)).nonzero().flatten().tolist()
+    assert not bad_rows, f"{combo.id}: rows {bad_rows} of the output give no valid distribution (NaN or all -inf)"
+    samples = torch.multinomial(sampled_law, n, replacement=True, generator=gen)
     for row in range(rows):
         where = f"{combo.id} row {row} (seed {seed}, n {n})"
         outside = support_violations(samples[row], support[row])
