@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# README command 2: set up (idempotent) and run the test suite on all cores. Extra
+# arguments go to pytest (default profile: ci, the derandomized CPU-sized one).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+exec .venv/bin/python -m pytest -n auto -p no:cacheprovider --hypothesis-profile=ci "$@"
