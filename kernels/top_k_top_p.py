@@ -99,16 +99,18 @@ def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, V,
             hi = tl.maximum(hi, tl.max(tl.where(in_row, key, -2147483648), axis=0))
         row_max = tl.where(row_max == float("-inf"), 0.0, row_max)
         cut = lo
-        if k < V:
-            cut = _search_cut(row_ptr, V, lo, hi, row_max, k, 0.0, False, BLOCK, NUM_PIVOTS)
-        if p < 1.0:
-            kept_mass = tl.zeros([BLOCK], dtype=tl.float32)
-            for start in range(0, V, BLOCK):
-                idx = start + offs
-                x = tl.load(row_ptr + idx, mask=idx < V, other=float("-inf")).to(tl.float32)
-                kept_mass += tl.where(_order_key(x).to(tl.int64) >= cut, tl.exp(x - row_max), 0.0)
-            mass_limit = p * tl.sum(kept_mass, axis=0)
-            cut = _search_cut(row_ptr, V, cut, hi, row_max, k, mass_limit, True, BLOCK, NUM_PIVOTS)
+        if HAS_K:
+            if k < V:
+                cut = _search_cut(row_ptr, V, lo, hi, row_max, k, 0.0, False, BLOCK, NUM_PIVOTS)
+        if HAS_P:
+            if p < 1.0:
+                kept_mass = tl.zeros([BLOCK], dtype=tl.float32)
+                for start in range(0, V, BLOCK):
+                    idx = start + offs
+                    x = tl.load(row_ptr + idx, mask=idx < V, other=float("-inf")).to(tl.float32)
+                    kept_mass += tl.where(_order_key(x).to(tl.int64) >= cut, tl.exp(x - row_max), 0.0)
+                mass_limit = p * tl.sum(kept_mass, axis=0)
+                cut = _search_cut(row_ptr, V, cut, hi, row_max, k, mass_limit, True, BLOCK, NUM_PIVOTS)
         # Final pass: write -inf below the cut, nothing else.
         neg_inf = tl.full([BLOCK], float("-inf"), tl.float32).to(logits_ptr.dtype.element_ty)
         for start in range(0, V, BLOCK):
