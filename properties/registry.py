@@ -18,6 +18,7 @@ import torch
 from properties.layouts import LAYOUTS
 
 DTYPE_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
+ALL_DTYPES = tuple(DTYPE_NAMES)
 
 
 @dataclass(frozen=True)

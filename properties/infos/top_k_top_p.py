@@ -1,4 +1,4 @@
-"""The registry records. Importing this module registers every kernel."""
+"""Registry record for top-k then top-p masking."""
 
 from dataclasses import dataclass
 
@@ -8,10 +8,8 @@ from hypothesis import strategies as st
 from oracles.top_k_top_p import top_k_top_p_reference
 from properties import checks
 from properties.recipes import LogitsRecipe
-from properties.registry import Backend, ErrorInput, KernelInfo, RegressionExample, register
+from properties.registry import ALL_DTYPES, Backend, ErrorInput, KernelInfo, RegressionExample, register
 from properties.strategies import Budget, expand_pool, logits_recipes, row_pools, top_k_values, top_p_values
-
-ALL_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 
 
 @dataclass(frozen=True)
