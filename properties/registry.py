@@ -88,6 +88,8 @@ class KernelInfo:
     check(original, output, reference, what): raises AssertionError on a mismatch;
     law(original, reference, **kwargs): (oracle probabilities fp64, admissible support),
     for kernels whose output is sampled from (None otherwise).
+    targets(original, reference): {label: value} for hypothesis.target(), steering long
+    (nightly) runs towards the inputs where this kernel is most likely wrong.
     """
 
     name: str
@@ -105,6 +107,7 @@ class KernelInfo:
     distribution_cases: Callable | None = None
     examples: tuple[RegressionExample, ...] = ()
     in_place: bool = True
+    targets: Callable | None = None
 
 
 @dataclass(frozen=True)

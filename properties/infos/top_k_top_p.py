@@ -55,6 +55,14 @@ def top_k_top_p_law(original, reference, **_):
     return torch.softmax(x, dim=-1), reference.kept | reference.ambiguous
 
 
+def top_k_top_p_targets(original, reference):
+    """Boundary ties: the most entries of one row tied with that row's smallest kept value."""
+    finite_kept = reference.kept & torch.isfinite(original)
+    lowest = original.masked_fill(~finite_kept, float("inf")).min(dim=-1, keepdim=True).values
+    ties = ((original == lowest) & finite_kept).sum(dim=-1)
+    return {"boundary_ties": float(ties.max()) if ties.numel() else 0.0}
+
+
 def _zeros(*shape, dtype=torch.float32):
     return lambda device: torch.zeros(shape, dtype=dtype, device=device)
 
@@ -117,4 +125,5 @@ TOP_K_TOP_P = register(KernelInfo(
     law=top_k_top_p_law,
     distribution_cases=top_k_top_p_distribution_cases,
     examples=SEED_REGRESSIONS,
+    targets=top_k_top_p_targets,
 ))

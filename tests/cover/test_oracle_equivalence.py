@@ -1,7 +1,7 @@
 """Every backend keeps exactly the oracle's set (bitwise), in every dtype and layout."""
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, strategies as st, target
 
 from properties.drawing import draw_case, with_regression_examples
 from properties.runner import prepare, reference, run
@@ -16,5 +16,8 @@ def test_oracle_equivalence(combo, device, budget, data):
     placed, args = prepare(combo, case, device)
     original = placed.view.clone()
     expected = reference(combo, original, args)
+    if combo.info.targets is not None:
+        for label, value in combo.info.targets(original, expected).items():
+            target(value, label=label)
     output = run(combo, placed.view, args)
     combo.info.check(original, output, expected, combo.id)
