@@ -29,6 +29,10 @@ def pytest_addoption(parser):
                          + ", ".join(f"{k} {v:g}" for k, v in ALPHA.items()) + ")")
     group.addoption("--mutant", default=None,
                     help="run the suite against this mutant alone (names in kernels.mutants.MUTANTS)")
+    group.addoption("--backend", action="append", default=[], metavar="KERNEL=MODULE:CALLABLE",
+                    help="also test this implementation of KERNEL (repeatable); see docs/backends.md")
+    group.addoption("--backend-only", action="store_true",
+                    help="test only the plugged implementations (--backend and installed entry points)")
 
 
 def pytest_configure(config):
@@ -43,14 +47,20 @@ def pytest_configure(config):
         config.samplecheck_device = torch.device("cpu")
     import properties.infos  # noqa: F401  (registers the kernels)
 
-    mutant = config.getoption("--mutant")
-    if mutant:
-        from kernels.mutants import MUTANTS
-        from properties.registry import Backend, plug_only
+    from properties import plugins
+    from properties.registry import plug
 
-        if mutant not in MUTANTS:
-            raise pytest.UsageError(f"--mutant must be one of {', '.join(MUTANTS)}; got {mutant!r}")
-        plug_only(MUTANTS[mutant].kernel, Backend(f"mutant-{mutant}", f"kernels.mutants:{mutant}"))
+    try:
+        plugged = [plugins.parse_backend_option(text) for text in config.getoption("--backend")]
+        plugged += plugins.installed_backends()
+        if config.getoption("--mutant"):
+            plug([plugins.mutant_backend(config.getoption("--mutant"))], only=True)
+        elif plugged or config.getoption("--backend-only"):
+            if config.getoption("--backend-only") and not plugged:
+                raise ValueError("--backend-only needs at least one --backend or installed entry point")
+            plug(plugged, only=config.getoption("--backend-only"))
+    except (KeyError, ValueError, ImportError, AttributeError) as err:
+        raise pytest.UsageError(str(err)) from err
 
 
 def _profile(config) -> str:

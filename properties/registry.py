@@ -45,7 +45,9 @@ class Mark:
 @dataclass(frozen=True)
 class Backend:
     """One implementation of a kernel. `target` is "package.module:callable", imported on
-    first use (so CPU runs can switch Triton to its interpreter first)."""
+    first use (so CPU runs can switch Triton to its interpreter first). With
+    `error_messages=False` (plugged-in code) error inputs check the exception type only,
+    not our wording."""
 
     name: str
     target: str
@@ -53,6 +55,7 @@ class Backend:
     dtypes: tuple[torch.dtype, ...] | None = None
     layouts: tuple[str, ...] | None = None
     marks: tuple[Mark, ...] = ()
+    error_messages: bool = True
 
     def resolve(self) -> Callable:
         module, _, attr = self.target.partition(":")
@@ -137,12 +140,25 @@ def register(info: KernelInfo) -> KernelInfo:
     return info
 
 
-def plug_only(kernel: str, backend: Backend) -> None:
-    """Test `backend` alone: it becomes the only backend of `kernel`, and every other
-    kernel leaves the registry (for mutants and plugged-in implementations)."""
-    info = REGISTRY[kernel]
-    REGISTRY.clear()
-    REGISTRY[kernel] = dataclasses.replace(info, backends=(backend,))
+def plug(backends: list[tuple[str, Backend]], *, only: bool) -> None:
+    """Add (kernel, backend) pairs to the registry. With `only`, the plugged backends are
+    the only ones tested: other backends and kernels without a plug leave the registry."""
+    plugged: dict[str, list[Backend]] = {}
+    for kernel, backend in backends:
+        if kernel not in REGISTRY:
+            raise KeyError(f"unknown kernel {kernel!r}; registered: {', '.join(REGISTRY)}")
+        plugged.setdefault(kernel, []).append(backend)
+    for name in list(REGISTRY):
+        if name not in plugged:
+            if only:
+                del REGISTRY[name]
+            continue
+        info = REGISTRY[name]
+        names = [b.name for b in info.backends + tuple(plugged[name])]
+        if not only and len(set(names)) != len(names):
+            raise ValueError(f"kernel {name!r}: backend names must be unique, got {names}")
+        kept = () if only else info.backends
+        REGISTRY[name] = dataclasses.replace(info, backends=kept + tuple(plugged[name]))
 
 
 def combos(test: str, device: str, *, dtypes=None, layouts=None, sampled=False) -> list:

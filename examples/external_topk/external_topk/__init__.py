@@ -1,0 +1,46 @@
+"""An implementation of samplecheck's top_k_top_p contract written outside its tree.
+
+It sorts each row once, derives the top-k and top-p cut values from the sorted row, and
+masks everything below the larger cut, in place. Verify it with:
+
+    pytest --backend top_k_top_p=external_topk:top_k_top_p_mask --backend-only
+
+(with this folder on PYTHONPATH), or install the package and drop the --backend flag.
+"""
+
+import torch
+
+
+def top_k_top_p_mask(logits: torch.Tensor, k: torch.Tensor | None = None,
+                     p: torch.Tensor | None = None) -> torch.Tensor:
+    if logits.dim() != 2:
+        raise ValueError("logits must be 2-D")
+    if logits.dtype not in (torch.float32, torch.bfloat16, torch.float16):
+        raise TypeError("unsupported logits dtype")
+    if logits.size(1) > 1 and logits.stride(1) != 1:
+        raise ValueError("logits columns must be contiguous")
+    for name, value, dtypes in (("k", k, (torch.int32, torch.int64)), ("p", p, (torch.float32,))):
+        if value is not None and value.dtype not in dtypes:
+            raise TypeError(f"bad {name} dtype")
+        if value is not None and value.shape != (logits.size(0),):
+            raise ValueError(f"bad {name} shape")
+    if k is not None and bool((k < -1).any()):
+        raise ValueError("k must be >= -1")
+    if p is not None and not bool(((p > 0) & (p <= 1)).all()):
+        raise ValueError("p must be in (0, 1]")
+    rows, vocab = logits.shape
+    if rows == 0 or vocab == 0:
+        return logits
+    ordered = logits.float().sort(dim=-1, descending=True).values
+    cut = ordered[:, -1]
+    if k is not None:
+        k_eff = torch.where((k > 0) & (k < vocab), k, vocab).long()
+        cut = torch.maximum(cut, ordered.gather(1, (k_eff - 1)[:, None]).squeeze(1))
+    if p is not None:
+        probs = torch.softmax(ordered.masked_fill(ordered < cut[:, None], float("-inf")), dim=-1)
+        before = torch.cumsum(probs, dim=-1) - probs
+        n_keep = (before < p[:, None]).sum(dim=-1).clamp(min=1)
+        cut_p = ordered.gather(1, (n_keep - 1)[:, None]).squeeze(1)
+        cut = torch.where(p < 1, torch.maximum(cut, cut_p), cut)
+    logits.masked_fill_(logits.float() < cut[:, None], float("-inf"))
+    return logits

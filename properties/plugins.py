@@ -1,0 +1,59 @@
+"""Backends from outside this repo, and mutants, plugged into the registry.
+
+- `pytest --backend KERNEL=package.module:callable` (repeatable);
+- installed packages: entry points in the group `samplecheck.backends`, each named
+  `KERNEL.BACKEND` with the value `package.module:callable`;
+- `pytest --backend-only`: test the plugged implementations alone;
+- `pytest --mutant NAME`: test one mutant of kernels.mutants alone.
+
+A plugged callable may declare what it supports with a `samplecheck` attribute, a dict
+with any of `devices` ("cpu", "cuda"), `dtypes` (torch dtypes) and `layouts` (names from
+properties.layouts.LAYOUTS); undeclared means everything. Combos outside the declaration
+are skipped with the reason shown. docs/backends.md documents each kernel's contract.
+"""
+
+from importlib.metadata import entry_points
+
+from properties.registry import Backend
+
+ENTRY_POINT_GROUP = "samplecheck.backends"
+
+
+def backend_from_target(name: str, target: str) -> Backend:
+    """A Backend for "package.module:callable", with the callable's declared support."""
+    if ":" not in target:
+        raise ValueError(f"backend target must be 'package.module:callable', got {target!r}")
+    backend = Backend(name, target)
+    declared = getattr(backend.resolve(), "samplecheck", {})
+    unknown = set(declared) - {"devices", "dtypes", "layouts"}
+    if unknown:
+        raise ValueError(f"{target}: unknown keys in its samplecheck declaration: {sorted(unknown)}")
+    return Backend(name, target, devices=tuple(declared.get("devices", ("cpu", "cuda"))),
+                   dtypes=declared.get("dtypes"), layouts=declared.get("layouts"), error_messages=False)
+
+
+def parse_backend_option(text: str) -> tuple[str, Backend]:
+    """`KERNEL=package.module:callable` -> (kernel, Backend named after the callable)."""
+    kernel, sep, target = text.partition("=")
+    if not sep or not kernel or not target:
+        raise ValueError(f"--backend takes KERNEL=package.module:callable, got {text!r}")
+    return kernel, backend_from_target(target.rpartition(":")[2], target)
+
+
+def installed_backends() -> list[tuple[str, Backend]]:
+    """Backends declared by installed packages' `samplecheck.backends` entry points."""
+    plugged = []
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        kernel, sep, name = ep.name.partition(".")
+        if not sep:
+            raise ValueError(f"entry point {ep.name!r} in {ENTRY_POINT_GROUP} must be named KERNEL.BACKEND")
+        plugged.append((kernel, backend_from_target(name, ep.value)))
+    return plugged
+
+
+def mutant_backend(name: str) -> tuple[str, Backend]:
+    from kernels.mutants import MUTANTS
+
+    if name not in MUTANTS:
+        raise ValueError(f"--mutant must be one of {', '.join(MUTANTS)}; got {name!r}")
+    return MUTANTS[name].kernel, Backend(f"mutant-{name}", f"kernels.mutants:{name}")
