@@ -54,6 +54,22 @@ def power_of(n: int, df: int, alpha: float, lambda1: float) -> float:
 
 
 @dataclass(frozen=True)
+class SamplingPlan:
+    """A sampling test's stated error rates: false alarms at `alpha`; power >= `power` against
+    `missing_mass` of the law vanishing (one bin of that mass gone, the rest renormalised),
+    with a G-test over at most `max_bins` single-token bins plus a remainder (df <= max_bins)."""
+
+    alpha: float
+    power: float = 0.99
+    missing_mass: float = 0.005
+    max_bins: int = 20
+
+    @property
+    def samples(self) -> int:
+        return plan_samples(self.max_bins, self.alpha, self.power, lambda_missing_mass(self.missing_mass))
+
+
+@dataclass(frozen=True)
 class GTest:
     """Result of `g_test`. bins[i] holds the token ids pooled into bin i (sorted ascending)."""
 

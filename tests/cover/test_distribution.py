@@ -2,10 +2,10 @@
 the same bf16 logits.
 
 Per example and row: an exact support check (no sample outside the oracle's kept set,
-ambiguous entries admitted), then a G-test (remainder bucket, <= MAX_BINS single-token
-bins) at alpha / rows. The sample count is planned for power >= POWER against MISSING_MASS
-of the law vanishing. The generator seed derives from the test id and the case, so a
-failure reproduces exactly.
+ambiguous entries admitted), then a G-test (remainder bucket, <= 20 single-token bins)
+at alpha / rows, with the sample count planned by `SamplingPlan` for power >= 0.99
+against 0.5% of the law's mass vanishing. The generator seed derives from the test id
+and the case, so a failure reproduces exactly.
 """
 
 import pytest
@@ -14,13 +14,10 @@ from hypothesis import given, strategies as st
 
 from properties.drawing import draw_case
 from properties.runner import prepare, reference, run
-from properties.stats import g_test, lambda_missing_mass, plan_samples, seed_from_id, support_violations
+from properties.stats import SamplingPlan, g_test, seed_from_id, support_violations
 
 pytestmark = pytest.mark.interpreter
 
-MAX_BINS = 20
-POWER = 0.99
-MISSING_MASS = 0.005
 MAX_ROWS = 4
 
 
@@ -35,8 +32,8 @@ def test_distribution(combo, device, budget, stat_alpha, request, data):
     law, support = combo.info.law(original, expected, **args)
 
     rows = min(original.size(0), MAX_ROWS)
-    alpha = stat_alpha / rows
-    n = plan_samples(MAX_BINS, alpha, POWER, lambda_missing_mass(MISSING_MASS))
+    plan = SamplingPlan(alpha=stat_alpha / rows)
+    alpha, n = plan.alpha, plan.samples
     seed = seed_from_id(f"{request.node.nodeid}/{case.logits.seed}")
     gen = torch.Generator(device=device).manual_seed(seed)
     sampled_law = torch.softmax(output[:rows].double(), dim=-1)
@@ -48,7 +45,7 @@ def test_distribution(combo, device, budget, stat_alpha, request, data):
         outside = support_violations(samples[row], support[row])
         assert not outside, f"{where}: sampled ids outside the oracle's support: {outside[:10]}"
         counts = torch.bincount(samples[row], minlength=original.size(1))
-        result = g_test(counts, law[row], max_bins=MAX_BINS)
+        result = g_test(counts, law[row], max_bins=plan.max_bins)
         assert result.pvalue >= alpha, (
             f"{where}: G = {result.statistic:.1f}, df {result.df}, p = {result.pvalue:.3g} < alpha {alpha:.3g}; "
             f"observed {result.observed.tolist()} expected {[round(e, 1) for e in result.expected.tolist()]}")
