@@ -89,8 +89,9 @@ class KernelInfo:
     cases(budget): strategy of cases; make_args(case, logits): the keyword parameters;
     reference(logits, semantics, tolerance, **kwargs): the oracle's verdict;
     check(original, output, reference, what): raises AssertionError on a mismatch;
-    law(original, reference, **kwargs): (oracle probabilities fp64, admissible support),
-    for kernels whose output is sampled from (None otherwise).
+    law(original, reference, **kwargs): (oracle probabilities fp64, ids that may be drawn,
+    ids that must be drawn when likely enough), each [B, V], for kernels whose output is
+    sampled from (None otherwise).
     targets(original, reference): {label: value} for hypothesis.target(), steering long
     (nightly) runs towards the inputs where this kernel is most likely wrong.
     """

@@ -53,11 +53,22 @@ def power_of(n: int, df: int, alpha: float, lambda1: float) -> float:
     return float(stats.ncx2.sf(stats.chi2.isf(alpha, df), df, n * lambda1))
 
 
+def reachability_floor(n: int, alpha: float) -> float:
+    """Smallest eps with (1/eps) * (1 - eps)**n <= alpha: the chance that some token of mass
+    >= eps (at most 1/eps of them) is never drawn in n samples is then <= alpha."""
+    def excess(log_eps: float) -> float:
+        eps = math.exp(log_eps)
+        return -log_eps + n * math.log1p(-eps) - math.log(alpha)
+    return math.exp(optimize.brentq(excess, math.log(1e-12), math.log(0.5)))
+
+
 @dataclass(frozen=True)
 class SamplingPlan:
-    """A sampling test's stated error rates: false alarms at `alpha`; power >= `power` against
-    `missing_mass` of the law vanishing (one bin of that mass gone, the rest renormalised),
-    with a G-test over at most `max_bins` single-token bins plus a remainder (df <= max_bins)."""
+    """A sampling check's stated error rates. False alarms <= `alpha` per check, split evenly
+    between reachability (every token of mass >= `reach_floor` drawn at least once) and a
+    G-test over at most `max_bins` single-token bins plus a remainder (df <= max_bins); the
+    support check (no draw outside the allowed set) has no false alarms. The sample count
+    gives the G-test power >= `power` against a bin of `missing_mass` vanishing."""
 
     alpha: float
     power: float = 0.99
@@ -66,7 +77,46 @@ class SamplingPlan:
 
     @property
     def samples(self) -> int:
-        return plan_samples(self.max_bins, self.alpha, self.power, lambda_missing_mass(self.missing_mass))
+        return plan_samples(self.max_bins, self.alpha / 2, self.power, lambda_missing_mass(self.missing_mass))
+
+    @property
+    def reach_floor(self) -> float:
+        return reachability_floor(self.samples, self.alpha / 2)
+
+
+@dataclass(frozen=True)
+class SamplingVerdict:
+    """Outcome of `check_samples`: ids drawn outside the support, ids of mass >= the
+    reachability floor never drawn, and the G-test."""
+
+    outside: list[int]
+    unreached: list[int]
+    gtest: "GTest"
+    plan: SamplingPlan
+
+    @property
+    def rejected(self) -> bool:
+        return bool(self.outside or self.unreached or self.gtest.pvalue < self.plan.alpha / 2)
+
+    def describe(self) -> str:
+        g = self.gtest
+        return (f"outside support: {self.outside[:10]}; unreached (mass >= {self.plan.reach_floor:.2g}): "
+                f"{self.unreached[:10]}; G = {g.statistic:.1f}, df {g.df}, p = {g.pvalue:.3g} "
+                f"(reject below {self.plan.alpha / 2:.3g}); observed {g.observed.tolist()}, "
+                f"expected {[round(e, 1) for e in g.expected.tolist()]}")
+
+
+def check_samples(counts, law, support, required, plan: SamplingPlan) -> SamplingVerdict:
+    """Support, reachability and G-test of per-token draw `counts` against `law` (fp64, length V).
+    `support` marks the ids that may be drawn; `required` those that must be drawn when their
+    mass reaches the plan's floor (ids whose inclusion is ambiguous are in neither obligation)."""
+    counts_np = _as_numpy(counts).astype(np.int64)
+    law_np = _as_numpy(law).astype(np.float64)
+    allowed = _as_numpy(support).astype(bool)
+    needed = _as_numpy(required).astype(bool) & (law_np >= plan.reach_floor)
+    outside = [int(t) for t in np.flatnonzero((counts_np > 0) & ~allowed)]
+    unreached = [int(t) for t in np.flatnonzero(needed & (counts_np == 0))]
+    return SamplingVerdict(outside, unreached, g_test(counts_np, law_np, max_bins=plan.max_bins), plan)
 
 
 @dataclass(frozen=True)

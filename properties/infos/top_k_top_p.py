@@ -50,9 +50,10 @@ def top_k_top_p_check(original, output, reference, what):
 
 
 def top_k_top_p_law(original, reference, **_):
-    """The oracle's sampling law: softmax over the kept entries, in fp64 from the input values."""
+    """The oracle's sampling law (softmax over the kept entries, in fp64 from the input
+    values), the ids that may be drawn (kept or ambiguous), and those that must be."""
     x = original.to(torch.float64).masked_fill(~reference.kept, float("-inf"))
-    return torch.softmax(x, dim=-1), reference.kept | reference.ambiguous
+    return torch.softmax(x, dim=-1), reference.kept | reference.ambiguous, reference.kept & ~reference.ambiguous
 
 
 def top_k_top_p_targets(original, reference):

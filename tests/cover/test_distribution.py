@@ -1,11 +1,12 @@
 """Sampling from a backend's bf16 output follows the oracle's law, computed in fp64 from
 the same bf16 logits.
 
-Per example and row: an exact support check (no sample outside the oracle's kept set,
-ambiguous entries admitted), then a G-test (remainder bucket, <= 20 single-token bins)
-at alpha / rows, with the sample count planned by `SamplingPlan` for power >= 0.99
-against 0.5% of the law's mass vanishing. The generator seed derives from the test id
-and the case, so a failure reproduces exactly.
+Per example and row, at alpha / rows (`properties.stats.SamplingPlan`): an exact support
+check (no sample outside the oracle's kept set, ambiguous entries admitted), reachability
+(every token above the plan's mass floor drawn at least once), and a G-test (remainder
+bucket, <= 20 single-token bins) with the sample count planned for power >= 0.99 against
+0.5% of the law's mass vanishing. The generator seed derives from the test id and the case,
+so a failure reproduces exactly.
 """
 
 import pytest
@@ -14,7 +15,7 @@ from hypothesis import given, strategies as st
 
 from properties.drawing import draw_case
 from properties.runner import prepare, reference, run
-from properties.stats import SamplingPlan, g_test, seed_from_id, support_violations
+from properties.stats import SamplingPlan, check_samples, seed_from_id
 
 pytestmark = pytest.mark.interpreter
 
@@ -29,23 +30,17 @@ def test_distribution(combo, device, budget, stat_alpha, request, data):
     original = placed.view.clone()
     expected = reference(combo, original, args)
     output = run(combo, placed.view, args)
-    law, support = combo.info.law(original, expected, **args)
+    law, support, required = combo.info.law(original, expected, **args)
 
     rows = min(original.size(0), MAX_ROWS)
     plan = SamplingPlan(alpha=stat_alpha / rows)
-    alpha, n = plan.alpha, plan.samples
     seed = seed_from_id(f"{request.node.nodeid}/{case.logits.seed}")
     gen = torch.Generator(device=device).manual_seed(seed)
     sampled_law = torch.softmax(output[:rows].double(), dim=-1)
     bad_rows = (~torch.isfinite(sampled_law).all(dim=-1)).nonzero().flatten().tolist()
     assert not bad_rows, f"{combo.id}: rows {bad_rows} of the output give no valid distribution (NaN or all -inf)"
-    samples = torch.multinomial(sampled_law, n, replacement=True, generator=gen)
+    samples = torch.multinomial(sampled_law, plan.samples, replacement=True, generator=gen)
     for row in range(rows):
-        where = f"{combo.id} row {row} (seed {seed}, n {n})"
-        outside = support_violations(samples[row], support[row])
-        assert not outside, f"{where}: sampled ids outside the oracle's support: {outside[:10]}"
         counts = torch.bincount(samples[row], minlength=original.size(1))
-        result = g_test(counts, law[row], max_bins=plan.max_bins)
-        assert result.pvalue >= alpha, (
-            f"{where}: G = {result.statistic:.1f}, df {result.df}, p = {result.pvalue:.3g} < alpha {alpha:.3g}; "
-            f"observed {result.observed.tolist()} expected {[round(e, 1) for e in result.expected.tolist()]}")
+        verdict = check_samples(counts, law[row], support[row], required[row], plan)
+        assert not verdict.rejected, f"{combo.id} row {row} (seed {seed}, n {plan.samples}): {verdict.describe()}"
