@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-COLUMNS = ("oracle_equivalence", "strided_bitwise", "distribution")
+COLUMNS = ("oracle_equivalence", "strided_bitwise", "row_isolation", "deterministic", "distribution")
 SYMBOL = {"passed": "pass", "failed": "FAIL", "skipped": "skip", "xfailed": "xfail", "xpassed": "XPASS"}
 
 
@@ -62,7 +62,7 @@ class SweepReport:
                  "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
         lines += ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |" for r in rows]
         other = ", ".join(f"{n} {SYMBOL.get(k, k)}" for k, n in sorted(self.other.items()))
-        lines.append(f"\nOther tests (error inputs, statistics, rounding): {other or 'none'}")
+        lines.append(f"\nOther tests (error inputs, plug-ins, statistics, rounding): {other or 'none'}")
         if self.failures:
             lines.append("Failures (rerun one with the command printed in its 'reproduce' section):")
             lines += [f"  {f}" for f in self.failures]
