@@ -25,6 +25,7 @@ class Mutant:
     replace: str
     description: str
     ref: str
+    devices: tuple[str, ...] = ("cpu", "cuda")  # where the patch changes behaviour
 
     def patched_source(self) -> str:
         source = Path(importlib.util.find_spec(self.module).origin).read_text()
@@ -56,6 +57,28 @@ MUTANTS = {m.name: m for m in (
         replace="last = (mass_before < p[:, None]).sum(dim=-1, keepdim=True).clamp(max=vocab - 1)",
         description="top-p cut one sorted position too low: keeps one token past the crossing token",
         ref="off-by-one at the top-p boundary (cf. fi#2202, the opposite direction)",
+    ),
+    Mutant(
+        name="min_p_threshold_inclusive", kernel="min_p",
+        module="kernels.min_p", entry="apply_min_p",
+        find="mask=in_row & (x < threshold))", replace="mask=in_row & (x <= threshold))",
+        description="min_p masks entries equal to the threshold: min_p = 1 drops the maximum itself",
+        ref="relational flip at the min_p threshold (vLLM MRV2 _min_p_kernel keeps l >= max + log(min_p))",
+    ),
+    Mutant(
+        name="min_p_row0_parameter", kernel="min_p",
+        module="kernels.min_p", entry="apply_min_p",
+        find="min_p = tl.load(min_p_ptr + row).to(tl.float32)", replace="min_p = tl.load(min_p_ptr).to(tl.float32)",
+        description="per-row min_p read from row 0 for every row",
+        ref="fault class: per-row parameters read from row 0 (issue 5)",
+    ),
+    Mutant(
+        name="temperature_approximate_division", kernel="temperature",
+        module="kernels.temperature", entry="apply_temperature",
+        find="scaled = tl.math.div_rn(x, tl.broadcast_to(t, [BLOCK]))", replace="scaled = x / t",
+        description="Triton's plain `/` (approximate division on NVIDIA GPUs) instead of IEEE div_rn",
+        ref="found while building the temperature kernel (docs/findings.md F2); GPU-only",
+        devices=("cuda",),
     ),
 )}
 

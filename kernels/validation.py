@@ -1,4 +1,4 @@
-"""Argument checks shared by every top-k/top-p backend.
+"""Argument checks shared by the kernels' backends.
 
 Each error names the parameter and its allowed range. Checks on values read the
 parameter tensors once on the host (one device synchronisation per call).
@@ -24,7 +24,8 @@ def check_logits(logits: torch.Tensor) -> None:
         )
 
 
-def _check_row_param(name: str, value: torch.Tensor, logits: torch.Tensor, dtypes) -> None:
+def check_row_param(name: str, value: torch.Tensor, logits: torch.Tensor, dtypes) -> None:
+    """A per-row parameter: a tensor of one of `dtypes`, shape [batch], on the logits' device."""
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor of shape [batch] or None, got {type(value).__name__}")
     if value.dtype not in dtypes:
@@ -41,12 +42,12 @@ def check_top_k_top_p(logits: torch.Tensor, k: torch.Tensor | None, p: torch.Ten
     p: per-row float32, in (0, 1], p == 1 disables top-p."""
     check_logits(logits)
     if k is not None:
-        _check_row_param("k", k, logits, INDEX_DTYPES)
+        check_row_param("k", k, logits, INDEX_DTYPES)
         if k.numel() and bool((k < -1).any()):
             bad = int(k.min())
             raise ValueError(f"k must be -1 or 0 (top-k off) or >= 1 (k >= vocab is clamped); got {bad}")
     if p is not None:
-        _check_row_param("p", p, logits, (torch.float32,))
+        check_row_param("p", p, logits, (torch.float32,))
         if p.numel() and not bool(((p > 0) & (p <= 1)).all()):
             bad = p[~((p > 0) & (p <= 1))][0].item()
             raise ValueError(f"p must be in (0, 1] (1 turns top-p off); got {bad}")
