@@ -72,6 +72,16 @@ class ErrorInput:
     match: str
 
 
+def zeros_on(*shape, dtype=torch.float32):
+    """An ErrorInput argument: make(device) -> zeros of `shape` on the device."""
+    return lambda device: torch.zeros(shape, dtype=dtype, device=device)
+
+
+def tensor_on(values, dtype):
+    """An ErrorInput argument: make(device) -> tensor(values) on the device."""
+    return lambda device: torch.tensor(values, dtype=dtype, device=device)
+
+
 @dataclass(frozen=True)
 class RegressionExample:
     """A fixed case replayed (as a Hypothesis @example) in the combos it names."""

@@ -10,7 +10,7 @@ from oracles.min_p import min_p_reference
 from properties import checks
 from properties.layouts import LAYOUTS
 from properties.recipes import LogitsRecipe
-from properties.registry import ALL_DTYPES, Backend, ErrorInput, KernelInfo, RegressionExample, register
+from properties.registry import ALL_DTYPES, Backend, ErrorInput, KernelInfo, RegressionExample, register, tensor_on, zeros_on
 from properties.strategies import Budget, expand_pool, logits_recipes
 
 # Edges: off (0), tiny (1e-30, 1e-6: thresholds 69 and 14 below the max), 0.05, 0.1,
@@ -86,14 +86,6 @@ def min_p_targets(original, reference):
     return {"threshold_closeness": float(-closest.min().clamp(min=1e-300).log2()) if closest.numel() else 0.0}
 
 
-def _zeros(*shape, dtype=torch.float32):
-    return lambda device: torch.zeros(shape, dtype=dtype, device=device)
-
-
-def _row(values, dtype):
-    return lambda device: torch.tensor(values, dtype=dtype, device=device)
-
-
 def _call(logits, min_p):
     """make(device) for an ErrorInput: each argument is built on the device."""
     return lambda device: ((logits(device),), {"min_p": min_p(device)})
@@ -101,18 +93,18 @@ def _call(logits, min_p):
 
 _RANGE = r"min_p must be in \[0, 1\]"
 MIN_P_ERRORS = (
-    ErrorInput("1-D logits", _call(_zeros(8), _row([0.5], torch.float32)), ValueError, r"logits must be 2-D"),
-    ErrorInput("float64 logits", _call(_zeros(2, 8, dtype=torch.float64), _row([0.1, 0.1], torch.float32)),
+    ErrorInput("1-D logits", _call(zeros_on(8), tensor_on([0.5], torch.float32)), ValueError, r"logits must be 2-D"),
+    ErrorInput("float64 logits", _call(zeros_on(2, 8, dtype=torch.float64), tensor_on([0.1, 0.1], torch.float32)),
                TypeError, r"logits dtype must be one of float32, bfloat16, float16"),
-    ErrorInput("column-strided logits", _call(lambda d: _zeros(2, 16)(d)[:, ::2], _row([0.1, 0.1], torch.float32)),
+    ErrorInput("column-strided logits", _call(lambda d: zeros_on(2, 16)(d)[:, ::2], tensor_on([0.1, 0.1], torch.float32)),
                ValueError, r"column stride 1"),
-    ErrorInput("negative min_p", _call(_zeros(2, 8), _row([0.1, -0.01], torch.float32)), ValueError, _RANGE),
-    ErrorInput("min_p above 1", _call(_zeros(2, 8), _row([1.5, 0.1], torch.float32)), ValueError, _RANGE),
-    ErrorInput("NaN min_p", _call(_zeros(2, 8), _row([0.1, float("nan")], torch.float32)), ValueError, _RANGE),
-    ErrorInput("infinite min_p", _call(_zeros(2, 8), _row([float("inf"), 0.1], torch.float32)), ValueError, _RANGE),
-    ErrorInput("float64 min_p", _call(_zeros(2, 8), _row([0.1, 0.1], torch.float64)),
+    ErrorInput("negative min_p", _call(zeros_on(2, 8), tensor_on([0.1, -0.01], torch.float32)), ValueError, _RANGE),
+    ErrorInput("min_p above 1", _call(zeros_on(2, 8), tensor_on([1.5, 0.1], torch.float32)), ValueError, _RANGE),
+    ErrorInput("NaN min_p", _call(zeros_on(2, 8), tensor_on([0.1, float("nan")], torch.float32)), ValueError, _RANGE),
+    ErrorInput("infinite min_p", _call(zeros_on(2, 8), tensor_on([float("inf"), 0.1], torch.float32)), ValueError, _RANGE),
+    ErrorInput("float64 min_p", _call(zeros_on(2, 8), tensor_on([0.1, 0.1], torch.float64)),
                TypeError, r"min_p dtype must be one of float32"),
-    ErrorInput("min_p of wrong length", _call(_zeros(2, 8), _row([0.1], torch.float32)),
+    ErrorInput("min_p of wrong length", _call(zeros_on(2, 8), tensor_on([0.1], torch.float32)),
                ValueError, r"min_p must have shape \[batch\] = \[2\]"),
 )
 

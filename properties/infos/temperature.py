@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from oracles.temperature import TemperatureReference, temperature_reference
 from properties.layouts import LAYOUTS, as_bits
 from properties.recipes import LogitsRecipe
-from properties.registry import ALL_DTYPES, Backend, ErrorInput, KernelInfo, RegressionExample, register
+from properties.registry import ALL_DTYPES, Backend, ErrorInput, KernelInfo, RegressionExample, register, tensor_on, zeros_on
 from properties.strategies import Budget, expand_pool, logits_recipes
 
 # Edges: greedy (0), vLLM's greedy epsilon and clamp (1e-5, 0.01), tiny (1e-6, 1e-30),
@@ -120,14 +120,6 @@ def temperature_targets(original, reference: TemperatureReference):
             "log2_max_abs_scaled": float(finite.abs().max().clamp(min=1e-300).log2()) if finite.numel() else 0.0}
 
 
-def _zeros(*shape, dtype=torch.float32):
-    return lambda device: torch.zeros(shape, dtype=dtype, device=device)
-
-
-def _row(values, dtype):
-    return lambda device: torch.tensor(values, dtype=dtype, device=device)
-
-
 def _call(logits, temperature):
     """make(device) for an ErrorInput: each argument is built on the device."""
     return lambda device: ((logits(device),), {"temperature": temperature(device)})
@@ -135,25 +127,25 @@ def _call(logits, temperature):
 
 _T_RANGE = r"temperature must be finite and >= 0"
 TEMPERATURE_ERRORS = (
-    ErrorInput("1-D logits", _call(_zeros(8), _row([0.5], torch.float32)), ValueError, r"logits must be 2-D"),
-    ErrorInput("float64 logits", _call(_zeros(2, 8, dtype=torch.float64), _row([0.5, 2.0], torch.float32)),
+    ErrorInput("1-D logits", _call(zeros_on(8), tensor_on([0.5], torch.float32)), ValueError, r"logits must be 2-D"),
+    ErrorInput("float64 logits", _call(zeros_on(2, 8, dtype=torch.float64), tensor_on([0.5, 2.0], torch.float32)),
                TypeError, r"logits dtype must be one of float32, bfloat16, float16"),
-    ErrorInput("column-strided logits", _call(lambda d: _zeros(2, 16)(d)[:, ::2], _row([0.5, 2.0], torch.float32)),
+    ErrorInput("column-strided logits", _call(lambda d: zeros_on(2, 16)(d)[:, ::2], tensor_on([0.5, 2.0], torch.float32)),
                ValueError, r"column stride 1"),
-    ErrorInput("negative temperature", _call(_zeros(2, 8), _row([0.5, -0.1], torch.float32)), ValueError, _T_RANGE),
-    ErrorInput("temperature -1", _call(_zeros(2, 8), _row([-0.0, -1.0], torch.float32)),
+    ErrorInput("negative temperature", _call(zeros_on(2, 8), tensor_on([0.5, -0.1], torch.float32)), ValueError, _T_RANGE),
+    ErrorInput("temperature -1", _call(zeros_on(2, 8), tensor_on([-0.0, -1.0], torch.float32)),
                ValueError, _T_RANGE),
-    ErrorInput("infinite temperature", _call(_zeros(2, 8), _row([float("inf"), 1.0], torch.float32)),
+    ErrorInput("infinite temperature", _call(zeros_on(2, 8), tensor_on([float("inf"), 1.0], torch.float32)),
                ValueError, _T_RANGE),
-    ErrorInput("NaN temperature", _call(_zeros(2, 8), _row([1.0, float("nan")], torch.float32)),
+    ErrorInput("NaN temperature", _call(zeros_on(2, 8), tensor_on([1.0, float("nan")], torch.float32)),
                ValueError, _T_RANGE),
-    ErrorInput("float64 temperature", _call(_zeros(2, 8), _row([0.5, 0.5], torch.float64)),
+    ErrorInput("float64 temperature", _call(zeros_on(2, 8), tensor_on([0.5, 0.5], torch.float64)),
                TypeError, r"temperature dtype must be one of float32"),
-    ErrorInput("bfloat16 temperature", _call(_zeros(2, 8), _row([0.5, 0.5], torch.bfloat16)),
+    ErrorInput("bfloat16 temperature", _call(zeros_on(2, 8), tensor_on([0.5, 0.5], torch.bfloat16)),
                TypeError, r"temperature dtype must be one of float32"),
-    ErrorInput("temperature of wrong length", _call(_zeros(2, 8), _row([0.5, 0.5, 0.5], torch.float32)),
+    ErrorInput("temperature of wrong length", _call(zeros_on(2, 8), tensor_on([0.5, 0.5, 0.5], torch.float32)),
                ValueError, r"temperature must have shape \[batch\] = \[2\]"),
-    ErrorInput("2-D temperature", _call(_zeros(2, 8), _row([[0.5], [0.5]], torch.float32)),
+    ErrorInput("2-D temperature", _call(zeros_on(2, 8), tensor_on([[0.5], [0.5]], torch.float32)),
                ValueError, r"temperature must have shape \[batch\] = \[2\]"),
 )
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from oracles.top_k_top_p import top_k_top_p_reference
 from properties import checks
 from properties.recipes import LogitsRecipe
-from properties.registry import ALL_DTYPES, Backend, ErrorInput, KernelInfo, RegressionExample, register
+from properties.registry import ALL_DTYPES, Backend, ErrorInput, KernelInfo, RegressionExample, register, tensor_on, zeros_on
 from properties.strategies import Budget, expand_pool, logits_recipes, row_pools, top_k_values, top_p_values
 
 
@@ -64,36 +64,28 @@ def top_k_top_p_targets(original, reference):
     return {"boundary_ties": float(ties.max()) if ties.numel() else 0.0}
 
 
-def _zeros(*shape, dtype=torch.float32):
-    return lambda device: torch.zeros(shape, dtype=dtype, device=device)
-
-
-def _row(values, dtype):
-    return lambda device: torch.tensor(values, dtype=dtype, device=device)
-
-
 def _call(logits, k=None, p=None):
     """make(device) for an ErrorInput: each argument is built on the device."""
     return lambda device: ((logits(device),), {"k": k and k(device), "p": p and p(device)})
 
 
 TOP_K_TOP_P_ERRORS = (
-    ErrorInput("1-D logits", _call(_zeros(8), p=_row([0.5], torch.float32)), ValueError, r"logits must be 2-D"),
-    ErrorInput("float64 logits", _call(_zeros(2, 8, dtype=torch.float64), k=_row([1, 1], torch.int64)),
+    ErrorInput("1-D logits", _call(zeros_on(8), p=tensor_on([0.5], torch.float32)), ValueError, r"logits must be 2-D"),
+    ErrorInput("float64 logits", _call(zeros_on(2, 8, dtype=torch.float64), k=tensor_on([1, 1], torch.int64)),
                TypeError, r"logits dtype must be one of float32, bfloat16, float16"),
-    ErrorInput("column-strided logits", _call(lambda d: _zeros(2, 16)(d)[:, ::2], k=_row([1, 1], torch.int64)),
+    ErrorInput("column-strided logits", _call(lambda d: zeros_on(2, 16)(d)[:, ::2], k=tensor_on([1, 1], torch.int64)),
                ValueError, r"column stride 1"),
-    ErrorInput("k below -1", _call(_zeros(2, 8), k=_row([3, -2], torch.int64)),
+    ErrorInput("k below -1", _call(zeros_on(2, 8), k=tensor_on([3, -2], torch.int64)),
                ValueError, r"k must be -1 or 0 \(top-k off\) or >= 1"),
-    ErrorInput("float k", _call(_zeros(2, 8), k=_row([1.0, 2.0], torch.float32)),
+    ErrorInput("float k", _call(zeros_on(2, 8), k=tensor_on([1.0, 2.0], torch.float32)),
                TypeError, r"k dtype must be one of int32, int64"),
-    ErrorInput("k of wrong length", _call(_zeros(2, 8), k=_row([1, 2, 3], torch.int64)),
+    ErrorInput("k of wrong length", _call(zeros_on(2, 8), k=tensor_on([1, 2, 3], torch.int64)),
                ValueError, r"k must have shape \[batch\] = \[2\]"),
-    ErrorInput("p = 0", _call(_zeros(2, 8), p=_row([0.5, 0.0], torch.float32)), ValueError, r"p must be in \(0, 1\]"),
-    ErrorInput("p > 1", _call(_zeros(2, 8), p=_row([1.5, 0.5], torch.float32)), ValueError, r"p must be in \(0, 1\]"),
-    ErrorInput("NaN p", _call(_zeros(2, 8), p=_row([float("nan"), 0.5], torch.float32)),
+    ErrorInput("p = 0", _call(zeros_on(2, 8), p=tensor_on([0.5, 0.0], torch.float32)), ValueError, r"p must be in \(0, 1\]"),
+    ErrorInput("p > 1", _call(zeros_on(2, 8), p=tensor_on([1.5, 0.5], torch.float32)), ValueError, r"p must be in \(0, 1\]"),
+    ErrorInput("NaN p", _call(zeros_on(2, 8), p=tensor_on([float("nan"), 0.5], torch.float32)),
                ValueError, r"p must be in \(0, 1\]"),
-    ErrorInput("float64 p", _call(_zeros(2, 8), p=_row([0.5, 0.5], torch.float64)),
+    ErrorInput("float64 p", _call(zeros_on(2, 8), p=tensor_on([0.5, 0.5], torch.float64)),
                TypeError, r"p dtype must be one of float32"),
 )
 
