@@ -51,3 +51,30 @@ def check_top_k_top_p(logits: torch.Tensor, k: torch.Tensor | None, p: torch.Ten
         if p.numel() and not bool(((p > 0) & (p <= 1)).all()):
             bad = p[~((p > 0) & (p <= 1))][0].item()
             raise ValueError(f"p must be in (0, 1] (1 turns top-p off); got {bad}")
+
+
+PAD_ID = -1
+
+
+def check_token_ids(name: str, ids: torch.Tensor, logits: torch.Tensor, *, dims: int = 2,
+                    ignored: tuple[int, ...] = ()) -> None:
+    """A batch of token-id lists: int32/int64, `dims` dimensions with shape[0] == batch, on
+    the logits' device, right-padded with -1 (PAD_ID). Every entry is in [0, V), -1, or
+    one of `ignored` (ids the kernel documents as skipped, e.g. the pad id V)."""
+    shape = "[batch, length]" if dims == 2 else "[batch, " + ", ".join(["n"] * (dims - 1)) + "]"
+    if not isinstance(ids, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor {shape} or None, got {type(ids).__name__}")
+    if ids.dtype not in INDEX_DTYPES:
+        raise TypeError(f"{name} dtype must be one of int32, int64; got {ids.dtype}")
+    if ids.dim() != dims or ids.size(0) != logits.size(0):
+        raise ValueError(f"{name} must have shape {shape} with batch = {logits.size(0)}, got {tuple(ids.shape)}")
+    if ids.device != logits.device:
+        raise ValueError(f"{name} is on {ids.device} but logits are on {logits.device}")
+    if ids.numel():
+        ok = ((ids >= 0) & (ids < logits.size(1))) | (ids == PAD_ID)
+        for extra in ignored:
+            ok |= ids == extra
+        if not bool(ok.all()):
+            bad = int(ids[~ok][0])
+            also = "".join(f", {i}" for i in ignored)
+            raise ValueError(f"{name} must hold token ids in [0, {logits.size(1)}) or -1 (padding){also}; got {bad}")

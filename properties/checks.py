@@ -42,3 +42,33 @@ def assert_masked_like(original: torch.Tensor, actual: torch.Tensor, kept: torch
             f"{what}: kept set differs from the oracle at {int(wrong.sum())} entries "
             f"(rows {sorted({w[0] for w in _first_positions(wrong, 50)})}); " + "; ".join(detail)
         )
+
+
+def output_tensors(output) -> list[torch.Tensor]:
+    """The tensors of a backend's output, in order: a tensor, or a (named) tuple of
+    tensors, Nones and nested tuples."""
+    if isinstance(output, torch.Tensor):
+        return [output]
+    if isinstance(output, tuple):
+        return [t for item in output for t in output_tensors(item)]
+    if output is None:
+        return []
+    raise TypeError(f"a backend output must be a tensor or a tuple of tensors, got {type(output).__name__}")
+
+
+def output_rows(output, rows: list[int]):
+    """`output` with every tensor restricted to `rows` (its first dimension is the batch)."""
+    if isinstance(output, torch.Tensor):
+        return output[rows]
+    if isinstance(output, tuple):
+        items = [output_rows(item, rows) for item in output]
+        return type(output)(*items) if hasattr(output, "_fields") else tuple(items)
+    return output
+
+
+def assert_outputs_bitwise(actual, expected, what: str) -> None:
+    """`assert_bitwise_equal` on every tensor of two outputs of the same structure."""
+    got, want = output_tensors(actual), output_tensors(expected)
+    assert len(got) == len(want), f"{what}: {len(got)} output tensors != {len(want)}"
+    for i, (a, e) in enumerate(zip(got, want)):
+        assert_bitwise_equal(a, e, what if len(got) == 1 else f"{what} (output tensor {i})")

@@ -104,6 +104,10 @@ class KernelInfo:
     sampled from (None otherwise).
     targets(original, reference): {label: value} for hypothesis.target(), steering long
     (nightly) runs towards the inputs where this kernel is most likely wrong.
+    sample(call, logits, args, rows, n, seed): int64 [rows, n], n draws for each of the
+    first `rows` rows, for kernels that sample themselves (`call` is the backend bound to
+    the in-place contract check); None for masking kernels, whose draws are
+    torch.multinomial over softmax(output).
     """
 
     name: str
@@ -122,6 +126,7 @@ class KernelInfo:
     examples: tuple[RegressionExample, ...] = ()
     in_place: bool = True
     targets: Callable | None = None
+    sample: Callable | None = None
 
 
 @dataclass(frozen=True)

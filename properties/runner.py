@@ -2,6 +2,7 @@
 
 import torch
 
+from properties.checks import assert_bitwise_equal
 from properties.layouts import Placed, place
 from properties.recipes import materialize
 from properties.registry import Combo
@@ -23,9 +24,13 @@ def prepare(combo: Combo, case, device) -> tuple[Placed, dict]:
     return placed, combo.info.make_args(case, placed.view)
 
 
-def run(combo: Combo, logits: torch.Tensor, args: dict) -> torch.Tensor:
-    """Call the backend; for in-place kernels, check that it returned its input."""
+def run(combo: Combo, logits: torch.Tensor, args: dict):
+    """Call the backend and check the record's in-place contract: an in-place kernel returns
+    its input; any other kernel leaves its input bitwise unchanged."""
+    before = None if combo.info.in_place else logits.clone()
     output = combo.backend.resolve()(logits, **args)
+    if before is not None:
+        assert_bitwise_equal(logits, before, f"{combo.id}: the record declares not in-place, but the input changed")
     if combo.info.in_place:
         assert output is logits or (output.data_ptr() == logits.data_ptr() and output.stride() == logits.stride()), (
             f"{combo.id}: the record declares in-place, but the backend returned a different tensor")

@@ -9,6 +9,8 @@ bucket, <= 20 single-token bins) with the sample count planned for power >= 0.99
 so a failure reproduces exactly.
 """
 
+import functools
+
 import pytest
 import torch
 from hypothesis import given, strategies as st
@@ -29,18 +31,26 @@ def test_distribution(combo, device, budget, stat_alpha, request, data):
     placed, args = prepare(combo, case, device)
     original = placed.view.clone()
     expected = reference(combo, original, args)
-    output = run(combo, placed.view, args)
     law, support, required = combo.info.law(original, expected, **args)
 
     rows = min(original.size(0), MAX_ROWS)
     plan = SamplingPlan(alpha=stat_alpha / rows)
     seed = seed_from_id(f"{request.node.nodeid}/{case.logits.seed}")
-    gen = torch.Generator(device=device).manual_seed(seed)
-    sampled_law = torch.softmax(output[:rows].double(), dim=-1)
-    bad_rows = (~torch.isfinite(sampled_law).all(dim=-1)).nonzero().flatten().tolist()
-    assert not bad_rows, f"{combo.id}: rows {bad_rows} of the output give no valid distribution (NaN or all -inf)"
-    samples = torch.multinomial(sampled_law, plan.samples, replacement=True, generator=gen)
+    samples = draw_samples(combo, placed.view, args, rows, plan.samples, seed)
     for row in range(rows):
         counts = torch.bincount(samples[row], minlength=original.size(1))
         verdict = check_samples(counts, law[row], support[row], required[row], plan)
         assert not verdict.rejected, f"{combo.id} row {row} (seed {seed}, n {plan.samples}): {verdict.describe()}"
+
+
+def draw_samples(combo, logits, args, rows: int, n: int, seed: int) -> torch.Tensor:
+    """n draws per row: the record's own sampler, or multinomial over softmax(output)."""
+    call = functools.partial(run, combo)
+    if combo.info.sample is not None:
+        return combo.info.sample(call, logits, args, rows, n, seed)
+    output = call(logits, args)
+    sampled_law = torch.softmax(output[:rows].double(), dim=-1)
+    bad_rows = (~torch.isfinite(sampled_law).all(dim=-1)).nonzero().flatten().tolist()
+    assert not bad_rows, f"{combo.id}: rows {bad_rows} of the output give no valid distribution (NaN or all -inf)"
+    gen = torch.Generator(device=logits.device).manual_seed(seed)
+    return torch.multinomial(sampled_law, n, replacement=True, generator=gen)
