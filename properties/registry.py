@@ -108,6 +108,9 @@ class KernelInfo:
     first `rows` rows, for kernels that sample themselves (`call` is the backend bound to
     the in-place contract check); None for masking kernels, whose draws are
     torch.multinomial over softmax(output).
+    extra_memory(logits, args): the bytes a call may allocate on the GPU beyond its inputs
+    (outputs and scratch included), as the kernel's docstring states it; None: nothing
+    beyond `properties.memory.SLACK_BYTES`.
     """
 
     name: str
@@ -127,6 +130,7 @@ class KernelInfo:
     in_place: bool = True
     targets: Callable | None = None
     sample: Callable | None = None
+    extra_memory: Callable | None = None
 
 
 @dataclass(frozen=True)
@@ -177,14 +181,15 @@ def plug(backends: list[tuple[str, Backend]], *, only: bool) -> None:
         REGISTRY[name] = dataclasses.replace(info, backends=kept + tuple(plugged[name]))
 
 
-def combos(test: str, device: str, *, dtypes=None, layouts=None, sampled=False) -> list:
+def combos(test: str, device: str, *, dtypes=None, layouts=None, sampled=False, output_law=False) -> list:
     """pytest params for `test` over every registered combo, with skips/xfails as marks.
 
-    dtypes/layouts restrict the matrix; sampled=True keeps only kernels with a `law`.
+    dtypes/layouts restrict the matrix; sampled=True keeps only kernels with a `law`;
+    output_law=True only those whose law is the softmax of their output (no own sampler).
     """
     params = []
     for info in REGISTRY.values():
-        if sampled and info.law is None:
+        if (sampled or output_law) and info.law is None or output_law and info.sample is not None:
             continue
         for backend in info.backends:
             for dtype in info.dtypes:

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from oracles.top_k_top_p import top_k_top_p_reference
 from properties import checks
 from properties.recipes import LogitsRecipe
-from properties.registry import ALL_DTYPES, Backend, ErrorInput, KernelInfo, RegressionExample, register, tensor_on, zeros_on
+from properties.registry import ALL_DTYPES, Backend, Mark, ErrorInput, KernelInfo, RegressionExample, register, tensor_on, zeros_on
 from properties.strategies import Budget, expand_pool, logits_recipes, row_pools, top_k_values, top_p_values
 
 
@@ -99,11 +99,20 @@ SEED_REGRESSIONS = tuple(
     for k, p in [((50,), None), (None, (0.9,)), ((50,), (0.9,)), ((1, 0, 50272, 10), (0.5, 1.0, 0.99))]
 )
 
+def top_k_top_p_scratch(logits, args):
+    """The Triton kernel's per-call candidate scratch: [B, CAP] fp32."""
+    from kernels.top_k_top_p import LAUNCH_CONFIG
+
+    return logits.size(0) * LAUNCH_CONFIG[logits.device.type]["CAP"] * 4
+
+
 TOP_K_TOP_P = register(KernelInfo(
     name="top_k_top_p",
     backends=(
         Backend("triton", "kernels.top_k_top_p:apply_top_k_top_p"),
-        Backend("torch", "kernels.top_k_top_p_torch:apply_top_k_top_p_torch"),
+        Backend("torch", "kernels.top_k_top_p_torch:apply_top_k_top_p_torch", marks=(
+            Mark("skip", "the PyTorch fallback sorts full rows: O(B * V) values, indices and fp32 "
+                 "probabilities (by design)", test="test_memory_bound"),)),
     ),
     cases=top_k_top_p_cases,
     make_args=top_k_top_p_args,
@@ -119,4 +128,5 @@ TOP_K_TOP_P = register(KernelInfo(
     distribution_cases=top_k_top_p_distribution_cases,
     examples=SEED_REGRESSIONS,
     targets=top_k_top_p_targets,
+    extra_memory=top_k_top_p_scratch,
 ))

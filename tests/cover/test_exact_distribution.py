@@ -1,0 +1,50 @@
+"""Without sampling: softmax(kernel output) against the oracle's law, both in fp64.
+
+For every record whose law is the softmax of its output, per row: no probability on an id
+outside the oracle's support, none missing on an id it requires, and total variation and
+max |dp| within the bound the oracle's own ambiguity implies: both laws agree up to
+normalisation on the required ids, so TV <= p(open) + q(open), the two laws' mass on the
+ids that may but need not be kept (0 for exact kernels), plus 1e-12 for fp64 rounding.
+The tolerances behind those ambiguity bands are per dtype in each record. Rows whose law is
+undefined (NaN or +inf logits, all -inf) are left to the exact value checks.
+"""
+
+import pytest
+import torch
+from hypothesis import given, strategies as st
+
+from properties.drawing import draw_case, with_regression_examples
+from properties.runner import prepare, reference, run
+
+pytestmark = pytest.mark.interpreter
+
+FP64_SLACK = 1e-12
+
+
+@pytest.mark.matrix(layouts=("contig",), output_law=True)
+@with_regression_examples
+@given(data=st.data())
+def test_exact_distribution(combo, device, budget, data):
+    case = draw_case(data, combo, combo.info.cases(budget))
+    placed, args = prepare(combo, case, device)
+    original = placed.view.clone()
+    expected = reference(combo, original, args)
+    law, support, required = combo.info.law(original, expected, **args)
+    output = run(combo, placed.view, args).to(torch.float64)
+    produced = torch.softmax(output, dim=-1)
+    rows = torch.isfinite(law).all(dim=-1)
+    open_ids = support & ~required
+    bound = (produced * open_ids).sum(dim=-1) + (law * open_ids).sum(dim=-1) + FP64_SLACK
+    for row in rows.nonzero().flatten().tolist():
+        p, q = produced[row], law[row]
+        assert bool(torch.isfinite(p).all()), (
+            f"{combo.id} row {row}: the output gives no distribution (NaN, +inf or all -inf) where the oracle has one")
+        outside = ((p > 0) & ~support[row]).nonzero().flatten()[:5].tolist()
+        missing = ((p == 0) & required[row] & (q > 0)).nonzero().flatten()[:5].tolist()
+        assert not outside and not missing, (
+            f"{combo.id} row {row}: kept set differs from the oracle: mass on ids {outside} outside its support, "
+            f"none on required ids {missing}")
+        tv = 0.5 * float((p - q).abs().sum())
+        max_dp = float((p - q).abs().max())
+        assert tv <= bound[row] and max_dp <= bound[row], (
+            f"{combo.id} row {row}: TV {tv:.3e}, max|dp| {max_dp:.3e} > bound {float(bound[row]):.3e}")

@@ -1,0 +1,30 @@
+"""A call allocates no more GPU memory than its record states (outputs and scratch
+included); in particular no fp32 copy of bf16 logits. GPU only: the bound is read from
+torch.cuda's allocator statistics."""
+
+import pytest
+import torch
+from hypothesis import given, strategies as st
+
+from properties.drawing import draw_case
+from properties.memory import peak_extra_bytes, stated_bound
+from properties.runner import prepare
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.mark.matrix(dtypes=(torch.bfloat16,), layouts=("padded64",))
+@given(data=st.data())
+def test_memory_bound(combo, device, budget, data):
+    if device.type != "cuda":
+        pytest.skip("memory deltas are read from torch.cuda allocator statistics: needs --device=cuda")
+    case = draw_case(data, combo, combo.info.cases(budget))
+    placed, args = prepare(combo, case, device)
+    call = combo.backend.resolve()
+    call(placed.view, **args)  # warm-up: compile and cache outside the measurement
+    _, extra = peak_extra_bytes(lambda: call(placed.view, **args))
+    bound = stated_bound(combo.info, placed.view, args)
+    batch, vocab = placed.view.shape
+    assert extra <= bound, (
+        f"{combo.id}: allocated {extra} bytes beyond its inputs, stated bound {bound} "
+        f"(an fp32 copy of these [{batch}, {vocab}] logits is {4 * batch * vocab} bytes)")
