@@ -29,13 +29,16 @@ class Replay:
 
 
 def draw_case(data, combo: Combo, strategy):
-    """The case for this example: drawn from `strategy`, or the replayed regression case."""
+    """The case for this example: drawn from `strategy`, or the replayed regression case;
+    only cases the backend accepts (an API that implements a subset of the parameters)."""
+    accepts = combo.backend.accepts
     if isinstance(data, Replay):
         r = data.regression
         assume(data.kernel == combo.info.name and combo.dtype in r.dtypes and combo.layout in r.layouts)
         case = r.case
+        assume(accepts is None or accepts(case))
     else:
-        case = data.draw(strategy, label="case")
+        case = data.draw(strategy if accepts is None else strategy.filter(accepts), label="case")
     ExampleCounter.count += 1
     return case
 

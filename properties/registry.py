@@ -47,7 +47,8 @@ class Backend:
     """One implementation of a kernel. `target` is "package.module:callable", imported on
     first use (so CPU runs can switch Triton to its interpreter first). With
     `error_messages=False` (plugged-in code) error inputs check the exception type only,
-    not our wording."""
+    not our wording. `accepts(case)`, when set, restricts the drawn cases to those the
+    implementation covers (e.g. a top-k-only API in the top-k/top-p record)."""
 
     name: str
     target: str
@@ -56,6 +57,7 @@ class Backend:
     layouts: tuple[str, ...] | None = None
     marks: tuple[Mark, ...] = ()
     error_messages: bool = True
+    accepts: Callable | None = None
 
     def resolve(self) -> Callable:
         module, _, attr = self.target.partition(":")
