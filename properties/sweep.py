@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-COLUMNS = ("oracle_equivalence", "strided_bitwise", "row_isolation", "deterministic", "distribution")
+COLUMNS = ("oracle_equivalence", "strided_bitwise", "row_isolation", "deterministic", "exact_distribution",
+           "distribution", "memory_bound")
 SYMBOL = {"passed": "pass", "failed": "FAIL", "skipped": "skip", "xfailed": "xfail", "xpassed": "XPASS"}
 
 

@@ -25,4 +25,35 @@ MUTANTS = (
         description="top-p cut one sorted position too low: keeps one token past the crossing token",
         ref="off-by-one at the top-p boundary (cf. fi#2202, the opposite direction)",
     ),
+    Mutant(
+        name="triton_int32_row_offset", kernel="top_k_top_p",
+        module="kernels.top_k_top_p", entry="apply_top_k_top_p",
+        find="row = tl.program_id(0).to(tl.int64)\n    row_ptr = logits_ptr + row * row_stride",
+        replace="row = tl.program_id(0)\n    row_ptr = logits_ptr + row * row_stride",
+        description="row offset row * row_stride computed in int32: wraps once it passes 2**31 elements",
+        ref="fault class: an int32 offset overflow at large B x V (issue 5); GPU-only (needs a > 4 GiB buffer)",
+        devices=("cuda",),
+    ),
+    Mutant(
+        name="torch_masked_fill_zero", kernel="top_k_top_p",
+        module="kernels.top_k_top_p_torch", entry="apply_top_k_top_p_torch",
+        find='logits.masked_fill_(logits < cut, float("-inf"))', replace="logits.masked_fill_(logits < cut, 0.0)",
+        description="dropped tokens set to 0 instead of -inf (they keep probability exp(0) / Z)",
+        ref="fault class: masked fill 0 instead of -inf (issue 5)",
+    ),
+    Mutant(
+        name="torch_top_k_first_of_ties", kernel="top_k_top_p",
+        module="kernels.top_k_top_p_torch", entry="apply_top_k_top_p_torch",
+        find='logits.masked_fill_(logits < cut, float("-inf"))',
+        replace=("keep = logits > cut\n"
+                 "    if k is not None:\n"
+                 "        ties = logits == cut\n"
+                 "        room = torch.where(k_on, k, vocab)[:, None] - keep.sum(dim=-1, keepdim=True)\n"
+                 "        keep |= ties & (ties.cumsum(dim=-1) <= room)\n"
+                 "    else:\n"
+                 "        keep |= logits == cut\n"
+                 '    logits.masked_fill_(~keep, float("-inf"))'),
+        description="exactly k survivors: ties at the k-th value kept in column order up to k, the rest dropped",
+        ref="vllm#50979 (a path keeping exactly k at the k-th value ties) and fi PR #3774 (tie policy differences)",
+    ),
 )
