@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from oracles.top_k_top_p import top_k_top_p_reference
 from properties import checks
+from properties.backends.flashinfer import backend as flashinfer_backend, top_k_only, top_k_only_probs, top_p_only_probs
 from properties.recipes import LogitsRecipe
 from properties.registry import ALL_DTYPES, Backend, Mark, ErrorInput, KernelInfo, RegressionExample, register, tensor_on, zeros_on
 from properties.strategies import Budget, expand_pool, logits_recipes, row_pools, top_k_values, top_p_values
@@ -106,6 +107,21 @@ def top_k_top_p_scratch(logits, args):
     return logits.size(0) * LAUNCH_CONFIG[logits.device.type]["CAP"] * 4
 
 
+FLASHINFER_OUT_OF_PLACE = Mark(
+    "skip", "the FlashInfer adapters compute an out-of-place [B, V] result (and, for the renorm APIs, fp32 "
+    "probabilities) and write it back: their memory is FlashInfer's, not this record's bound",
+    test="test_memory_bound")
+
+# FlashInfer's masking APIs (properties.backends.flashinfer), each on the cases it implements.
+FLASHINFER_MASKING = (
+    flashinfer_backend("flashinfer_top_k_mask_logits", "top_k_mask_logits", accepts=top_k_only,
+                       marks=(FLASHINFER_OUT_OF_PLACE,)),
+    flashinfer_backend("flashinfer_top_k_renorm_probs", "top_k_renorm_probs", accepts=top_k_only_probs,
+                       marks=(FLASHINFER_OUT_OF_PLACE,)),
+    flashinfer_backend("flashinfer_top_p_renorm_probs", "top_p_renorm_probs", accepts=top_p_only_probs,
+                       marks=(FLASHINFER_OUT_OF_PLACE,)),
+)
+
 TOP_K_TOP_P = register(KernelInfo(
     name="top_k_top_p",
     backends=(
@@ -113,7 +129,7 @@ TOP_K_TOP_P = register(KernelInfo(
         Backend("torch", "kernels.top_k_top_p_torch:apply_top_k_top_p_torch", marks=(
             Mark("skip", "the PyTorch fallback sorts full rows: O(B * V) values, indices and fp32 "
                  "probabilities (by design)", test="test_memory_bound"),)),
-    ),
+    ) + FLASHINFER_MASKING,
     cases=top_k_top_p_cases,
     make_args=top_k_top_p_args,
     reference=top_k_top_p_ref,
