@@ -45,7 +45,8 @@ def hunt(name: str, device: str, profile: str, timeout: float = 1800) -> Hunt:
     if device not in MUTANTS[name].devices:
         return Hunt(name, False, False, None, 0.0, f"changes behaviour only on {', '.join(MUTANTS[name].devices)}")
     command = [sys.executable, "-m", "pytest", *(f"tests/cover/{f}" for f in FIRST), "tests/cover",
-               f"--mutant={name}", f"--device={device}", f"--hypothesis-profile={profile}", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
+               f"--mutant={name}", f"--device={device}", f"--hypothesis-profile={profile}",
+               "-x", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
     start = time.monotonic()
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
     seconds = time.monotonic() - start
