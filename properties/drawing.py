@@ -44,8 +44,9 @@ def draw_case(data, combo: Combo, strategy):
 
 
 def with_regression_examples(test):
-    """Attach every registered regression example to a generic test template."""
+    """Attach the registered regression examples meant for this test template."""
     for info in REGISTRY.values():
         for regression in info.examples:
-            test = example(data=Replay(info.name, regression))(test)
+            if test.__name__ in regression.tests:
+                test = example(data=Replay(info.name, regression))(test)
     return test

@@ -84,14 +84,20 @@ def tensor_on(values, dtype):
     return lambda device: torch.tensor(values, dtype=dtype, device=device)
 
 
+EXACT_TESTS = ("test_oracle_equivalence", "test_strided_bitwise", "test_exact_distribution")
+
+
 @dataclass(frozen=True)
 class RegressionExample:
-    """A fixed case replayed (as a Hypothesis @example) in the combos it names."""
+    """A fixed case replayed (as a Hypothesis @example) in the combos it names, by the test
+    templates in `tests` (default: the exact ones; sampling tests replay only the cases
+    meant for them)."""
 
     ref: str
     case: Any
     dtypes: tuple[torch.dtype, ...]
     layouts: tuple[str, ...]
+    tests: tuple[str, ...] = EXACT_TESTS
 
 
 @dataclass(frozen=True)

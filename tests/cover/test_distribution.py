@@ -15,7 +15,7 @@ import pytest
 import torch
 from hypothesis import given, strategies as st
 
-from properties.drawing import draw_case
+from properties.drawing import draw_case, with_regression_examples
 from properties.runner import prepare, reference, run
 from properties.stats import SamplingPlan, check_samples, seed_from_id
 
@@ -25,6 +25,7 @@ MAX_ROWS = 4
 
 
 @pytest.mark.matrix(dtypes=(torch.bfloat16,), layouts=("contig", "padded64"), sampled=True)
+@with_regression_examples
 @given(data=st.data())
 def test_distribution(combo, device, budget, stat_alpha, request, data):
     case = draw_case(data, combo, combo.info.distribution_cases(budget))

@@ -1,0 +1,166 @@
+"""Registry record for sampling one token per row under top-k then top-p (not in place).
+
+Contract: `fn(logits, *, k=None, p=None, seed: int) -> int64 ids [B]`; logits, k and p
+as in the `top_k_top_p` record (same validation, same error inputs); the input is left
+bitwise unchanged; the same seed gives the same ids. Every id must lie in the
+`top_k_top_p` oracle's kept set (ambiguous entries admitted), and the ids' law is that
+oracle's law (softmax over the kept entries, fp64, from the input values). Cases, oracle,
+law and error inputs are the `top_k_top_p` record's.
+
+Backends: `torch` (kernels.top_k_top_p_torch + torch.multinomial, kernels.sampling_torch)
+and the FlashInfer sampling APIs (properties.backends.flashinfer), each with `accepts`
+restricting cases to the parameters the API implements.
+"""
+
+import dataclasses
+
+import torch
+
+from properties.backends.flashinfer import (BF16_SOFTMAX, backend as flashinfer_backend, contiguity_marks,
+                                            no_filter, not_both_in_a_row, top_k_only, top_p_only)
+from properties.infos.top_k_top_p import (SEED_REGRESSIONS, TOP_K_TOP_P, TOP_K_TOP_P_ERRORS, TopKTopPCase,
+                                          top_k_top_p_args, top_k_top_p_cases, top_k_top_p_law, top_k_top_p_ref)
+from properties.recipes import LogitsRecipe
+from properties.registry import Backend, ErrorInput, KernelInfo, Mark, RegressionExample, register
+from properties.strategies import Budget
+
+SEED_MASK = 2**63 - 1
+
+
+def sample_args(make_args):
+    """A record's make_args plus `seed` (from the case's logits seed, so a case reproduces)."""
+    def args(case, logits: torch.Tensor) -> dict:
+        return {**make_args(case, logits), "seed": case.logits.seed & SEED_MASK}
+    return args
+
+
+def without_seed(reference):
+    def ref(logits, semantics, tolerance, *, seed, **kwargs):
+        return reference(logits, semantics, tolerance, **kwargs)
+    return ref
+
+
+def with_seed(errors) -> tuple[ErrorInput, ...]:
+    """The masking record's error inputs, each call given seed=0."""
+    def add_seed(make):
+        def made(device):
+            args, kwargs = make(device)
+            return args, {**kwargs, "seed": 0}
+        return made
+    return tuple(dataclasses.replace(e, make=add_seed(e.make)) for e in errors)
+
+
+def check_ids(original, output, reference, what):
+    """ids: int64 [B], each in [0, V) and in the oracle's kept or ambiguous set."""
+    batch, vocab = original.shape
+    assert isinstance(output, torch.Tensor) and output.dtype == torch.int64 and output.shape == (batch,), (
+        f"{what}: expected int64 ids of shape [{batch}], got "
+        f"{getattr(output, 'dtype', type(output).__name__)} {tuple(getattr(output, 'shape', ()))}")
+    in_range = (output >= 0) & (output < vocab)
+    bad = (~in_range).nonzero().flatten()[:5].tolist()
+    assert not bad, f"{what}: ids out of [0, {vocab}) in rows {bad}: {[int(output[r]) for r in bad]}"
+    admitted = reference.kept | reference.ambiguous
+    ok = admitted.gather(1, output[:, None]).flatten()
+    wrong = (~ok).nonzero().flatten()[:5].tolist()
+    assert not wrong, (f"{what}: {int((~ok).sum())} rows drew an id the oracle masks; rows {wrong}, ids "
+                       f"{[int(output[r]) for r in wrong]}, values {[float(original[r, output[r]]) for r in wrong]}, "
+                       f"row max {[float(original[r].max()) for r in wrong]}")
+
+
+# The elements of one call of the repeated-rows sampler: enough to amortise a launch,
+# small enough for the CPU interpreter sizes (and for 4 sampled rows of V = 4096 on a GPU).
+SAMPLE_CALL_ELEMENTS = 2**24
+
+
+def sample_by_repeating(call, logits, args, rows: int, n: int, seed: int) -> torch.Tensor:
+    """n draws for each of the first `rows` rows: the backend is called on batches made of
+    those rows repeated (contiguous copies, each row's per-row parameters repeated with it),
+    with seeds seed, seed + 1, ... per call. Backends whose stream follows the row index
+    (FlashInfer's Philox subsequence, torch.multinomial) draw independently for every copy.
+    The layout under test does not reach this sampler (rows are copied); layouts are covered
+    by test_strided_bitwise, which compares ids bitwise with the contiguous call."""
+    vocab = logits.size(1)
+    per_call = max(1, min(n, SAMPLE_CALL_ELEMENTS // max(vocab * rows, 1)))
+    base = logits[:rows]
+    params = {name: value for name, value in args.items() if name != "seed"}
+    draws, drawn, call_index = [], 0, 0
+    while drawn < n:
+        m = min(per_call, n - drawn)
+        x = base.repeat_interleave(m, dim=0)
+        a = {name: None if v is None else v[:rows].repeat_interleave(m) for name, v in params.items()}
+        ids = call(x, {**a, "seed": (seed + call_index) & SEED_MASK})
+        draws.append(ids.view(rows, m))
+        drawn += m
+        call_index += 1
+    return torch.cat(draws, dim=1).to(torch.int64)
+
+
+def top_k_top_p_sample_distribution_cases(budget: Budget):
+    """Vocab <= 4096 (binnable); unlike the masking record, rows without any filter are
+    sampled too: their law is the full softmax, a test of the sampler itself."""
+    return top_k_top_p_cases(budget, max_vocab=4096)
+
+
+def sample_memory(logits, args):
+    """Up to four fp32 [B, V] intermediates (upcast, masked logits, probabilities,
+    renormalised probabilities) plus the ids."""
+    batch, vocab = logits.shape
+    return 16 * batch * vocab + 16 * batch
+
+
+TORCH_SORTS = Mark("skip", "the PyTorch path sorts full rows and makes fp32 copies of [B, V] (by design)",
+                   test="test_memory_bound")
+TORCH_CPU_DISTRIBUTION = Mark(
+    "skip", "~18k draws per row, each a full [V] masking pass on a repeated row, cost minutes on one CPU "
+    "core; the law of this path is torch.multinomial over softmax(the masking torch backend's output), which "
+    "the masking record's test_distribution checks on CPU; runs on --device=cuda",
+    test="test_distribution", device="cpu")
+
+
+def flashinfer_sample_backends(specs):
+    return tuple(flashinfer_backend(name, function, accepts=accepts, marks=marks)
+                 for name, function, accepts, marks in specs)
+
+
+# Findings F3 (contiguity) and F4 (bf16 softmax) as strict xfails: docs/findings.md.
+FLASHINFER_SAMPLERS = (
+    ("flashinfer_logits_top_k_first", "top_k_top_p_sampling_from_logits_top_k_first", None,
+     contiguity_marks(memory=True) + BF16_SOFTMAX),
+    ("flashinfer_logits_joint", "top_k_top_p_sampling_from_logits_joint", not_both_in_a_row, BF16_SOFTMAX),
+    ("flashinfer_probs_top_k_first", "top_k_top_p_sampling_from_probs_top_k_first", None, ()),
+    ("flashinfer_probs_joint", "top_k_top_p_sampling_from_probs_joint", not_both_in_a_row, ()),
+    ("flashinfer_top_p_probs", "top_p_sampling_from_probs", top_p_only, ()),
+    ("flashinfer_top_k_probs", "top_k_sampling_from_probs", top_k_only, ()),
+    ("flashinfer_logits", "sampling_from_logits", no_filter, contiguity_marks((torch.float32,))),
+)
+
+# Finding F4 pinned for every profile: rows with one dominant token (about 99.9% and 99% of
+# the mass at V = 64 and V = 1000), whose bf16 probabilities round the maximum to (or near)
+# 1, so a bf16 softmax loses the tail's mass; no filter, so every sampler takes them.
+DOMINANT_TOKEN_ROWS = tuple(
+    RegressionExample(f"F4: bf16 softmax of a dominant-token row, V = {vocab}",
+                      TopKTopPCase(LogitsRecipe(batch=4, vocab=vocab, family="peaked", seed=vocab), None, None),
+                      dtypes=(torch.bfloat16,), layouts=("contig",), tests=("test_distribution",))
+    for vocab in (64, 1000))
+
+TOP_K_TOP_P_SAMPLE = register(KernelInfo(
+    name="top_k_top_p_sample",
+    backends=(
+        Backend("torch", "kernels.sampling_torch:top_k_top_p_sample_torch", marks=(TORCH_SORTS, TORCH_CPU_DISTRIBUTION)),
+    ) + flashinfer_sample_backends(FLASHINFER_SAMPLERS),
+    cases=top_k_top_p_cases,
+    make_args=sample_args(top_k_top_p_args),
+    reference=without_seed(top_k_top_p_ref),
+    check=check_ids,
+    dtypes=TOP_K_TOP_P.dtypes,
+    tolerance=TOP_K_TOP_P.tolerance,
+    semantics={**TOP_K_TOP_P.semantics, "output": "int64 ids [B], one draw per row",
+               "seed": "same seed, same ids (stream follows the row index)"},
+    error_inputs=with_seed(TOP_K_TOP_P_ERRORS),
+    law=top_k_top_p_law,
+    distribution_cases=top_k_top_p_sample_distribution_cases,
+    examples=SEED_REGRESSIONS + DOMINANT_TOKEN_ROWS,
+    in_place=False,
+    sample=sample_by_repeating,
+    extra_memory=sample_memory,
+))
