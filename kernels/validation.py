@@ -25,7 +25,8 @@ def check_logits(logits: torch.Tensor) -> None:
 
 
 def check_row_param(name: str, value: torch.Tensor, logits: torch.Tensor, dtypes) -> None:
-    """A per-row parameter: a tensor of one of `dtypes`, shape [batch], on the logits' device."""
+    """A per-row parameter: a contiguous tensor of one of `dtypes`, shape [batch], on the
+    logits' device."""
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor of shape [batch] or None, got {type(value).__name__}")
     if value.dtype not in dtypes:
@@ -35,6 +36,8 @@ def check_row_param(name: str, value: torch.Tensor, logits: torch.Tensor, dtypes
         raise ValueError(f"{name} must have shape [batch] = [{logits.size(0)}], got {tuple(value.shape)}")
     if value.device != logits.device:
         raise ValueError(f"{name} is on {value.device} but logits are on {logits.device}")
+    if value.numel() > 1 and value.stride(0) != 1:
+        raise ValueError(f"{name} must be contiguous (stride 1), got stride {value.stride(0)}")
 
 
 def check_top_k_top_p(logits: torch.Tensor, k: torch.Tensor | None, p: torch.Tensor | None) -> None:

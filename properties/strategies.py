@@ -39,8 +39,15 @@ def vocab_sizes(budget: Budget) -> st.SearchStrategy[int]:
     return st.one_of(st.sampled_from(fixed), st.integers(1, budget.max_random_vocab))
 
 
+def logits_recipes(budget: Budget, max_vocab: int | None = None) -> st.SearchStrategy[LogitsRecipe]:
+    """Logits recipes within the budget, shared within one example: every strategy of one
+    drawn case that asks for a recipe (with the same budget and cap) gets the same one, so
+    a pipeline case can compose the ops' own case strategies on one set of logits."""
+    return st.shared(_fresh_logits_recipes(budget, max_vocab), key=f"logits/{budget}/{max_vocab}")
+
+
 @st.composite
-def logits_recipes(draw, budget: Budget, max_vocab: int | None = None) -> LogitsRecipe:
+def _fresh_logits_recipes(draw, budget: Budget, max_vocab: int | None = None) -> LogitsRecipe:
     vocab = draw(vocab_sizes(budget).filter(lambda v: max_vocab is None or v <= max_vocab))
     max_batch = max(1, min(budget.max_batch, budget.max_elements // vocab))
     batch = draw(st.one_of(st.sampled_from([b for b in EDGE_BATCHES if b <= max_batch]),

@@ -104,6 +104,8 @@ MIN_P_ERRORS = (
     ErrorInput("infinite min_p", _call(zeros_on(2, 8), tensor_on([float("inf"), 0.1], torch.float32)), ValueError, _RANGE),
     ErrorInput("float64 min_p", _call(zeros_on(2, 8), tensor_on([0.1, 0.1], torch.float64)),
                TypeError, r"min_p dtype must be one of float32"),
+    ErrorInput("strided min_p", _call(zeros_on(2, 8), lambda d: tensor_on([0.1, 0.5, 0.2, 0.5], torch.float32)(d)[::2]),
+               ValueError, r"min_p must be contiguous"),
     ErrorInput("min_p of wrong length", _call(zeros_on(2, 8), tensor_on([0.1], torch.float32)),
                ValueError, r"min_p must have shape \[batch\] = \[2\]"),
 )

@@ -137,6 +137,8 @@ TEMPERATURE_ERRORS = (
                ValueError, _T_RANGE),
     ErrorInput("infinite temperature", _call(zeros_on(2, 8), tensor_on([float("inf"), 1.0], torch.float32)),
                ValueError, _T_RANGE),
+    ErrorInput("strided temperature", _call(zeros_on(2, 8), lambda d: tensor_on([0.5, 1.0, 2.0, 1.0], torch.float32)(d)[::2]),
+               ValueError, r"temperature must be contiguous"),
     ErrorInput("NaN temperature", _call(zeros_on(2, 8), tensor_on([1.0, float("nan")], torch.float32)),
                ValueError, _T_RANGE),
     ErrorInput("float64 temperature", _call(zeros_on(2, 8), tensor_on([0.5, 0.5], torch.float64)),
