@@ -52,8 +52,15 @@ def installed_backends() -> list[tuple[str, Backend]]:
 
 
 def mutant_backend(name: str) -> tuple[str, Backend]:
+    """The mutant as a backend of its kernel, with the declared skips and `accepts` of the
+    backend it patches (so it runs exactly where the original would)."""
+    import dataclasses
+
     from kernels.mutants import MUTANTS
+    from properties.registry import REGISTRY
 
     if name not in MUTANTS:
         raise ValueError(f"--mutant must be one of {', '.join(MUTANTS)}; got {name!r}")
-    return MUTANTS[name].kernel, Backend(f"mutant-{name}", f"kernels.mutants:{name}")
+    mutant = MUTANTS[name]
+    original = next(b for b in REGISTRY[mutant.kernel].backends if b.target == f"{mutant.module}:{mutant.entry}")
+    return mutant.kernel, dataclasses.replace(original, name=f"mutant-{name}", target=f"kernels.mutants:{name}")
