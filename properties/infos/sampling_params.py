@@ -272,7 +272,17 @@ def everything_on(mode: str) -> PipelineCase:
     return PipelineCase(recipe, ops, sampling, num_logprobs=5, logprobs_mode=mode)
 
 
+# Greedy rows next to sampled ones on nearly flat logits, nothing else on: a sampled greedy
+# row picks its argmax with probability ~1/V.
+NEAR_FLAT = LogitsRecipe(batch=4, vocab=1019, family="randn", scale=0.1, seed=5404)
+GREEDY_BESIDE_SAMPLED = PipelineCase(
+    NEAR_FLAT, (("temperature", TemperatureCase(NEAR_FLAT, (0.0, 1.0))),),
+    GumbelCase(NEAR_FLAT, seeds=(11, 12, 13), positions=(0,), temperature=None), num_logprobs=None,
+    logprobs_mode="raw_logprobs")
+
 PIPELINE_REGRESSIONS = (
+    RegressionExample("greedy rows beside sampled rows, near-flat logits", GREEDY_BESIDE_SAMPLED,
+                      dtypes=ALL_DTYPES, layouts=("contig",)),
     RegressionExample("every op on, greedy and sampled rows, raw logprobs", everything_on("raw_logprobs"),
                       dtypes=ALL_DTYPES, layouts=("contig", "padded64")),
     RegressionExample("every op on, processed logits", everything_on("processed_logits"),
