@@ -22,7 +22,8 @@ def peak_extra_bytes(call) -> tuple[object, int]:
     return result, torch.cuda.max_memory_allocated() - base
 
 
-def stated_bound(info, logits: torch.Tensor, args: dict) -> int:
-    """The record's stated extra-memory bound for this call, plus the slack."""
-    stated = 0 if info.extra_memory is None else info.extra_memory(logits, args)
-    return stated + SLACK_BYTES
+def stated_bound(combo, logits: torch.Tensor, args: dict) -> int:
+    """The stated extra-memory bound for this call (the backend's own, else the record's),
+    plus the slack."""
+    declared = combo.backend.extra_memory or combo.info.extra_memory
+    return (0 if declared is None else declared(logits, args)) + SLACK_BYTES

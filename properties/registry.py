@@ -48,7 +48,9 @@ class Backend:
     first use (so CPU runs can switch Triton to its interpreter first). With
     `error_messages=False` (plugged-in code) error inputs check the exception type only,
     not our wording. `accepts(case)`, when set, restricts the drawn cases to those the
-    implementation covers (e.g. a top-k-only API in the top-k/top-p record)."""
+    implementation covers (e.g. a top-k-only API in the top-k/top-p record).
+    `extra_memory(logits, args)`, when set, is this implementation's own stated memory bound
+    (bytes beyond its inputs), replacing the record's (which states our kernel's)."""
 
     name: str
     target: str
@@ -58,6 +60,7 @@ class Backend:
     marks: tuple[Mark, ...] = ()
     error_messages: bool = True
     accepts: Callable | None = None
+    extra_memory: Callable | None = None
 
     def resolve(self) -> Callable:
         module, _, attr = self.target.partition(":")

@@ -4,6 +4,10 @@ the last row starts past element 2**31 (a ~4.3 GB bf16 buffer); the output must 
 the output of the contiguous copy, and the elements after each row stay untouched. GPU only:
 the interpreter cannot allocate and scan such buffers in a CPU budget."""
 
+import fcntl
+import tempfile
+from pathlib import Path
+
 import pytest
 import torch
 from hypothesis import given, settings, strategies as st
@@ -17,6 +21,9 @@ pytestmark = pytest.mark.gpu
 
 FAR = 2**31  # elements: the first offset an int32 cannot hold
 MAX_VOCAB = 4096
+# One 4.3 GB buffer at a time on the machine: xdist workers share the GPUs, and 16 such
+# buffers at once exhaust even an H200 (the other workers' tests then fail on OOM).
+LOCK = Path(tempfile.gettempdir()) / "samplecheck-large-offsets.lock"
 
 
 def place_far(values: torch.Tensor, poison: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -40,6 +47,15 @@ def test_large_offsets(combo, device, budget, data):
         pytest.skip("needs a ~4.3 GB buffer and compiled kernels: run with --device=cuda")
     case = draw_case(data, combo, combo.info.cases(budget).filter(
         lambda c: c.logits.batch >= 2 and c.logits.vocab <= MAX_VOCAB))
+    with LOCK.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            check_far_apart(combo, case, device)
+        finally:
+            torch.cuda.empty_cache()  # give the 4.3 GB back before the next holder of the lock
+
+
+def check_far_apart(combo, case, device) -> None:
     values = materialize(case.logits, combo.dtype, device)
     view, after = place_far(values, poison_for(case, combo.dtype))
     args = combo.info.make_args(case, view)
@@ -48,5 +64,3 @@ def test_large_offsets(combo, device, budget, data):
     output = run(combo, view, args)
     assert_outputs_bitwise(output, expected, f"{combo.id}: rows 2**31 elements apart vs contiguous")
     assert_bitwise_equal(after, after_before, f"{combo.id}: elements after each row")
-    del view, after, after_before
-    torch.cuda.empty_cache()  # give the 4.3 GB back before the next example or worker needs it

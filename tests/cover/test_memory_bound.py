@@ -23,7 +23,7 @@ def test_memory_bound(combo, device, budget, data):
     call = combo.backend.resolve()
     call(placed.view, **args)  # warm-up: compile and cache outside the measurement
     _, extra = peak_extra_bytes(lambda: call(placed.view, **args))
-    bound = stated_bound(combo.info, placed.view, args)
+    bound = stated_bound(combo, placed.view, args)
     batch, vocab = placed.view.shape
     assert extra <= bound, (
         f"{combo.id}: allocated {extra} bytes beyond its inputs, stated bound {bound} "

@@ -44,3 +44,9 @@ def top_k_top_p_mask(logits: torch.Tensor, k: torch.Tensor | None = None,
         cut = torch.where(p < 1, torch.maximum(cut, cut_p), cut)
     logits.masked_fill_(logits.float() < cut[:, None], float("-inf"))
     return logits
+
+
+# What this implementation supports, for samplecheck (docs/backends.md): its memory, since
+# it sorts: an fp32 upcast, the sorted values, and (for top-p) their softmax and cumsum,
+# each [B, V] fp32, plus the boolean mask: at most 17 bytes per logit.
+top_k_top_p_mask.samplecheck = {"extra_memory": lambda logits, args: 17 * logits.numel()}
