@@ -44,7 +44,8 @@ def hunt(name: str, device: str, profile: str, timeout: float = 1800) -> Hunt:
 
     if device not in MUTANTS[name].devices:
         return Hunt(name, False, False, None, 0.0, f"changes behaviour only on {', '.join(MUTANTS[name].devices)}")
-    command = [sys.executable, "-m", "pytest", *(f"tests/cover/{f}" for f in FIRST), "tests/cover",
+    rest = sorted(f.name for f in (ROOT / "tests" / "cover").glob("test_*.py") if f.name not in FIRST)
+    command = [sys.executable, "-m", "pytest", *(f"tests/cover/{f}" for f in FIRST + tuple(rest)),
                f"--mutant={name}", f"--device={device}", f"--hypothesis-profile={profile}",
                "-x", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
     start = time.monotonic()
