@@ -28,7 +28,8 @@ The gathered values do not depend on `gather_block` (bitwise); the sum order dep
 BLOCK, which is fixed.
 
 Memory: the outputs ([B, n + 1] fp32 and int64, [B] int64), no [B, V]-sized scratch and no
-fp32 copy of the logits. For k >= 1, `torch.topk` returns [B, k] values in the logits' dtype
+fp32 copy of the logits. For k >= 1, `torch.topk` (whose workspace torch does not bound: up
+to a sort's [B, V] values and ids) returns [B, k] values in the logits' dtype
 and [B, k] int64 ids, freed once the ids are copied into `token_ids`. For n = -1 the outputs
 are [B, V + 1] fp32 plus [B, V + 1] int64, plus an O(V) arange and O(B) scratch.
 """

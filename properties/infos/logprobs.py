@@ -148,16 +148,20 @@ def logprobs_check(original, output, reference: LogprobsReference, what):
 def logprobs_extra_memory(logits, args) -> int:
     """Bytes beyond the inputs (kernels.logprobs docstring): the outputs (int64 and fp32
     [B, n + 1], int64 [B]); for k >= 1 torch.topk's values and ids [B, k], counted twice, and
-    16 bytes per vocab entry of selection workspace; for n = -1 the int64 arange of the vocab. Nothing of size [B, V] but the
+    its workspace, bounded by a sort's ([B, V] values and int64 ids); for n = -1 the int64
+    arange of the vocab. Nothing of size [B, V] but the
     n = -1 output itself."""
     num_logprobs = args["num_logprobs"]
     if num_logprobs is None:
         return 0
     batch, vocab = logits.shape
     n = vocab if num_logprobs == -1 else num_logprobs
-    # torch.topk: its [B, k] values and ids, counted twice, plus its selection workspace
-    # (measured on an H200, torch 2.11: ~8.4 bytes per vocab entry at B = 15, k = 1).
-    topk = 2 * batch * n * (logits.element_size() + 8) + 16 * vocab if num_logprobs >= 1 else 0
+    # torch.topk: its [B, k] values and ids, counted twice, plus its selection workspace, which
+    # torch does not document: on an H200 (torch 2.11) 8.4 bytes per vocab entry at B = 15,
+    # V = 32000 and 22.9 at B = 9, V = 50257, so the bound is what a sort-based top-k may
+    # allocate, values and int64 ids of the whole [B, V].
+    topk = 2 * batch * n * (logits.element_size() + 8) + batch * vocab * (logits.element_size() + 8) \
+        if num_logprobs >= 1 else 0
     return batch * (n + 1) * (8 + 4) + 8 * batch + topk + (8 * vocab if num_logprobs == -1 else 0)
 
 
