@@ -94,6 +94,26 @@ def test_whole_vocab_at_262144(lp_combo, device):
     _assert_whole_log_softmax(dataclasses.replace(lp_combo, layout="stride+37"), case, device)
 
 
+@pytest.mark.gpu
+@pytest.mark.matrix(dtypes=(torch.bfloat16,))
+def test_whole_vocab_memory_b64_v262144(lp_combo, device):
+    """The issue's size: num_logprobs = -1 at B = 64, V = 262144 completes, and allocates no
+    more than the stated bound (the [64, 262145] fp32 + int64 outputs, ~201 MB, the ranks and
+    the vocab arange; no [B, V] scratch besides the output)."""
+    if device.type != "cuda":
+        pytest.skip("memory deltas are read from torch.cuda allocator statistics: needs --device=cuda")
+    from properties.memory import peak_extra_bytes, stated_bound
+
+    case = LogprobsCase(LogitsRecipe(batch=64, vocab=262144, family="randn", scale=3.0, seed=46746), -1, (0.5,))
+    placed, args = prepare(lp_combo, case, device)
+    call = lp_combo.backend.resolve()
+    call(placed.view, **args)  # compile outside the measurement
+    result, extra = peak_extra_bytes(lambda: call(placed.view, **args))
+    assert result.logprobs.shape == (64, 262145)
+    bound = stated_bound(lp_combo, placed.view, args)
+    assert extra <= bound, f"{lp_combo.id}: allocated {extra} bytes, stated bound {bound}"
+
+
 @pytest.mark.matrix(dtypes=(torch.float32, torch.bfloat16))
 @given(data=st.data())
 def test_gather_block_invariance(lp_combo, device, budget, data):
