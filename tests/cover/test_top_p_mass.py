@@ -1,0 +1,63 @@
+"""The top-p contract in mass terms, on bf16 rows (issue 4): in every row with top-p on, the
+kept mass (fp64 softmax of the input over the top-k survivors) is at least p, less the
+oracle's declared band, and dropping the smallest kept value would leave less than p (the
+nucleus is minimal by value). With the support check of test_distribution (no draw outside
+the kept set), this is the nucleus property: mass >= p, and zero frequency outside it."""
+
+import pytest
+import torch
+from hypothesis import given, strategies as st
+
+from properties.drawing import draw_case
+from properties.infos.top_k_top_p import TopKTopPCase, top_k_top_p_cases
+from properties.recipes import LogitsRecipe
+from properties.runner import prepare, run
+
+pytestmark = pytest.mark.interpreter
+
+
+TOP_P_ONLY = TopKTopPCase(LogitsRecipe(batch=2, vocab=100), None, (0.5,))
+
+
+def pytest_generate_tests(metafunc):
+    """`mass_combo`: the top_k_top_p record's bf16 combos whose backend implements top-p."""
+    if "mass_combo" in metafunc.fixturenames:
+        from properties import registry
+
+        params = registry.combos(metafunc.definition.originalname, metafunc.config.samplecheck_device.type,
+                                 dtypes=(torch.bfloat16,), layouts=("contig",))
+        kept = [p for p in params if p.values[0].info.name == "top_k_top_p"]
+        metafunc.parametrize("mass_combo", [
+            p if p.values[0].backend.accepts is None or p.values[0].backend.accepts(TOP_P_ONLY)
+            else pytest.param(*p.values, id=p.id, marks=pytest.mark.skip(reason="the backend implements no top-p"))
+            for p in kept])
+
+
+@given(data=st.data())
+def test_top_p_kept_mass(mass_combo, device, budget, data):
+    combo = mass_combo
+    case = draw_case(data, combo, top_k_top_p_cases(budget).filter(lambda c: c.p is not None))
+    placed, args = prepare(combo, case, device)
+    original = placed.view.clone()
+    output = run(combo, placed.view, args)
+    x = original.double()
+    vocab = x.size(1)
+    k = args["k"]
+    if k is not None:  # the top-k survivors are the mass basis
+        k_eff = torch.where((k > 0) & (k < vocab), k, vocab)
+        kth = x.sort(dim=-1, descending=True).values.gather(1, (k_eff - 1)[:, None])
+        x = x.masked_fill(x < kth, float("-inf"))
+    band = combo.info.tolerance[combo.dtype]
+    for row in range(x.size(0)):
+        p = float(args["p"][row])
+        if p >= 1 or not bool(torch.isfinite(x[row]).any()):
+            continue
+        probs = torch.softmax(x[row], dim=-1)
+        kept = output[row] != float("-inf")
+        mass = float(probs[kept].sum())
+        assert mass >= p - band, f"{combo.id} row {row}: kept mass {mass:.8f} < p = {p} (band {band:g})"
+        smallest = x[row][kept].min()
+        without = float(probs[kept & (x[row] > smallest)].sum())
+        assert without < p + band, (
+            f"{combo.id} row {row}: the nucleus is not minimal: without its smallest value the kept mass is "
+            f"{without:.8f} >= p = {p}")
