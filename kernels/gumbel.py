@@ -40,7 +40,7 @@ import triton
 import triton.language as tl
 
 from kernels.runtime import check_launchable, is_interpreted
-from kernels.validation import check_logits, check_row_param
+from kernels.validation import check_logits, check_range, check_row_param
 
 HASH_SEED = 0x5EED5A3D
 # Entries per tile: the interpreter pays per operation, so the CPU tile is large (sampling
@@ -68,11 +68,8 @@ def check_gumbel(logits, seeds, positions, temperature) -> None:
         raise ValueError(f"positions must be >= 0 (the token position being sampled); got {int(positions.min())}")
     if temperature is not None:
         check_row_param("temperature", temperature, logits, (torch.float32,))
-        if temperature.numel():
-            ok = torch.isfinite(temperature) & (temperature >= 0)
-            if not bool(ok.all()):
-                bad = temperature[~ok][0].item()
-                raise ValueError(f"temperature must be finite and >= 0 (0: greedy row); got {bad}")
+        check_range("temperature", temperature, torch.isfinite(temperature) & (temperature >= 0),
+                    "finite and >= 0 (0: greedy row)")
 
 
 @triton.jit

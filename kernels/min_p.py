@@ -22,7 +22,7 @@ import triton
 import triton.language as tl
 
 from kernels.runtime import check_launchable
-from kernels.validation import check_row_param, check_logits
+from kernels.validation import check_logits, check_range, check_row_param
 
 # Entries per loop step. The interpreter pays per operation, so the CPU block is wide;
 # the suite's vocab sizes 8191-8193 and the full-size regression example (50272) still
@@ -36,12 +36,8 @@ def check_min_p(logits: torch.Tensor, min_p: torch.Tensor | None) -> None:
     if min_p is None:
         return
     check_row_param("min_p", min_p, logits, (torch.float32,))
-    if min_p.numel():
-        ok = (min_p >= 0) & (min_p <= 1)  # False for NaN
-        if not bool(ok.all()):
-            bad = min_p[~ok][0].item()
-            raise ValueError(
-                f"min_p must be in [0, 1] (0 turns min-p off, 1 keeps only the maximum and its ties); got {bad}")
+    check_range("min_p", min_p, (min_p >= 0) & (min_p <= 1),
+                "in [0, 1] (0 turns min-p off, 1 keeps only the maximum and its ties)")
 
 
 @triton.jit(do_not_specialize=["row_stride", "V"])

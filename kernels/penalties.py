@@ -42,7 +42,7 @@ import triton.language as tl
 
 from kernels.rounding import to_output_dtype
 from kernels.runtime import check_launchable, is_interpreted
-from kernels.validation import check_logits, check_row_param, check_token_ids
+from kernels.validation import check_logits, check_range, check_row_param, check_token_ids
 
 # List entries per program (the result does not depend on it). The interpreter pays per
 # program, so the CPU block holds a drawn row's lists whole; the full-size regression
@@ -64,14 +64,10 @@ def check_penalties(logits, prompt_token_ids, output_token_ids, repetition_penal
     check_row_param("presence_penalty", presence_penalty, logits, (torch.float32,))
     if logits.size(0) == 0:
         return
-    ok = torch.isfinite(repetition_penalty) & (repetition_penalty > 0)
-    if not bool(ok.all()):
-        raise ValueError("repetition_penalty must be finite and > 0 (1 turns it off); "
-                         f"got {repetition_penalty[~ok][0].item()}")
+    check_range("repetition_penalty", repetition_penalty,
+                torch.isfinite(repetition_penalty) & (repetition_penalty > 0), "finite and > 0 (1 turns it off)")
     for name, value in (("frequency_penalty", frequency_penalty), ("presence_penalty", presence_penalty)):
-        ok = value.abs() <= 2  # False for NaN
-        if not bool(ok.all()):
-            raise ValueError(f"{name} must be in [-2, 2] (0 turns it off); got {value[~ok][0].item()}")
+        check_range(name, value, value.abs() <= 2, "in [-2, 2] (0 turns it off)")
 
 
 def sorted_keys(prompt_token_ids: torch.Tensor, output_token_ids: torch.Tensor, vocab: int) -> torch.Tensor:

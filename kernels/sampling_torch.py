@@ -21,7 +21,7 @@ import torch
 
 from kernels.min_p import apply_min_p_torch, check_min_p
 from kernels.top_k_top_p_torch import apply_top_k_top_p_torch
-from kernels.validation import check_logits, check_row_param, check_top_k_top_p
+from kernels.validation import check_logits, check_range, check_row_param, check_top_k_top_p
 
 
 def multinomial_rows(logits: torch.Tensor, seed: int) -> torch.Tensor:
@@ -62,11 +62,8 @@ def check_softmax_temperature(logits: torch.Tensor, temperature: torch.Tensor | 
     if temperature is None:
         return
     check_row_param("temperature", temperature, logits, (torch.float32,))
-    if temperature.numel():
-        ok = torch.isfinite(temperature) & (temperature > 0)
-        if not bool(ok.all()):
-            bad = temperature[~ok][0].item()
-            raise ValueError(f"temperature must be finite and > 0 for a softmax; got {bad}")
+    check_range("temperature", temperature, torch.isfinite(temperature) & (temperature > 0),
+                "finite and > 0 for a softmax")
 
 
 def softmax_torch(logits: torch.Tensor, temperature: torch.Tensor | None = None) -> torch.Tensor:

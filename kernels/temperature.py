@@ -28,7 +28,7 @@ import triton.language as tl
 
 from kernels.rounding import to_output_dtype
 from kernels.runtime import check_launchable, is_interpreted
-from kernels.validation import check_row_param, check_logits
+from kernels.validation import check_logits, check_range, check_row_param
 
 # Entries per program; the result does not depend on BLOCK. The suite's vocab sizes
 # 8191-8193 and the full-size regression example (50272) span several column blocks, so
@@ -42,12 +42,8 @@ def check_temperature(logits: torch.Tensor, temperature: torch.Tensor | None) ->
     if temperature is None:
         return
     check_row_param("temperature", temperature, logits, (torch.float32,))
-    if temperature.numel():
-        ok = torch.isfinite(temperature) & (temperature >= 0)
-        if not bool(ok.all()):
-            bad = temperature[~ok][0].item()
-            raise ValueError(
-                f"temperature must be finite and >= 0 (0: greedy row, left unchanged; 1: no-op); got {bad}")
+    check_range("temperature", temperature, torch.isfinite(temperature) & (temperature >= 0),
+                "finite and >= 0 (0: greedy row, left unchanged; 1: no-op)")
 
 
 @triton.jit(do_not_specialize=["row_stride", "V"])

@@ -40,6 +40,13 @@ def check_row_param(name: str, value: torch.Tensor, logits: torch.Tensor, dtypes
         raise ValueError(f"{name} must be contiguous (stride 1), got stride {value.stride(0)}")
 
 
+def check_range(name: str, value: torch.Tensor, ok: torch.Tensor, allowed: str) -> None:
+    """Raise `ValueError("{name} must be {allowed}; got {first value where not ok}")` unless
+    `ok` (a bool tensor over `value`, False for NaN where NaN is out of range) holds everywhere."""
+    if value.numel() and not bool(ok.all()):
+        raise ValueError(f"{name} must be {allowed}; got {value[~ok][0].item()}")
+
+
 def check_top_k_top_p(logits: torch.Tensor, k: torch.Tensor | None, p: torch.Tensor | None) -> None:
     """k: per-row int32/int64, k <= 0 (only -1 and 0 allowed) or k >= V disables top-k;
     p: per-row float32, in (0, 1], p == 1 disables top-p."""
@@ -51,9 +58,7 @@ def check_top_k_top_p(logits: torch.Tensor, k: torch.Tensor | None, p: torch.Ten
             raise ValueError(f"k must be -1 or 0 (top-k off) or >= 1 (k >= vocab is clamped); got {bad}")
     if p is not None:
         check_row_param("p", p, logits, (torch.float32,))
-        if p.numel() and not bool(((p > 0) & (p <= 1)).all()):
-            bad = p[~((p > 0) & (p <= 1))][0].item()
-            raise ValueError(f"p must be in (0, 1] (1 turns top-p off); got {bad}")
+        check_range("p", p, (p > 0) & (p <= 1), "in (0, 1] (1 turns top-p off)")
 
 
 PAD_ID = -1
