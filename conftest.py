@@ -4,8 +4,8 @@ and reproduction commands on failure.
 - `--device auto|cpu|cuda` (default auto: CUDA when available). On CPU, TRITON_INTERPRET=1
   is set in pytest_configure, before any test module imports a kernel.
 - Under pytest-xdist each worker gwN is pinned to GPU N % device_count.
-- Tests that take a `combo` argument are parametrized over the registry; a
-  `@pytest.mark.matrix(...)` marker restricts dtypes/layouts (see properties.registry.combos).
+- Tests that take a `combo` argument are parametrized over the registry; `@pytest.mark.matrix(...)`
+  markers (module and function ones merge) restrict kernel/dtypes/layouts (properties.registry.combos).
 """
 
 import os
@@ -90,8 +90,11 @@ def pytest_generate_tests(metafunc):
     device_type = metafunc.config.samplecheck_device.type
     name = metafunc.definition.originalname
     if "combo" in metafunc.fixturenames:
-        marker = metafunc.definition.get_closest_marker("matrix")
-        metafunc.parametrize("combo", registry.combos(name, device_type, **(marker.kwargs if marker else {})))
+        # matrix markers merge, the closest winning: a module's kernel= with a test's dtypes=.
+        matrix = {}
+        for marker in reversed(list(metafunc.definition.iter_markers("matrix"))):
+            matrix.update(marker.kwargs)
+        metafunc.parametrize("combo", registry.combos(name, device_type, **matrix))
     if "error_case" in metafunc.fixturenames:
         metafunc.parametrize("error_case", registry.error_cases(device_type))
 

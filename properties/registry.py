@@ -192,14 +192,18 @@ def plug(backends: list[tuple[str, Backend]], *, only: bool) -> None:
         REGISTRY[name] = dataclasses.replace(info, backends=kept + tuple(plugged[name]))
 
 
-def combos(test: str, device: str, *, dtypes=None, layouts=None, sampled=False, output_law=False) -> list:
+def combos(test: str, device: str, *, kernel=None, dtypes=None, layouts=None, sampled=False,
+           output_law=False) -> list:
     """pytest params for `test` over every registered combo, with skips/xfails as marks.
 
-    dtypes/layouts restrict the matrix; sampled=True keeps only kernels with a `law`;
-    output_law=True only those whose law is the softmax of their output (no own sampler).
+    kernel/dtypes/layouts restrict the matrix (kernel: one record, for kernel-specific
+    tests); sampled=True keeps only kernels with a `law`; output_law=True only those whose
+    law is the softmax of their output (no own sampler).
     """
     params = []
     for info in REGISTRY.values():
+        if kernel is not None and info.name != kernel:
+            continue
         if (sampled or output_law) and info.law is None or output_law and info.sample is not None:
             continue
         for backend in info.backends:

@@ -10,21 +10,10 @@ import torch
 import triton
 from hypothesis import given, strategies as st
 
-from properties import registry
 from properties.drawing import draw_case
 from properties.runner import prepare, run
 
-pytestmark = pytest.mark.interpreter
-
-KERNEL = "gumbel_sample"
-
-
-def pytest_generate_tests(metafunc):
-    if "gumbel_combo" in metafunc.fixturenames:
-        params = [p for p in registry.combos(metafunc.definition.originalname, metafunc.config.samplecheck_device.type,
-                                             layouts=("contig",))
-                  if p.values[0].info.name == KERNEL]
-        metafunc.parametrize("gumbel_combo", params)
+pytestmark = [pytest.mark.interpreter, pytest.mark.matrix(kernel="gumbel_sample", layouts=("contig",))]
 
 
 def _tunable(combo) -> bool:
@@ -37,10 +26,9 @@ def _rows(args: dict, index: torch.Tensor) -> dict:
 
 
 @given(data=st.data())
-def test_batch_invariance(gumbel_combo, device, budget, data):
+def test_batch_invariance(combo, device, budget, data):
     """Each row's id equals its id alone (batch 1), at another index of a larger batch with
     other mates (the batch reversed, then twice), and under other launch splits."""
-    combo = gumbel_combo
     case = draw_case(data, combo, combo.info.cases(budget).filter(lambda c: c.logits.batch >= 2))
     placed, args = prepare(combo, case, device)
     logits = placed.view
@@ -64,11 +52,10 @@ def test_batch_invariance(gumbel_combo, device, budget, data):
                 f"{combo.id}: block_v={block_v}, splits={splits} drew {again.tolist()}, default launch {ids.tolist()}")
 
 
-def test_seeds_and_positions_drive_the_noise(gumbel_combo, device):
+def test_seeds_and_positions_drive_the_noise(combo, device):
     """On flat rows the id is the noise's argmax: the same (seed, position) draws the same id
     (also in another call), while varying the seed at a fixed position, or the position at
     a fixed seed, draws many different ids."""
-    combo = gumbel_combo
     n, vocab = 64, 64
     logits = torch.zeros(n, vocab, dtype=combo.dtype, device=device)
     steps = torch.arange(n, dtype=torch.int64, device=device)
@@ -85,10 +72,9 @@ def test_seeds_and_positions_drive_the_noise(gumbel_combo, device):
     assert torch.equal(repeat, by_seed), f"{combo.id}: a second call with the same seeds drew other ids"
 
 
-def test_greedy_is_lowest_argmax(gumbel_combo, device):
+def test_greedy_is_lowest_argmax(combo, device):
     """T == 0 rows on 4 tied levels (ties across block boundaries too) return torch's first
     argmax, whatever the seed; a NaN entry is skipped rather than taken."""
-    combo = gumbel_combo
     gen = torch.Generator(device=device).manual_seed(5)
     logits = torch.randint(0, 4, (6, 300), generator=gen, device=device).to(combo.dtype)
     logits[1, :] = 1.0  # every entry tied
@@ -105,11 +91,10 @@ def test_greedy_is_lowest_argmax(gumbel_combo, device):
         assert torch.equal(ids, expected), f"{combo.id}: greedy ids {ids.tolist()}, lowest argmax {expected.tolist()}"
 
 
-def test_non_finite_never_drawn(gumbel_combo, device):
+def test_non_finite_never_drawn(combo, device):
     """Ids are in [0, V) and never a -inf or NaN entry: rows with one finite entry (at tiny
     and ordinary T, a negative logit far below -65504 after scaling), an all -inf row and an
     all NaN row (id 0), a row with NaNs beside finite entries, and a +inf entry (always drawn)."""
-    combo = gumbel_combo
     vocab = 200
     logits = torch.full((8, vocab), float("-inf"), dtype=combo.dtype, device=device)
     logits[0, 37] = -3.0

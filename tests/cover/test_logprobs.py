@@ -23,7 +23,6 @@ import torch
 from hypothesis import given, strategies as st
 
 from oracles.logprobs import error_bound
-from properties import registry
 from properties.checks import assert_outputs_bitwise
 from properties.drawing import draw_case
 from properties.infos.logprobs import LogprobsCase, logprobs_cases
@@ -31,17 +30,7 @@ from properties.recipes import LogitsRecipe
 from properties.runner import prepare, reference, run
 from properties.strategies import logits_recipes
 
-pytestmark = pytest.mark.interpreter
-
-
-def pytest_generate_tests(metafunc):
-    """`lp_combo`: the logprobs record's combos, contiguous layout (a `matrix` marker narrows dtypes)."""
-    if "lp_combo" in metafunc.fixturenames:
-        marker = metafunc.definition.get_closest_marker("matrix")
-        dtypes = marker.kwargs.get("dtypes") if marker else None
-        params = registry.combos(metafunc.definition.originalname, metafunc.config.samplecheck_device.type,
-                                 dtypes=dtypes, layouts=("contig",))
-        metafunc.parametrize("lp_combo", [p for p in params if p.values[0].info.name == "logprobs"])
+pytestmark = [pytest.mark.interpreter, pytest.mark.matrix(kernel="logprobs", layouts=("contig",))]
 
 
 def _scaled_assert(actual: torch.Tensor, expected: torch.Tensor, bound: torch.Tensor, what: str) -> None:
@@ -51,21 +40,21 @@ def _scaled_assert(actual: torch.Tensor, expected: torch.Tensor, bound: torch.Te
 
 
 @given(data=st.data())
-def test_ranks_under_ties(lp_combo, device, budget, data):
+def test_ranks_under_ties(combo, device, budget, data):
     # Four levels and V >= 5: every row has a value held by several entries (pigeonhole),
     # which "tie" picks (row 0 and every row cycling back to it).
     recipes = logits_recipes(budget).filter(lambda r: r.vocab >= 5).map(
         lambda r: dataclasses.replace(r, family="ties", neg_inf_fraction=0.0))
     picks = st.lists(st.sampled_from(("tie", "max", "min")), max_size=3).map(lambda p: ("tie", *p))
-    case = draw_case(data, lp_combo, st.builds(LogprobsCase, recipes, st.just(0), picks))
-    placed, args = prepare(lp_combo, case, device)
+    case = draw_case(data, combo, st.builds(LogprobsCase, recipes, st.just(0), picks))
+    placed, args = prepare(combo, case, device)
     x = placed.view.to(torch.float64)
     chosen = x.gather(1, args["sampled"][:, None])
     tie_rows = torch.arange(x.size(0), device=x.device) % len(case.picks) == 0
     assert bool(((x == chosen).sum(dim=1) >= 2)[tie_rows].all()), "test setup: 'tie' rows must sample a tied value"
-    output = run(lp_combo, placed.view, args)
+    output = run(combo, placed.view, args)
     torch.testing.assert_close(output.ranks, (x >= chosen).sum(dim=1), rtol=0, atol=0,
-                               msg=lambda m: f"{lp_combo.id}: ranks on tied rows are not count(x >= x_sampled): {m}")
+                               msg=lambda m: f"{combo.id}: ranks on tied rows are not count(x >= x_sampled): {m}")
 
 
 def _assert_whole_log_softmax(combo, case, device) -> None:
@@ -82,21 +71,21 @@ def _assert_whole_log_softmax(combo, case, device) -> None:
 
 
 @given(data=st.data())
-def test_whole_vocab_is_log_softmax(lp_combo, device, budget, data):
-    case = draw_case(data, lp_combo, logprobs_cases(budget).map(lambda c: dataclasses.replace(c, num_logprobs=-1)))
-    _assert_whole_log_softmax(lp_combo, case, device)
+def test_whole_vocab_is_log_softmax(combo, device, budget, data):
+    case = draw_case(data, combo, logprobs_cases(budget).map(lambda c: dataclasses.replace(c, num_logprobs=-1)))
+    _assert_whole_log_softmax(combo, case, device)
 
 
 @pytest.mark.matrix(dtypes=(torch.bfloat16,))
-def test_whole_vocab_at_262144(lp_combo, device):
+def test_whole_vocab_at_262144(combo, device):
     """vllm#46746: n = V = 262144 on a strided row (a next_pow2(n + 1) tile is 524288 lanes)."""
     case = LogprobsCase(LogitsRecipe(batch=1, vocab=262144, family="randn", scale=3.0, seed=46746), -1, (0.5,))
-    _assert_whole_log_softmax(dataclasses.replace(lp_combo, layout="stride+37"), case, device)
+    _assert_whole_log_softmax(dataclasses.replace(combo, layout="stride+37"), case, device)
 
 
 @pytest.mark.gpu
 @pytest.mark.matrix(dtypes=(torch.bfloat16,))
-def test_whole_vocab_memory_b64_v262144(lp_combo, device):
+def test_whole_vocab_memory_b64_v262144(combo, device):
     """The issue's size: num_logprobs = -1 at B = 64, V = 262144 completes, and allocates no
     more than the stated bound (the [64, 262145] fp32 + int64 outputs, ~201 MB, the ranks and
     the vocab arange; no [B, V] scratch besides the output)."""
@@ -105,49 +94,49 @@ def test_whole_vocab_memory_b64_v262144(lp_combo, device):
     from properties.memory import peak_extra_bytes, stated_bound
 
     case = LogprobsCase(LogitsRecipe(batch=64, vocab=262144, family="randn", scale=3.0, seed=46746), -1, (0.5,))
-    placed, args = prepare(lp_combo, case, device)
-    call = lp_combo.backend.resolve()
+    placed, args = prepare(combo, case, device)
+    call = combo.backend.resolve()
     call(placed.view, **args)  # compile outside the measurement
     result, extra = peak_extra_bytes(lambda: call(placed.view, **args))
     assert result.logprobs.shape == (64, 262145)
-    bound = stated_bound(lp_combo, placed.view, args)
-    assert extra <= bound, f"{lp_combo.id}: allocated {extra} bytes, stated bound {bound}"
+    bound = stated_bound(combo, placed.view, args)
+    assert extra <= bound, f"{combo.id}: allocated {extra} bytes, stated bound {bound}"
 
 
 @pytest.mark.matrix(dtypes=(torch.float32, torch.bfloat16))
 @given(data=st.data())
-def test_gather_block_invariance(lp_combo, device, budget, data):
+def test_gather_block_invariance(combo, device, budget, data):
     cases = logprobs_cases(budget, max_vocab=2048).map(
         lambda c: c if c.num_logprobs is not None else dataclasses.replace(c, num_logprobs=-1))
-    case = draw_case(data, lp_combo, cases)
-    placed, args = prepare(lp_combo, case, device)
-    wide = run(lp_combo, placed.view, {**args, "gather_block": 1024})
-    narrow = run(lp_combo, placed.view, {**args, "gather_block": 256})
-    assert_outputs_bitwise(narrow, wide, f"{lp_combo.id}: gather_block 256 vs 1024")
+    case = draw_case(data, combo, cases)
+    placed, args = prepare(combo, case, device)
+    wide = run(combo, placed.view, {**args, "gather_block": 1024})
+    narrow = run(combo, placed.view, {**args, "gather_block": 256})
+    assert_outputs_bitwise(narrow, wide, f"{combo.id}: gather_block 256 vs 1024")
 
 
 @given(data=st.data())
-def test_whole_vocab_sums_to_one(lp_combo, device, budget, data):
-    case = draw_case(data, lp_combo, logprobs_cases(budget).map(lambda c: dataclasses.replace(c, num_logprobs=-1)))
-    placed, args = prepare(lp_combo, case, device)
+def test_whole_vocab_sums_to_one(combo, device, budget, data):
+    case = draw_case(data, combo, logprobs_cases(budget).map(lambda c: dataclasses.replace(c, num_logprobs=-1)))
+    placed, args = prepare(combo, case, device)
     original = placed.view.clone()
-    output = run(lp_combo, placed.view, args)
-    expected = reference(lp_combo, original, args)
+    output = run(combo, placed.view, args)
+    expected = reference(combo, original, args)
     total = output.logprobs[:, 1:].double().exp().sum(dim=1)
     # |sum exp(lp) - 1| <= sum p_i (e^{bound_i} - 1): each entry within its bound (fp64 sum).
     slack = (expected.log_probs.exp() * torch.expm1(error_bound(expected, expected.log_probs))).sum(dim=1)
-    _scaled_assert(total, torch.ones_like(total), slack, f"{lp_combo.id}: sum of exp(logprobs) over the vocab")
+    _scaled_assert(total, torch.ones_like(total), slack, f"{combo.id}: sum of exp(logprobs) over the vocab")
 
 
 @pytest.mark.parametrize("num_logprobs", [0, 4, -1])
-def test_all_neg_inf_row(lp_combo, device, num_logprobs):
+def test_all_neg_inf_row(combo, device, num_logprobs):
     """An all -inf row (between two ordinary ones, over two sum blocks): NaN in every column,
     rank V; the other rows match the oracle."""
     recipe = LogitsRecipe(batch=3, vocab=1500, family="randn", scale=3.0, seed=7)
-    placed, args = prepare(lp_combo, LogprobsCase(recipe, num_logprobs, ("max", 0.5, "min")), device)
+    placed, args = prepare(combo, LogprobsCase(recipe, num_logprobs, ("max", 0.5, "min")), device)
     placed.view[1] = float("-inf")
     original = placed.view.clone()
-    output = run(lp_combo, placed.view, args)
-    assert bool(output.logprobs[1].isnan().all()), f"{lp_combo.id}: all -inf row logprobs {output.logprobs[1]}"
-    assert int(output.ranks[1]) == 1500, f"{lp_combo.id}: all -inf row rank {int(output.ranks[1])}, expected V"
-    lp_combo.info.check(original, output, reference(lp_combo, original, args), lp_combo.id)
+    output = run(combo, placed.view, args)
+    assert bool(output.logprobs[1].isnan().all()), f"{combo.id}: all -inf row logprobs {output.logprobs[1]}"
+    assert int(output.ranks[1]) == 1500, f"{combo.id}: all -inf row rank {int(output.ranks[1])}, expected V"
+    combo.info.check(original, output, reference(combo, original, args), combo.id)

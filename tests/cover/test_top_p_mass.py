@@ -19,23 +19,11 @@ pytestmark = pytest.mark.interpreter
 TOP_P_ONLY = TopKTopPCase(LogitsRecipe(batch=2, vocab=100), None, (0.5,))
 
 
-def pytest_generate_tests(metafunc):
-    """`mass_combo`: the top_k_top_p record's bf16 combos whose backend implements top-p."""
-    if "mass_combo" in metafunc.fixturenames:
-        from properties import registry
-
-        params = registry.combos(metafunc.definition.originalname, metafunc.config.samplecheck_device.type,
-                                 dtypes=(torch.bfloat16,), layouts=("contig",))
-        kept = [p for p in params if p.values[0].info.name == "top_k_top_p"]
-        metafunc.parametrize("mass_combo", [
-            p if p.values[0].backend.accepts is None or p.values[0].backend.accepts(TOP_P_ONLY)
-            else pytest.param(*p.values, id=p.id, marks=pytest.mark.skip(reason="the backend implements no top-p"))
-            for p in kept])
-
-
+@pytest.mark.matrix(kernel="top_k_top_p", dtypes=(torch.bfloat16,), layouts=("contig",))
 @given(data=st.data())
-def test_top_p_kept_mass(mass_combo, device, budget, data):
-    combo = mass_combo
+def test_top_p_kept_mass(combo, device, budget, data):
+    if combo.backend.accepts is not None and not combo.backend.accepts(TOP_P_ONLY):
+        pytest.skip("the backend implements no top-p")
     case = draw_case(data, combo, top_k_top_p_cases(budget).filter(lambda c: c.p is not None))
     placed, args = prepare(combo, case, device)
     original = placed.view.clone()
