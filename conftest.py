@@ -99,15 +99,38 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("error_case", registry.error_cases(device_type))
 
 
+# A worker keeps at most this much GPU memory cached between tests: xdist workers share
+# the GPUs, and one worker's cache of a large test must not starve the others.
+CACHED_GPU_BYTES = 4 * 2**30
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
     from properties.drawing import ExampleCounter
 
     ExampleCounter.count = 0
+    on_gpu = item.config.samplecheck_device.type == "cuda"
+    if on_gpu:
+        torch.cuda.reset_peak_memory_stats()
     try:
         return (yield)
     finally:
         item.user_properties.append(("examples", ExampleCounter.count))
+        if on_gpu:
+            item.user_properties.append(("gpu_peak_bytes", torch.cuda.max_memory_allocated()))
+            if torch.cuda.memory_reserved() > CACHED_GPU_BYTES:
+                torch.cuda.empty_cache()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """On GPU runs, the tests with the largest peak of allocated GPU memory (per worker)."""
+    peaks = [(dict(r.user_properties)["gpu_peak_bytes"], r.nodeid)
+             for reports in terminalreporter.stats.values() for r in reports
+             if getattr(r, "when", None) == "call" and "gpu_peak_bytes" in dict(getattr(r, "user_properties", ()))]
+    if peaks:
+        terminalreporter.write_sep("=", "largest GPU memory peaks")
+        for peak, nodeid in sorted(peaks, reverse=True)[:10]:
+            terminalreporter.write_line(f"{peak / 2**30:8.2f} GiB  {nodeid}")
 
 
 @pytest.hookimpl(wrapper=True)

@@ -20,12 +20,14 @@ Contract (the oracle `oracles.bad_words` states the semantics in full):
 - Memory: nothing the size of the logits; validation's bool temporaries over the id
   tensors and, for non-contiguous id tensors, contiguous copies of them.
 
-The kernel flattens the words to B * W (row, word) pairs; each program takes a tile of
-whole words (T <= 1024, so a word fits one block), scans each word's row of the past for
-its length (blocks over O; W words of a row read the same past, from cache), compares each
-word's prefix with the end of the past, and stores -inf at the banned ids of the matching
-words (a scatter store; duplicate ids store the same value). The small token-id tensors
-are made contiguous; the logits are used as given and never read.
+The kernel flattens the words to B * W (row, word) pairs; each program takes BLOCK_P pairs,
+counts each word's prefix length in steps of BLOCK_T tokens, scans each word's row of the
+past for its length (steps of BLOCK_PAST entries; W words of a row read the same past, from
+cache), compares each word's prefix with the end of the past (steps of BLOCK_T), and stores
+-inf at the banned ids of the matching words (a scatter store; duplicate ids store the same
+value). The blocks come from a short fixed menu per device (see `TILE`), so a few compiled
+variants serve every batch, word count and length. The small token-id tensors are made
+contiguous; the logits are used as given and never read.
 """
 
 import torch
@@ -37,13 +39,16 @@ from kernels.validation import PAD_ID, check_logits, check_token_ids
 
 MAX_WORDS = 128
 MAX_WORD_TOKENS = 1024
-# Tile entries per program: (row, word) pairs x tokens per word, and pairs x past entries
-# per step of the past-length scan (powers of two; a tile holds at least one whole word, a
-# scan step at least MIN_SCAN entries of each past). The result does not depend on them.
-# The interpreter pays per program and per operation, so a CPU test batch runs as one
-# program.
-TILE = {"cuda": 4096, "cpu": 16384}
-MIN_SCAN = 64
+# Launch menu per device: BLOCK_T (tokens of each word per step) is the first of WORD_BLOCKS
+# that holds the words, else the last; BLOCK_P ((row, word) pairs per program) the first of
+# PAIR_BLOCKS that holds the pairs, else the last, at most TILE // BLOCK_T; BLOCK_PAST (past
+# entries per scan step) is TILE // BLOCK_P. Few pairs thus scan in few wide steps. The
+# result does not depend on them. The interpreter pays per program and per operation, so a
+# CPU test batch runs as one program, while its steps are narrow enough that the suite's
+# longer words and pasts (up to ~12 entries) take two.
+TILE = {"cuda": 4096, "cpu": 2048}
+WORD_BLOCKS = {"cuda": (16, 256), "cpu": (8,)}
+PAIR_BLOCKS = {"cuda": (1, 8, 64), "cpu": (256,)}
 
 
 def check_bad_words(logits: torch.Tensor, bad_words: torch.Tensor, output_token_ids: torch.Tensor) -> None:
@@ -71,11 +76,15 @@ def _bad_words_kernel(logits_ptr, row_stride, words_ptr, W, T, past_ptr, O, PAIR
     pair = tl.program_id(0).to(tl.int64) * BLOCK_P + tl.arange(0, BLOCK_P)
     in_batch = pair < PAIRS
     row = pair // W
-    t = tl.arange(0, BLOCK_T)[None, :]
-    words = tl.load(words_ptr + pair[:, None] * T + t, mask=in_batch[:, None] & (t < T), other=-1).to(tl.int64)
+    word_ptr = words_ptr + pair[:, None] * T
+    lanes = tl.arange(0, BLOCK_T)[None, :]
     # Prefix lengths n: ids before the first -1, minus the banned one (validation: no id
     # follows a -1 within a word); -1 for absent words.
-    n = tl.sum((words != -1).to(tl.int32), axis=1) - 1
+    n = tl.full([BLOCK_P], -1, tl.int32)
+    for start in range(0, T, BLOCK_T):
+        t = start + lanes
+        words = tl.load(word_ptr + t, mask=in_batch[:, None] & (t < T), other=-1)
+        n += tl.sum((words != -1).to(tl.int32), axis=1)
     # Past lengths: index of the first -1 in the row's output ids, O when there is none.
     row_past = past_ptr + row[:, None] * O
     past_len = tl.full([BLOCK_P], O, tl.int32)
@@ -86,9 +95,14 @@ def _bad_words_kernel(logits_ptr, row_stride, words_ptr, W, T, past_ptr, O, PAIR
         past_len = tl.minimum(past_len, tl.min(tl.where((tok == -1) & (idx < O), idx, O), axis=1))
     # Each word's prefix word[0 .. n-1] against past[past_len - n .. past_len - 1].
     applies = in_batch & (n >= 0) & (n <= past_len)
-    in_prefix = (t < n[:, None]) & applies[:, None]
-    past = tl.load(row_past + (past_len - n)[:, None] + t, mask=in_prefix, other=0).to(tl.int64)
-    match = applies & (tl.sum((in_prefix & (words != past)).to(tl.int32), axis=1) == 0)
+    mismatches = tl.zeros([BLOCK_P], tl.int32)
+    for start in range(0, T, BLOCK_T):
+        t = start + lanes
+        in_prefix = (t < n[:, None]) & applies[:, None]
+        words = tl.load(word_ptr + t, mask=in_prefix, other=-1).to(tl.int64)
+        past = tl.load(row_past + (past_len - n)[:, None] + t, mask=in_prefix, other=0).to(tl.int64)
+        mismatches += tl.sum((in_prefix & (words != past)).to(tl.int32), axis=1)
+    match = applies & (mismatches == 0)
     banned = tl.load(words_ptr + pair * T + n, mask=match, other=0).to(tl.int64)
     neg_inf = tl.full([BLOCK_P], float("-inf"), tl.float32).to(logits_ptr.dtype.element_ty)
     tl.store(logits_ptr + row * row_stride + banned, neg_inf, mask=match)
@@ -105,11 +119,12 @@ def apply_bad_words(logits: torch.Tensor, *, bad_words: torch.Tensor, output_tok
     pairs = batch * words
     if output_token_ids.size(1) == 0:  # no pasts: one -1 per row, so no kernel argument is empty
         output_token_ids = torch.full((batch, 1), PAD_ID, dtype=output_token_ids.dtype, device=logits.device)
-    block_t = triton.next_power_of_2(tokens)
-    tile = TILE[logits.device.type]
-    block_p = min(triton.next_power_of_2(pairs), max(tile // max(block_t, MIN_SCAN), 1))
+    kind = logits.device.type
+    block_t = next((size for size in WORD_BLOCKS[kind] if tokens <= size), WORD_BLOCKS[kind][-1])
+    block_p = min(next((size for size in PAIR_BLOCKS[kind] if pairs <= size), PAIR_BLOCKS[kind][-1]),
+                  TILE[kind] // block_t)
     _bad_words_kernel[(triton.cdiv(pairs, block_p),)](
         logits, logits.stride(0), bad_words.contiguous(), words, tokens,
         output_token_ids.contiguous(), output_token_ids.size(1), pairs,
-        BLOCK_P=block_p, BLOCK_T=block_t, BLOCK_PAST=tile // block_p)
+        BLOCK_P=block_p, BLOCK_T=block_t, BLOCK_PAST=TILE[kind] // block_p)
     return logits

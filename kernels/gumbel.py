@@ -25,11 +25,13 @@ Contract (the oracle `oracles.gumbel` states the semantics in full):
 
 Grid (cdiv(B, BLOCK_B), splits): a program takes BLOCK_B rows and one contiguous chunk
 of the vocab (a multiple of BLOCK_V), loops over it in [BLOCK_B, BLOCK_V] tiles keeping a
-per-lane best (score, id), then reduces the lanes. With more than one split, the per-split
-bests go to a [B, splits] fp32 + int64 scratch and `torch.argmax` (first maximum, i.e.
-lowest chunk) picks among them. Extra memory (`extra_bytes`): 8 * B bytes (the result), and
-with splits 12 * B * splits (scratch) + 16 * B (argmax, gather); no [B, V]-sized buffer.
-Row-stride gaps are never read.
+per-lane best (score, id), then reduces the lanes. (BLOCK_B, BLOCK_V) come from a menu of
+four per device (`plan`) and the split count is a runtime argument, so default launches
+compile at most four variants per dtype and temperature flag, whatever B and V. With more
+than one split, the per-split bests go to a [B, splits] fp32 + int64 scratch and
+`torch.argmax` (first maximum, i.e. lowest chunk) picks among them. Extra memory
+(`extra_bytes`): 8 * B bytes (the result), and with splits 12 * B * splits (scratch) +
+16 * B (argmax, gather); no [B, V]-sized buffer. Row-stride gaps are never read.
 """
 
 import contextlib
@@ -43,11 +45,16 @@ from kernels.runtime import check_launchable, is_interpreted
 from kernels.validation import check_logits, check_range, check_row_param
 
 HASH_SEED = 0x5EED5A3D
-# Entries per tile: the interpreter pays per operation, so the CPU tile is large (sampling
-# tests call the kernel on ~18k copies of a row); on a GPU a tile is one row's 1024-wide
-# block, or several short rows.
+# Launch menu (`plan`): BLOCK_V is the first of BLOCK_V_MENU that holds the vocab, else the
+# last; BLOCK_B is TILE // BLOCK_V rows, at most FEW_ROWS for a batch of at most FEW_ROWS
+# rows: four (BLOCK_B, BLOCK_V) pairs per device. On a GPU a tile is one or two rows'
+# 1024-wide block, or up to eight rows of a small vocab. The interpreter pays per program
+# and per operation, so the CPU tile is large, its small block fits the sampling tests'
+# vocabs (<= 32; they call the kernel on ~18k copies of a row), and its few-rows tile fits
+# the other tests' batches.
 TILE = {"cuda": 2048, "cpu": 2**18}
-MAX_BLOCK_V = {"cuda": 1024, "cpu": 8192}
+BLOCK_V_MENU = {"cuda": (256, 1024), "cpu": (32, 8192)}
+FEW_ROWS = {"cuda": 1, "cpu": 16}
 # Splits: enough programs to fill the device, each chunk at least SPLIT_COLUMNS wide.
 TARGET_PROGRAMS = {"cuda": 1056, "cpu": 4}
 SPLIT_COLUMNS = 8192
@@ -94,9 +101,9 @@ def _row_key(seed, position, HASH_SEED: tl.constexpr):
     return _fmix32(h ^ 16)
 
 
-@triton.jit(do_not_specialize=["row_stride", "B", "V", "chunk"])
+@triton.jit(do_not_specialize=["row_stride", "B", "V", "chunk", "splits"])
 def _gumbel_kernel(logits_ptr, row_stride, seeds_ptr, positions_ptr, temperature_ptr,
-                   ids_ptr, best_ptr, B, V, chunk, SPLITS: tl.constexpr,
+                   ids_ptr, best_ptr, B, V, chunk, splits,
                    HAS_TEMPERATURE: tl.constexpr, HASH_SEED: tl.constexpr,
                    BLOCK_B: tl.constexpr, BLOCK_V: tl.constexpr):
     rows = tl.program_id(0).to(tl.int64) * BLOCK_B + tl.arange(0, BLOCK_B)
@@ -134,17 +141,20 @@ def _gumbel_kernel(logits_ptr, row_stride, seeds_ptr, positions_ptr, temperature
         best_id = tl.where(better, cols, best_id)
     row_max = tl.max(best_score, axis=1)
     idx = tl.min(tl.where(best_score == row_max[:, None], best_id, V), axis=1)
-    tl.store(ids_ptr + rows * SPLITS + split, idx.to(tl.int64), mask=in_batch)
-    if SPLITS > 1:
-        tl.store(best_ptr + rows * SPLITS + split, row_max, mask=in_batch)
+    tl.store(ids_ptr + rows * splits + split, idx.to(tl.int64), mask=in_batch)
+    if splits > 1:
+        tl.store(best_ptr + rows * splits + split, row_max, mask=in_batch)
 
 
 def plan(batch: int, vocab: int, device_type: str, *, block_v: int | None = None,
          splits: int | None = None) -> tuple[int, int, int, int]:
     """(BLOCK_B, BLOCK_V, splits, chunk) for a launch; the result does not depend on them."""
     if block_v is None:
-        block_v = min(triton.next_power_of_2(vocab), MAX_BLOCK_V[device_type])
-    block_b = max(1, min(TILE[device_type] // block_v, triton.next_power_of_2(batch)))
+        menu = BLOCK_V_MENU[device_type]
+        block_v = next((size for size in menu if vocab <= size), menu[-1])
+    block_b = max(1, TILE[device_type] // block_v)
+    if batch <= FEW_ROWS[device_type]:
+        block_b = min(block_b, FEW_ROWS[device_type])
     if splits is None:
         want = triton.cdiv(TARGET_PROGRAMS[device_type], triton.cdiv(batch, block_b))
         splits = max(1, min(want, triton.cdiv(vocab, SPLIT_COLUMNS)))
@@ -173,9 +183,10 @@ def gumbel_sample(logits: torch.Tensor, *, seeds: torch.Tensor, positions: torch
         return torch.empty(0, dtype=torch.int64, device=logits.device)
     check_launchable(_gumbel_kernel, logits)
     block_b, block_v, splits, chunk = plan(batch, vocab, logits.device.type, block_v=block_v, splits=splits)
-    # One id per row, or per (row, split) with each split's best score beside it.
+    # One id per row, or per (row, split) with each split's best score beside it (else an
+    # empty placeholder of the same dtype, so the split count never changes the signature).
     ids = torch.empty((batch, splits), dtype=torch.int64, device=logits.device)
-    best = torch.empty((batch, splits), dtype=torch.float32, device=logits.device) if splits > 1 else ids
+    best = torch.empty((batch, splits if splits > 1 else 0), dtype=torch.float32, device=logits.device)
     if temperature is not None:
         temperature = temperature.contiguous()
     grid = (triton.cdiv(batch, block_b), splits)
@@ -184,7 +195,7 @@ def gumbel_sample(logits: torch.Tensor, *, seeds: torch.Tensor, positions: torch
     quiet = np.errstate(over="ignore") if is_interpreted(_gumbel_kernel) else contextlib.nullcontext()
     with quiet:
         _gumbel_kernel[grid](logits, logits.stride(0), seeds.contiguous(), positions.contiguous(), temperature,
-                             ids, best, batch, vocab, chunk, SPLITS=splits, HAS_TEMPERATURE=temperature is not None,
+                             ids, best, batch, vocab, chunk, splits, HAS_TEMPERATURE=temperature is not None,
                              HASH_SEED=HASH_SEED, BLOCK_B=block_b, BLOCK_V=block_v)
     if splits == 1:
         return ids.view(batch)

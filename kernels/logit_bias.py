@@ -18,9 +18,13 @@ Contract (the oracle `oracles.logit_bias` states the semantics in full):
   or the row-stride gap, GHSA-wr27-mx79-rg6c). Only the listed entries, and the whole row of
   a restricted row, are written; row-stride gaps never are.
 
-One program per row, no scratch: the allowed values are gathered into registers, the row is
-filled with -inf, and they are scattered back; a barrier separates each phase, since on a GPU
-different threads of the program store to the same entries in consecutive phases (#46245).
+One program per row, no scratch: the allowed values are gathered into registers (one block
+of max(ALLOWED_FLOOR, next power of two of A) <= MAX_ALLOWED ids), the row is filled with
+-inf, and they are scattered back; the bias and stop entries, independent of each other, go
+in steps of LIST_BLOCK ids. A barrier separates each phase, since on a GPU different threads
+of the program store to the same entries in consecutive phases (#46245). So the launch
+constants do not follow the list widths: the flags, one of four allowlist blocks, LIST_BLOCK
+and BLOCK.
 """
 
 import contextlib
@@ -40,6 +44,11 @@ MAX_BIAS = 1024
 MAX_STOP = 128
 # Entries per step of the -inf fill (the interpreter pays per operation, so the CPU block is wide).
 BLOCK = {"cuda": 1024, "cpu": 4096}
+# Ids per step of the bias and stop lists (narrow on the CPU, so that the suite's short lists
+# span several steps).
+LIST_BLOCK = {"cuda": 256, "cpu": 4}
+# Smallest allowlist block: widths up to MAX_ALLOWED take one of 128, 256, 512 or 1024.
+ALLOWED_FLOOR = 128
 
 
 def _check_width(name: str, ids: torch.Tensor, cap: int) -> None:
@@ -116,9 +125,8 @@ def _fill_row(row_ptr, V, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def _load_ids(ids_ptr, length, LENGTH: tl.constexpr):
-    """The row's id list as int64, -1 beyond `length` (LENGTH: the next power of two)."""
-    k = tl.arange(0, LENGTH)
+def _load_ids(ids_ptr, k, length):
+    """Entries k of the row's id list as int64, -1 at k >= `length`."""
     return tl.load(ids_ptr + k, mask=k < length, other=-1).to(tl.int64)
 
 
@@ -126,13 +134,13 @@ def _load_ids(ids_ptr, length, LENGTH: tl.constexpr):
 def _logit_bias_kernel(logits_ptr, row_stride, V,
                        allowed_ptr, A, bias_ids_ptr, bias_values_ptr, K,
                        stop_ptr, S, min_tokens_ptr, output_len_ptr,
-                       HAS_ALLOWED: tl.constexpr, A_BLOCK: tl.constexpr,
-                       HAS_BIAS: tl.constexpr, K_BLOCK: tl.constexpr,
-                       HAS_MIN_TOKENS: tl.constexpr, S_BLOCK: tl.constexpr, BLOCK: tl.constexpr):
+                       HAS_ALLOWED: tl.constexpr, A_BLOCK: tl.constexpr, HAS_BIAS: tl.constexpr,
+                       HAS_MIN_TOKENS: tl.constexpr, LIST_BLOCK: tl.constexpr, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     row_ptr = logits_ptr + row * row_stride
     if HAS_ALLOWED:
-        allowed = _load_ids(allowed_ptr + row * A, A, A_BLOCK)
+        # A <= A_BLOCK: the whole allowlist is held across the fill.
+        allowed = _load_ids(allowed_ptr + row * A, tl.arange(0, A_BLOCK), A)
         keep = allowed >= 0
         saved = tl.load(row_ptr + allowed, mask=keep)
         tl.debug_barrier()
@@ -142,25 +150,29 @@ def _logit_bias_kernel(logits_ptr, row_stride, V,
         tl.store(row_ptr + allowed, saved, mask=keep)
         tl.debug_barrier()
     if HAS_BIAS:
-        ids = _load_ids(bias_ids_ptr + row * K, K, K_BLOCK)
-        given = ids >= 0
-        b = tl.load(bias_values_ptr + row * K + tl.arange(0, K_BLOCK), mask=given, other=0.0)
-        x = tl.load(row_ptr + ids, mask=given, other=0.0).to(tl.float32)
-        tl.store(row_ptr + ids, to_output_dtype(x + b, logits_ptr.dtype.element_ty), mask=given)
+        # Bias ids are unique within a row: no step reads an entry another step writes.
+        for start in range(0, K, LIST_BLOCK):
+            k = start + tl.arange(0, LIST_BLOCK)
+            ids = _load_ids(bias_ids_ptr + row * K, k, K)
+            given = ids >= 0
+            b = tl.load(bias_values_ptr + row * K + k, mask=given, other=0.0)
+            x = tl.load(row_ptr + ids, mask=given, other=0.0).to(tl.float32)
+            tl.store(row_ptr + ids, to_output_dtype(x + b, logits_ptr.dtype.element_ty), mask=given)
         tl.debug_barrier()
     if HAS_MIN_TOKENS:
         if tl.load(output_len_ptr + row) < tl.load(min_tokens_ptr + row):
-            stop = _load_ids(stop_ptr + row * S, S, S_BLOCK)
-            neg_inf = tl.full([S_BLOCK], float("-inf"), tl.float32).to(logits_ptr.dtype.element_ty)
-            tl.store(row_ptr + stop, neg_inf, mask=stop >= 0)
+            neg_inf = tl.full([LIST_BLOCK], float("-inf"), tl.float32).to(logits_ptr.dtype.element_ty)
+            for start in range(0, S, LIST_BLOCK):
+                stop = _load_ids(stop_ptr + row * S, start + tl.arange(0, LIST_BLOCK), S)
+                tl.store(row_ptr + stop, neg_inf, mask=stop >= 0)
 
 
 def _ids_arg(ids: torch.Tensor | None, like: torch.Tensor):
-    """(tensor, width, block) for the kernel: a contiguous id list, or a placeholder when absent
-    or empty (width 0)."""
+    """(tensor, width) for the kernel: a contiguous id list, or a placeholder when absent or
+    empty (width 0)."""
     if ids is None or ids.size(1) == 0:
-        return like, 0, 1
-    return ids.contiguous(), ids.size(1), triton.next_power_of_2(ids.size(1))
+        return like, 0
+    return ids.contiguous(), ids.size(1)
 
 
 def apply_logit_bias(logits: torch.Tensor, *, allowed_token_ids: torch.Tensor | None = None,
@@ -172,9 +184,9 @@ def apply_logit_bias(logits: torch.Tensor, *, allowed_token_ids: torch.Tensor | 
     check_logit_bias(logits, allowed_token_ids, logit_bias_ids, logit_bias_values,
                      stop_token_ids, min_tokens, output_len)
     batch, vocab = logits.shape
-    allowed, A, a_block = _ids_arg(allowed_token_ids, logits)
-    bias_ids, K, k_block = _ids_arg(logit_bias_ids, logits)
-    stop, S, s_block = _ids_arg(stop_token_ids, logits)
+    allowed, A = _ids_arg(allowed_token_ids, logits)
+    bias_ids, K = _ids_arg(logit_bias_ids, logits)
+    stop, S = _ids_arg(stop_token_ids, logits)
     if batch == 0 or vocab == 0 or A + K + S == 0:
         return logits
     bias_values = logit_bias_values.contiguous() if K else logits
@@ -187,6 +199,6 @@ def apply_logit_bias(logits: torch.Tensor, *, allowed_token_ids: torch.Tensor | 
             logits, logits.stride(0), vocab,
             allowed, A, bias_ids, bias_values, K,
             stop, S, min_tokens.contiguous() if S else logits, output_len.contiguous() if S else logits,
-            HAS_ALLOWED=A > 0, A_BLOCK=a_block, HAS_BIAS=K > 0, K_BLOCK=k_block,
-            HAS_MIN_TOKENS=S > 0, S_BLOCK=s_block, BLOCK=BLOCK[logits.device.type])
+            HAS_ALLOWED=A > 0, A_BLOCK=max(ALLOWED_FLOOR, triton.next_power_of_2(A)), HAS_BIAS=K > 0,
+            HAS_MIN_TOKENS=S > 0, LIST_BLOCK=LIST_BLOCK[logits.device.type], BLOCK=BLOCK[logits.device.type])
     return logits

@@ -16,7 +16,9 @@ Semantics (what every top_k_top_p backend is checked against):
 Precision: probabilities are exp(x - max) in fp64 and sums are fp64. A backend computing
 in fp32 cannot reproduce decisions whose fp64 margin is below its rounding error, so
 the oracle reports as `ambiguous` every survivor of top-k with
-|mass_above(x) - p * mass| <= band * mass; both outcomes are admissible there.
+|mass_above(x) - p * mass| <= band * mass; both outcomes are admissible there. The row
+maximum and its ties are never ambiguous: no mass lies above them, so `0 < p` is exact
+in any precision (the tiny-p rule).
 """
 
 from dataclasses import dataclass
@@ -69,7 +71,7 @@ def top_k_top_p_reference(logits: torch.Tensor, k: torch.Tensor | None, p: torch
         above = _mass_above_by_value(survivors, weight)
         limit = p.to(torch.float64)[:, None] * mass
         p_on = (p < 1)[:, None]
-        ambiguous = p_on & kept & ((above - limit).abs() <= band * mass)
+        ambiguous = p_on & kept & (above > 0) & ((above - limit).abs() <= band * mass)
         kept &= (above < limit) | ~p_on
     return MaskReference(kept=kept, ambiguous=ambiguous)
 

@@ -6,8 +6,11 @@ temporaries. An fp32 copy of [B, V] logits is 4 * B * V bytes: any bound that is
 proves no such copy was made.
 """
 
+from pathlib import Path
+
 import torch
 
+REPO = str(Path(__file__).resolve().parents[1])
 SLACK_BYTES = 256 * 1024
 
 
@@ -27,3 +30,24 @@ def stated_bound(combo, logits: torch.Tensor, args: dict) -> int:
     plus the slack."""
     declared = combo.backend.extra_memory or combo.info.extra_memory
     return (0 if declared is None else declared(logits, args)) + SLACK_BYTES
+
+
+def largest_allocations(call, count: int = 8) -> list[str]:
+    """Run `call()` with the allocator's history on and describe its `count` largest
+    allocations, each with the innermost line of this repo (else of anything) that asked
+    for it: what a failed memory bound prints."""
+    torch.cuda.synchronize()
+    torch.cuda.memory._record_memory_history(context="alloc", stacks="python", clear_history=True)
+    try:
+        call()
+        torch.cuda.synchronize()
+        events = torch.cuda.memory._snapshot()["device_traces"][torch.cuda.current_device()]
+    finally:
+        torch.cuda.memory._record_memory_history(enabled=None)
+    allocs = sorted((e for e in events if e["action"] == "alloc"), key=lambda e: -e["size"])[:count]
+    return [f"{e['size']:>12} bytes at {_origin(e.get('frames', []))}" for e in allocs]
+
+
+def _origin(frames: list[dict]) -> str:
+    ours = [f for f in frames if f["filename"].startswith(REPO)] or frames
+    return f"{ours[0]['filename'].removeprefix(REPO + '/')}:{ours[0]['line']} ({ours[0]['name']})" if ours else "?"

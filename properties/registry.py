@@ -160,6 +160,11 @@ class Combo:
     def __repr__(self) -> str:
         return f"Combo({self.id})"
 
+    def _repr_pretty_(self, printer, cycle) -> None:
+        """Hypothesis prints falsifying examples with its pretty-printer, which would spell
+        out every field of the record: the id says which cell failed."""
+        printer.text(repr(self))
+
 
 REGISTRY: dict[str, KernelInfo] = {}
 

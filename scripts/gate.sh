@@ -13,7 +13,7 @@ start=$(date +%s)
 python -m pytest -n auto -p no:cacheprovider --hypothesis-profile=gate tests/cover "$@" > "$OUT/gate-suite.log" 2>&1
 suite=$?
 tail -3 "$OUT/gate-suite.log"
-python -m properties.killtable --profile gate --workers "${GATE_MUTANT_WORKERS:-8}" --report "$OUT/gate-kills.md" | head -3
+python -m properties.killtable --profile gate --workers "${GATE_MUTANT_WORKERS:-$(nproc)}" --report "$OUT/gate-kills.md" | head -3
 kills=${PIPESTATUS[0]}
 echo "gate: suite exit $suite, mutants exit $kills, wall $(( $(date +%s) - start )) s"
 [ "$suite" -eq 0 ] && [ "$kills" -eq 0 ]

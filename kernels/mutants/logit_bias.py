@@ -6,24 +6,28 @@ _MODULE, _ENTRY = "kernels.logit_bias", "apply_logit_bias"
 _RESTORE = "        tl.store(row_ptr + allowed, saved, mask=keep)\n"
 _LATER_PHASES = """        tl.debug_barrier()
     if HAS_BIAS:
-        ids = _load_ids(bias_ids_ptr + row * K, K, K_BLOCK)
-        given = ids >= 0
-        b = tl.load(bias_values_ptr + row * K + tl.arange(0, K_BLOCK), mask=given, other=0.0)
-        x = tl.load(row_ptr + ids, mask=given, other=0.0).to(tl.float32)
-        tl.store(row_ptr + ids, to_output_dtype(x + b, logits_ptr.dtype.element_ty), mask=given)
+        # Bias ids are unique within a row: no step reads an entry another step writes.
+        for start in range(0, K, LIST_BLOCK):
+            k = start + tl.arange(0, LIST_BLOCK)
+            ids = _load_ids(bias_ids_ptr + row * K, k, K)
+            given = ids >= 0
+            b = tl.load(bias_values_ptr + row * K + k, mask=given, other=0.0)
+            x = tl.load(row_ptr + ids, mask=given, other=0.0).to(tl.float32)
+            tl.store(row_ptr + ids, to_output_dtype(x + b, logits_ptr.dtype.element_ty), mask=given)
         tl.debug_barrier()
     if HAS_MIN_TOKENS:
         if tl.load(output_len_ptr + row) < tl.load(min_tokens_ptr + row):
-            stop = _load_ids(stop_ptr + row * S, S, S_BLOCK)
-            neg_inf = tl.full([S_BLOCK], float("-inf"), tl.float32).to(logits_ptr.dtype.element_ty)
-            tl.store(row_ptr + stop, neg_inf, mask=stop >= 0)
+            neg_inf = tl.full([LIST_BLOCK], float("-inf"), tl.float32).to(logits_ptr.dtype.element_ty)
+            for start in range(0, S, LIST_BLOCK):
+                stop = _load_ids(stop_ptr + row * S, start + tl.arange(0, LIST_BLOCK), S)
+                tl.store(row_ptr + stop, neg_inf, mask=stop >= 0)
 """
 
 MUTANTS = (
     Mutant(
         name="logit_bias_first_id_only", kernel="logit_bias", module=_MODULE, entry=_ENTRY,
-        find="        given = ids >= 0\n",
-        replace="        given = (ids >= 0) & (tl.arange(0, K_BLOCK) == 0)\n",
+        find="            given = ids >= 0\n",
+        replace="            given = (ids >= 0) & (k == 0)\n",
         description="only the first (id, bias) entry of each row is applied",
         ref="fault class: a per-row list loop that stops after one entry (wrong list length)",
     ),

@@ -168,8 +168,10 @@ def _ids(ids: torch.Tensor) -> torch.Tensor:
 
 
 def _probs(logits: torch.Tensor) -> torch.Tensor:
-    """fp32 softmax of the logits (a fresh contiguous tensor): the input of *_probs APIs."""
-    return torch.softmax(logits.to(torch.float32), dim=-1)
+    """fp32 softmax of the logits (a fresh contiguous tensor): the input of *_probs APIs.
+    It is taken of an aligned copy: torch.softmax's rounding depends on the input's
+    alignment, and a *_probs API must see the same probabilities for every layout."""
+    return torch.softmax(logits.to(torch.float32, copy=True), dim=-1)
 
 
 def _mask_where_zero(logits: torch.Tensor, renormed: torch.Tensor) -> torch.Tensor:
@@ -399,7 +401,9 @@ F3 = ("F3: FlashInfer requires a contiguous, vector-aligned tensor where the API
       "storage offset 5 is a misaligned vector load (a sticky CUDA error: the adapter refuses the launch)")
 F4 = ("F4: top_k_top_p_sampling_from_logits takes torch.softmax in the logits' dtype: bf16 probabilities "
       "(8 significant bits, not summing to 1) lose the tail behind a dominant token (a 0.12% tail never "
-      "drawn in 17769 draws)")
+      "drawn in 17769 draws) and tie near-maximal tokens with the maximum (drawn at tiny p)")
+F6 = ("F6: top_p_renorm_probs keeps fewer tokens than the nucleus: it drops ids whose inclusion the "
+      "definition requires (mass strictly above them < p), 33-40 ids of randn rows at V = 32000")
 STRIDED = ("padded64", "stride+1", "stride+37", "offset")
 
 
@@ -421,4 +425,10 @@ def contiguity_marks(dtypes=(None,), *, distribution: bool = False, memory: bool
     return tuple(marks)
 
 
-BF16_SOFTMAX = (Mark("xfail", F4, test="test_distribution", dtype=torch.bfloat16),)
+BF16_SOFTMAX = tuple(Mark("xfail", F4, test=test, dtype=torch.bfloat16)
+                     for test in ("test_distribution", "test_oracle_equivalence"))
+F7 = ("F7: the joint order of top_k_top_p_sampling_from_logits takes torch.softmax of the view as given, and "
+      "torch rounds a misaligned (storage offset 5) row differently from an aligned one, so an id at a CDF "
+      "boundary can move to its neighbour (42858 vs 42857); layout invariance is not in FlashInfer's contract")
+MISALIGNED_SOFTMAX = (Mark("skip", F7, test="test_strided_bitwise", layout="offset"),)
+SHORT_NUCLEUS = tuple(Mark("xfail", F6, test=test) for test in ("test_oracle_equivalence", "test_exact_distribution"))

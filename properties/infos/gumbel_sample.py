@@ -44,13 +44,17 @@ def temperature_values(extremes: bool = True) -> st.SearchStrategy[float]:
     return st.one_of(st.sampled_from(edges), st.floats(2.0**-10, 2.0**10, width=32))
 
 
+# The smallest T > 0 whose sampling law the tests claim. Below it l / T reaches ~1e5 and
+# more, where the fp32 ulp of the score coarsens the noise (at l / T ~ 1e29 it absorbs it:
+# tied logits then always give the lowest id), which the oracle admits but the law does not
+# model.
+MIN_SAMPLING_T = 2.0**-10
+
+
 def sampling_temperatures() -> st.SearchStrategy[float]:
-    """T for sampling tests: greedy or T >= 2**-10. Below that l / T reaches ~1e5 and more,
-    where the fp32 ulp of the score coarsens the noise (at l / T ~ 1e29 it absorbs it: tied
-    logits then always give the lowest id), which the oracle admits but the law does not
-    model."""
-    return st.one_of(st.sampled_from([t for t in TEMPERATURE_EDGES if t == 0 or t >= 2.0**-10]),
-                     st.floats(2.0**-10, 2.0**10, width=32))
+    """T for sampling tests: greedy or T >= MIN_SAMPLING_T."""
+    return st.one_of(st.sampled_from([t for t in TEMPERATURE_EDGES if t == 0 or t >= MIN_SAMPLING_T]),
+                     st.floats(MIN_SAMPLING_T, 2.0**10, width=32))
 
 
 def _pool(values) -> st.SearchStrategy[tuple]:

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from properties import checks
 from properties.infos.bad_words import BAD_WORDS
-from properties.infos.gumbel_sample import GUMBEL, GumbelCase
+from properties.infos.gumbel_sample import GUMBEL, MIN_SAMPLING_T, GumbelCase
 from properties.infos.logit_bias import LOGIT_BIAS
 from properties.infos.logprobs import LOGPROBS
 from properties.infos.min_p import MIN_P, MinPCase
@@ -191,13 +191,25 @@ def _memory_args(params, logits) -> dict:
 
 
 def pipeline_memory(logits, args):
-    """The raw clone (only in raw modes with logprobs requested: B * V in the logits' dtype)
-    plus the sum of every op's own stated bound (an upper bound: the ops run one after the
-    other); with num_logprobs >= 0 and no raw clone, far below an fp32 copy (4 * B * V)."""
+    """The raw clone (only in raw modes with logprobs requested: B * V in the logits' dtype),
+    the logits modes' gather, and the sum of every op's own stated bound (an upper bound: the
+    ops run one after the other); with num_logprobs >= 0 and no raw clone, far below an fp32
+    copy (4 * B * V)."""
     params = args["params"]
     raw = logits.numel() * logits.element_size() if (
         params.num_logprobs is not None and params.logprobs_mode.startswith("raw")) else 0
-    return raw + sum(OPS[name].extra_memory(logits, a) for name, a in _memory_args(params, logits).items())
+    return raw + _logits_mode_gather(logits, params) + sum(
+        OPS[name].extra_memory(logits, a) for name, a in _memory_args(params, logits).items())
+
+
+def _logits_mode_gather(logits, params) -> int:
+    """raw_logits / processed_logits: the logits gathered at the [B, n + 1] output ids, in
+    the logits' dtype and then as fp32 (n = V for num_logprobs = -1, the requested output)."""
+    if params.num_logprobs is None or not params.logprobs_mode.endswith("logits"):
+        return 0
+    batch, vocab = logits.shape
+    n = vocab if params.num_logprobs == -1 else params.num_logprobs
+    return batch * (n + 1) * (logits.element_size() + 4)
 
 
 def pipeline_law(original, reference: PipelineReference, **_):
@@ -250,9 +262,14 @@ def pipeline_sample(call, logits, args, rows: int, n: int, seed: int) -> torch.T
 
 
 def pipeline_distribution_cases(budget: Budget):
-    """Binnable rows (V <= 4096); the law needs finite processed values (no +inf from an
-    overflowing penalty or bias), which the sampling test checks before testing."""
-    return pipeline_cases(budget).filter(lambda case: case.logits.vocab <= 4096)
+    """Binnable rows (V <= 4096) and temperatures the Gumbel sampler's law covers (0 or
+    >= MIN_SAMPLING_T; a tiny T makes the scores so large that fp32 coarsens the noise, and
+    tied logits then favour the lowest id); the law needs finite processed values (no +inf
+    from an overflowing penalty or bias), which the sampling test checks before testing."""
+    def sampled_law_holds(case):
+        temperature = dict(case.ops).get("temperature")
+        return temperature is None or all(t == 0 or t >= MIN_SAMPLING_T for t in temperature.temperature)
+    return pipeline_cases(budget).filter(lambda case: case.logits.vocab <= 4096 and sampled_law_holds(case))
 
 
 CPU_SAMPLING = Mark("skip", "each sampled row needs ~18k full pipeline runs of a repeated row: minutes per "

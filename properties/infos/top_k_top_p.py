@@ -7,7 +7,8 @@ from hypothesis import strategies as st
 
 from oracles.top_k_top_p import top_k_top_p_reference
 from properties import checks
-from properties.backends.flashinfer import backend as flashinfer_backend, contiguity_marks, top_k_only, top_k_only_probs, top_p_only_probs
+from properties.backends.flashinfer import (SHORT_NUCLEUS, backend as flashinfer_backend, contiguity_marks, top_k_only,
+                                           top_k_only_probs, top_p_only_probs)
 from properties.recipes import LogitsRecipe
 from properties.registry import ALL_DTYPES, Backend, Mark, ErrorInput, KernelInfo, RegressionExample, register, tensor_on, zeros_on
 from properties.strategies import Budget, expand_pool, logits_recipes, row_pools, top_k_values, top_p_values
@@ -119,7 +120,7 @@ FLASHINFER_MASKING = (
     flashinfer_backend("flashinfer_top_k_renorm_probs", "top_k_renorm_probs", accepts=top_k_only_probs,
                        marks=(FLASHINFER_OUT_OF_PLACE,)),
     flashinfer_backend("flashinfer_top_p_renorm_probs", "top_p_renorm_probs", accepts=top_p_only_probs,
-                       marks=(FLASHINFER_OUT_OF_PLACE,)),
+                       marks=(FLASHINFER_OUT_OF_PLACE,) + SHORT_NUCLEUS),
 )
 
 TOP_K_TOP_P = register(KernelInfo(

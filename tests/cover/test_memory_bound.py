@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, strategies as st
 
 from properties.drawing import draw_case
-from properties.memory import peak_extra_bytes, stated_bound
+from properties.memory import largest_allocations, peak_extra_bytes, stated_bound
 from properties.runner import prepare
 
 pytestmark = pytest.mark.gpu
@@ -25,6 +25,7 @@ def test_memory_bound(combo, device, budget, data):
     _, extra = peak_extra_bytes(lambda: call(placed.view, **args))
     bound = stated_bound(combo, placed.view, args)
     batch, vocab = placed.view.shape
-    assert extra <= bound, (
-        f"{combo.id}: allocated {extra} bytes beyond its inputs, stated bound {bound} "
-        f"(an fp32 copy of these [{batch}, {vocab}] logits is {4 * batch * vocab} bytes)")
+    assert extra <= bound, (  # the message, with the allocator's history, is built only on failure
+        f"{combo.id}: allocated {extra} bytes beyond its inputs, stated bound {bound} (an fp32 copy of these "
+        f"[{batch}, {vocab}] logits is {4 * batch * vocab} bytes); largest allocations of the call:\n  "
+        + "\n  ".join(largest_allocations(lambda: call(placed.view, **args))))
