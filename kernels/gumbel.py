@@ -57,6 +57,8 @@ BLOCK_V_MENU = {"cuda": (256, 1024), "cpu": (32, 8192)}
 FEW_ROWS = {"cuda": 1, "cpu": 16}
 # Splits: enough programs to fill the device, each chunk at least SPLIT_COLUMNS wide.
 TARGET_PROGRAMS = {"cuda": 1056, "cpu": 4}
+# The widest tile a caller may ask for: a GPU takes minutes to compile a wider one.
+MAX_BLOCK_V = 8192
 SPLIT_COLUMNS = 8192
 
 
@@ -172,10 +174,10 @@ def gumbel_sample(logits: torch.Tensor, *, seeds: torch.Tensor, positions: torch
                   temperature: torch.Tensor | None = None, block_v: int | None = None,
                   splits: int | None = None) -> torch.Tensor:
     """Sample one token id per row (module docstring); returns int64 [B]. `block_v` (a power
-    of two) and `splits` (>= 1) tune the launch only."""
+    of two in [1, MAX_BLOCK_V]) and `splits` (>= 1) tune the launch only."""
     check_gumbel(logits, seeds, positions, temperature)
-    if block_v is not None and (block_v < 1 or block_v & (block_v - 1)):
-        raise ValueError(f"block_v must be a power of two >= 1; got {block_v}")
+    if block_v is not None and not (1 <= block_v <= MAX_BLOCK_V and block_v & (block_v - 1) == 0):
+        raise ValueError(f"block_v must be a power of two in [1, {MAX_BLOCK_V}]; got {block_v}")
     if splits is not None and splits < 1:
         raise ValueError(f"splits must be >= 1; got {splits}")
     batch, vocab = logits.shape

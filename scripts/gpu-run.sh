@@ -4,7 +4,8 @@
 #   1 (default): the PR gate (scripts/gate.sh: suite + kill table) on GPU 0 alone with
 #                ${GATE_WORKERS:-16} xdist workers (one H200 machine's cores), then the
 #                FlashInfer top-p probe (finding F6);
-#   2: the gate's suite on every visible GPU, pytest -n auto (the multi-GPU comparison);
+#   2: the multi-GPU comparison: the suite (profile ${PROFILE:-gate}) on GPU 0 alone, then on
+#      every GPU with pytest -n auto;
 #   3: the sweep, the bf16-vs-fp32 behaviour report and the benchmark.
 # FlashInfer comes from .carry/ when present (../shared/device/flashinfer-carry.sh).
 set -uo pipefail
@@ -25,9 +26,19 @@ case "${STEP:-1}" in
   timeout 60 python -m properties.backends.flashinfer_top_p_probe > "$OUT/top-p-probe.md" 2>&1
   echo "top-p probe exit $?" >> "$OUT/gpu.txt" ;;
 2)
-  timeout -s INT -k 20 "${SUITE_LIMIT:-300}" python -m pytest -n auto -p no:cacheprovider --device=cuda \
-    --hypothesis-profile=gate tests/cover -q -rfE --tb=short > "$OUT/suite.log" 2>&1
-  echo "gate suite ($(python -c 'import torch; print(torch.cuda.device_count())') GPUs, -n auto) exit $? wall $(( $(date +%s) - start )) s" >> "$OUT/gpu.txt" ;;
+  # Same suite and profile on GPU 0 alone (-n ${GATE_WORKERS:-16}) and on every GPU (-n auto),
+  # each with per-test durations (JUnit XML) and GPU utilisation / load samples.
+  for gpus in one all; do
+    nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv,noheader,nounits -l 1 > "$OUT/util-$gpus.csv" &
+    sampler=$!; t0=$(date +%s); TRITON_CACHE_DIR=$(mktemp -d)  # both runs compile from scratch
+    if [ $gpus = one ]; then visible=0 workers=${GATE_WORKERS:-16}; else visible=$(seq -s, 0 $(( $(nvidia-smi -L | wc -l) - 1 ))) workers=auto; fi
+    CUDA_VISIBLE_DEVICES=$visible timeout -s INT -k 20 "${SUITE_LIMIT:-300}" python -m pytest -n $workers -p no:cacheprovider \
+      --device=cuda --hypothesis-profile="${PROFILE:-gate}" tests/cover -q -rfE --tb=short --junitxml="$OUT/suite-$gpus.xml" \
+      > "$OUT/suite-$gpus.log" 2>&1
+    rc=$?; kill $sampler
+    echo "suite ${PROFILE:-gate} on GPUs $visible (-n $workers) exit $rc wall $(( $(date +%s) - t0 )) s; $(tail -1 "$OUT/suite-$gpus.log")" >> "$OUT/gpu.txt"
+    awk -F', ' '{n[$1]++; u[$1]+=$2} END {for (g in n) printf "  GPU %s mean utilisation %.0f%% over %d s\n", g, u[g]/n[g], n[g]}' "$OUT/util-$gpus.csv" >> "$OUT/gpu.txt"
+  done ;;
 3)
   timeout 300 python -m properties.sweep --device cuda --profile gate --report "$OUT/sweep.md" > "$OUT/sweep.log" 2>&1
   echo "sweep exit $? wall $(( $(date +%s) - start )) s" >> "$OUT/gpu.txt"

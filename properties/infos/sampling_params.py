@@ -22,14 +22,14 @@ from hypothesis import strategies as st
 from properties import checks
 from properties.infos.bad_words import BAD_WORDS
 from properties.infos.gumbel_sample import GUMBEL, MIN_SAMPLING_T, GumbelCase
-from properties.infos.logit_bias import LOGIT_BIAS
+from properties.infos.logit_bias import LOGIT_BIAS, LogitBiasCase
 from properties.infos.logprobs import LOGPROBS
 from properties.infos.min_p import MIN_P, MinPCase
 from properties.infos.penalties import PENALTIES
 from properties.infos.temperature import TEMPERATURE, TemperatureCase, temperature_cases
 from properties.infos.top_k_top_p import TOP_K_TOP_P, TopKTopPCase
 from properties.recipes import LogitsRecipe
-from properties.registry import ALL_DTYPES, Backend, ErrorInput, KernelInfo, Mark, RegressionExample, register, zeros_on
+from properties.registry import ALL_DTYPES, EXACT_TESTS, Backend, ErrorInput, KernelInfo, Mark, RegressionExample, register, zeros_on
 from properties.strategies import Budget, logits_recipes
 
 LOGPROBS_MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
@@ -213,23 +213,28 @@ def _logits_mode_gather(logits, params) -> int:
 
 
 def pipeline_law(original, reference: PipelineReference, **_):
-    """The law of the sampled id: softmax of the exact processed values over the entries
-    both masking oracles keep for certain (one-hot at the lowest maximum in greedy rows);
-    entries in either oracle's ambiguity band may be drawn but are not required."""
+    """The law of the sampled id: softmax of the exact processed values over the finite
+    entries both masking oracles keep for certain; finite entries in either oracle's
+    ambiguity band may be drawn but are not required, -inf entries never. One-hot at the
+    lowest maximum in greedy rows, in rows with a +inf processed value (an overflowing bias
+    or penalty: the sampler takes the lowest +inf id) and in rows with no finite one (the
+    allowlist and the stop ids can mask a whole row: the sampler then returns id 0)."""
     params, values = reference.params, reference.values
     by_min_p = _reference("min_p", values, _op_args("min_p", params))
     open_min_p = by_min_p.kept | by_min_p.ambiguous
     by_top = _reference("top_k_top_p", values.masked_fill(~open_min_p, float("-inf")), _op_args("top_k_top_p", params))
-    support = open_min_p & (by_top.kept | by_top.ambiguous)
-    required = by_min_p.kept & ~by_min_p.ambiguous & by_top.kept & ~by_top.ambiguous
+    x = values.double()
+    finite = x > float("-inf")
+    support = finite & open_min_p & (by_top.kept | by_top.ambiguous)
+    required = finite & by_min_p.kept & ~by_min_p.ambiguous & by_top.kept & ~by_top.ambiguous
+    single = ~finite.any(dim=-1) | (x == float("inf")).any(dim=-1)
     if params.temperature is not None:
-        greedy = params.temperature == 0
-        x = values.double()
-        top = torch.zeros_like(required).scatter_(1, (x == x.amax(dim=-1, keepdim=True)).int().argmax(dim=-1,
-                                                                                                keepdim=True), True)
-        support = torch.where(greedy[:, None], top, support)
-        required = torch.where(greedy[:, None], top, required)
-    law = torch.softmax(values.double().masked_fill(~required, float("-inf")), dim=-1)
+        single |= params.temperature == 0
+    top = torch.zeros_like(required).scatter_(1, (x == x.amax(dim=-1, keepdim=True)).int().argmax(dim=-1,
+                                                                                            keepdim=True), True)
+    support = torch.where(single[:, None], top, support)
+    required = torch.where(single[:, None], top, required)
+    law = torch.where(single[:, None], top.double(), torch.softmax(x.masked_fill(~required, float("-inf")), dim=-1))
     return law, support, required
 
 
@@ -264,8 +269,7 @@ def pipeline_sample(call, logits, args, rows: int, n: int, seed: int) -> torch.T
 def pipeline_distribution_cases(budget: Budget):
     """Binnable rows (V <= 4096) and temperatures the Gumbel sampler's law covers (0 or
     >= MIN_SAMPLING_T; a tiny T makes the scores so large that fp32 coarsens the noise, and
-    tied logits then favour the lowest id); the law needs finite processed values (no +inf
-    from an overflowing penalty or bias), which the sampling test checks before testing."""
+    tied logits then favour the lowest id)."""
     def sampled_law_holds(case):
         temperature = dict(case.ops).get("temperature")
         return temperature is None or all(t == 0 or t >= MIN_SAMPLING_T for t in temperature.temperature)
@@ -297,6 +301,15 @@ GREEDY_BESIDE_SAMPLED = PipelineCase(
     GumbelCase(NEAR_FLAT, seeds=(11, 12, 13), positions=(0,), temperature=None), num_logprobs=None,
     logprobs_mode="raw_logprobs")
 
+# Row 1 allows only id 3, an active stop id: the whole row ends -inf and its law is id 0,
+# next to sampled rows with half their entries -inf.
+HALF_MASKED = LogitsRecipe(batch=4, vocab=1019, family="randn", scale=1.0, neg_inf_fraction=0.5, seed=9)
+ROW_MASKED_WHOLE = PipelineCase(
+    HALF_MASKED, (("logit_bias", LogitBiasCase(HALF_MASKED, allowed=((), (3,)), bias=None,
+                                                min_tokens=(((), 0, 0), ((3,), 1, 0)))),),
+    GumbelCase(HALF_MASKED, seeds=(21, 22), positions=(0,), temperature=None), num_logprobs=None,
+    logprobs_mode="raw_logprobs")
+
 PIPELINE_REGRESSIONS = (
     RegressionExample("greedy rows beside sampled rows, near-flat logits", GREEDY_BESIDE_SAMPLED,
                       dtypes=ALL_DTYPES, layouts=("contig",)),
@@ -304,6 +317,8 @@ PIPELINE_REGRESSIONS = (
                       dtypes=ALL_DTYPES, layouts=("contig", "padded64")),
     RegressionExample("every op on, processed logits", everything_on("processed_logits"),
                       dtypes=(torch.bfloat16,), layouts=("contig",)),
+    RegressionExample("a row masked whole by its allowlist and a stop id, beside sampled rows", ROW_MASKED_WHOLE,
+                      dtypes=ALL_DTYPES, layouts=("contig",), tests=EXACT_TESTS + ("test_distribution",)),
 )
 
 SAMPLING_PARAMS = register(KernelInfo(

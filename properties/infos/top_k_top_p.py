@@ -9,6 +9,7 @@ from oracles.top_k_top_p import top_k_top_p_reference
 from properties import checks
 from properties.backends.flashinfer import (SHORT_NUCLEUS, backend as flashinfer_backend, contiguity_marks, top_k_only,
                                            top_k_only_probs, top_p_only_probs)
+from properties.layouts import LAYOUTS
 from properties.recipes import LogitsRecipe
 from properties.registry import ALL_DTYPES, Backend, Mark, ErrorInput, KernelInfo, RegressionExample, register, tensor_on, zeros_on
 from properties.strategies import Budget, expand_pool, logits_recipes, row_pools, top_k_values, top_p_values
@@ -100,6 +101,14 @@ SEED_REGRESSIONS = tuple(
                       dtypes=(torch.bfloat16, torch.float32), layouts=("padded64",))
     for k, p in [((50,), None), (None, (0.9,)), ((50,), (0.9,)), ((1, 0, 50272, 10), (0.5, 1.0, 0.99))]
 )
+# Finding F6 pinned for every profile: with p off (passed to FlashInfer as 1.0) and V >= 2048,
+# its radix top-p zeroes the smallest probabilities of nearly flat rows (33 ids in row 1);
+# the case the gate profile found on an H200 (2026-11-30).
+P_OFF_FLAT_ROWS = RegressionExample(
+    "F6: p off on nearly flat rows, V = 32000",
+    TopKTopPCase(LogitsRecipe(batch=7, vocab=32000, family="randn", scale=0.1, seed=1), None, None),
+    dtypes=ALL_DTYPES, layouts=LAYOUTS)
+
 
 def top_k_top_p_scratch(logits, args):
     """The Triton kernel's per-call candidate scratch: [B, CAP] fp32."""
@@ -143,7 +152,7 @@ TOP_K_TOP_P = register(KernelInfo(
     error_inputs=TOP_K_TOP_P_ERRORS,
     law=top_k_top_p_law,
     distribution_cases=top_k_top_p_distribution_cases,
-    examples=SEED_REGRESSIONS,
+    examples=SEED_REGRESSIONS + (P_OFF_FLAT_ROWS,),
     targets=top_k_top_p_targets,
     extra_memory=top_k_top_p_scratch,
 ))

@@ -16,7 +16,7 @@ import dataclasses
 
 import torch
 
-from properties.backends.flashinfer import (BF16_SOFTMAX, MISALIGNED_SOFTMAX, backend as flashinfer_backend,
+from properties.backends.flashinfer import (HALF_SOFTMAX, MISALIGNED_SOFTMAX, backend as flashinfer_backend,
                                             contiguity_marks, no_filter, not_both_in_a_row, top_k_only, top_p_only)
 from properties.infos.top_k_top_p import (SEED_REGRESSIONS, TOP_K_TOP_P, TOP_K_TOP_P_ERRORS, TopKTopPCase,
                                           top_k_top_p_args, top_k_top_p_cases, top_k_top_p_law, top_k_top_p_ref)
@@ -123,12 +123,12 @@ def flashinfer_sample_backends(specs):
                  for name, function, accepts, marks in specs)
 
 
-# Findings F3 (contiguity) and F4 (bf16 softmax) as strict xfails, F7 (layout) as a skip: docs/findings.md.
+# Findings F3 (contiguity) and F4 (bf16/fp16 softmax) as strict xfails, F7 (layout) as a skip: docs/findings.md.
 FLASHINFER_SAMPLERS = (
     ("flashinfer_logits_top_k_first", "top_k_top_p_sampling_from_logits_top_k_first", None,
-     contiguity_marks(memory=True) + BF16_SOFTMAX),
+     contiguity_marks(memory=True) + HALF_SOFTMAX),
     ("flashinfer_logits_joint", "top_k_top_p_sampling_from_logits_joint", not_both_in_a_row,
-     BF16_SOFTMAX + MISALIGNED_SOFTMAX),
+     HALF_SOFTMAX + MISALIGNED_SOFTMAX),
     ("flashinfer_probs_top_k_first", "top_k_top_p_sampling_from_probs_top_k_first", None, ()),
     ("flashinfer_probs_joint", "top_k_top_p_sampling_from_probs_joint", not_both_in_a_row, ()),
     ("flashinfer_top_p_probs", "top_p_sampling_from_probs", top_p_only, ()),
@@ -146,13 +146,24 @@ DOMINANT_TOKEN_ROWS = tuple(
     for vocab in (64, 1000))
 
 # Finding F4 in the ids themselves: at tiny p only the maximum (and its ties) may be drawn,
-# but a bf16 softmax rounds near-maximal logits (a few bf16 ulps apart, 128256 tokens of
-# probability ~8e-6) to the maximum's probability, and the sampler draws among those ties
-# (found by the gate profile on an H200, 2026-11-30).
-HALF_SOFTMAX_TIES = RegressionExample(
-    "F4: a bf16 softmax ties the maximum at tiny p, V = 128256",
-    TopKTopPCase(LogitsRecipe(batch=7, vocab=128256, family="randn", scale=0.1, seed=0), None, (1e-6,)),
-    dtypes=(torch.bfloat16,), layouts=LAYOUTS, tests=("test_oracle_equivalence",))
+# but a half-precision softmax rounds near-maximal logits to the maximum's probability (bf16:
+# a few ulps below it, 128256 tokens of probability ~8e-6; fp16: one ulp below it, the
+# probabilities ~3e-5 and ~1.5e-4 being subnormal or near it), and the sampler draws among
+# those ties. The cases are the gate profile's failing examples on an H200 (2026-11-30),
+# decoded from their Hypothesis blobs (bf16) or printed (fp16: each from-logits order failed
+# on one of the two).
+HALF_SOFTMAX_TIES = (
+    RegressionExample("F4: a bf16 softmax ties the maximum at tiny p, V = 128256",
+                      TopKTopPCase(LogitsRecipe(batch=7, vocab=128256, family="randn", scale=0.1, seed=0), None, (1e-6,)),
+                      dtypes=(torch.bfloat16,), layouts=LAYOUTS, tests=("test_oracle_equivalence",)),
+    RegressionExample("F4: an fp16 softmax ties the maximum at tiny p, V = 32000",
+                      TopKTopPCase(LogitsRecipe(batch=7, vocab=32000, family="randn", scale=0.1, seed=1), None, (1e-6,)),
+                      dtypes=(torch.float16,), layouts=LAYOUTS, tests=("test_oracle_equivalence",)),
+    RegressionExample("F4: an fp16 softmax ties the maximum at tiny p, V = 65535, 90% -inf",
+                      TopKTopPCase(LogitsRecipe(batch=7, vocab=65535, family="randn", scale=0.1, neg_inf_fraction=0.9,
+                                                seed=1843486), None, (1e-6,)),
+                      dtypes=(torch.float16,), layouts=LAYOUTS, tests=("test_oracle_equivalence",)),
+)
 
 TOP_K_TOP_P_SAMPLE = register(KernelInfo(
     name="top_k_top_p_sample",
@@ -170,7 +181,7 @@ TOP_K_TOP_P_SAMPLE = register(KernelInfo(
     error_inputs=with_seed(TOP_K_TOP_P_ERRORS),
     law=top_k_top_p_law,
     distribution_cases=top_k_top_p_sample_distribution_cases,
-    examples=SEED_REGRESSIONS + DOMINANT_TOKEN_ROWS + (HALF_SOFTMAX_TIES,),
+    examples=SEED_REGRESSIONS + DOMINANT_TOKEN_ROWS + HALF_SOFTMAX_TIES,
     in_place=False,
     sample=sample_by_repeating,
     extra_memory=sample_memory,

@@ -22,9 +22,14 @@ pytestmark = pytest.mark.gpu
 
 FAR = 2**31  # elements: the first offset an int32 cannot hold
 MAX_VOCAB = 4096
-# One 4.3 GB buffer at a time on the machine: xdist workers share the GPUs, and 16 such
-# buffers at once exhaust even an H200 (the other workers' tests then fail on OOM).
-LOCK = Path(tempfile.gettempdir()) / "samplecheck-large-offsets.lock"
+
+
+def gpu_lock(device: torch.device) -> Path:
+    """One 4.3 GB buffer at a time per GPU: xdist workers share the GPUs, and 16 such buffers
+    at once exhaust even an H200 (the other workers' tests then fail on OOM). Keyed by the
+    GPU's UUID, so processes that see it under another index (CUDA_VISIBLE_DEVICES) share it."""
+    uuid = torch.cuda.get_device_properties(device.index if device.index is not None else torch.cuda.current_device()).uuid
+    return Path(tempfile.gettempdir()) / f"samplecheck-large-offsets-{uuid}.lock"
 
 
 def place_far(values: torch.Tensor, poison: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -48,7 +53,7 @@ def test_large_offsets(combo, device, budget, data):
         pytest.skip("needs a ~4.3 GB buffer and compiled kernels: run with --device=cuda")
     case = draw_case(data, combo, combo.info.cases(budget).filter(
         lambda c: c.logits.batch >= 2 and c.logits.vocab <= MAX_VOCAB))
-    with LOCK.open("w") as lock:
+    with gpu_lock(device).open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             check_far_apart(combo, case, device)
