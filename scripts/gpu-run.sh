@@ -8,6 +8,8 @@
 #      every GPU with pytest -n auto;
 #   3: the sweep, the bf16-vs-fp32 behaviour report and the benchmark.
 # FlashInfer comes from .carry/ when present (../shared/device/flashinfer-carry.sh).
+# The device tool brings back at most 8 files: for several steps in one call, give each its
+# own OUT and tar them (run 5 lost the gate's suite log that way).
 set -uo pipefail
 OUT=${OUT:-out}; mkdir -p "$OUT"
 export PYTHONPATH=. PYTHONUNBUFFERED=1
