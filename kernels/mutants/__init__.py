@@ -1,8 +1,8 @@
 """Deliberately broken copies of our kernels, each reproducing a real bug.
 
 Mutants live in one module per kernel (`kernels/mutants/<kernel>.py`, a `MUTANTS`
-tuple), collected here. A mutant is a source patch (find -> replace, `find` must occur
-exactly once) of one kernel module. The patched module is written to a temporary file and imported from
+tuple), collected here. A mutant is a source patch of one kernel module: find -> replace,
+then any further (find, replace) edits in order, each `find` occurring exactly once. The patched module is written to a temporary file and imported from
 there, so Triton's JIT (which reads function source) compiles it on a GPU and the
 interpreter runs it on CPU. `kernels.mutants:<name>` resolves to the mutant's entry
 point, so a mutant plugs into the registry like any backend (`pytest --mutant=<name>`).
@@ -28,13 +28,16 @@ class Mutant:
     description: str
     ref: str
     devices: tuple[str, ...] = ("cpu", "cuda")  # where the patch changes behaviour
+    then: tuple[tuple[str, str], ...] = ()  # further (find, replace) edits, applied in order
 
     def patched_source(self) -> str:
         source = Path(importlib.util.find_spec(self.module).origin).read_text()
-        count = source.count(self.find)
-        if count != 1:
-            raise ValueError(f"mutant {self.name}: patch target occurs {count} times in {self.module}, expected 1")
-        return source.replace(self.find, self.replace)
+        for find, replace in ((self.find, self.replace), *self.then):
+            count = source.count(find)
+            if count != 1:
+                raise ValueError(f"mutant {self.name}: patch target occurs {count} times in {self.module}, expected 1")
+            source = source.replace(find, replace)
+        return source
 
 
 def _collect() -> dict[str, Mutant]:

@@ -4,24 +4,8 @@ from kernels.mutants import Mutant
 
 _MODULE, _ENTRY = "kernels.logit_bias", "apply_logit_bias"
 _RESTORE = "        tl.store(row_ptr + allowed, saved, mask=keep)\n"
-_LATER_PHASES = """        tl.debug_barrier()
-    if HAS_BIAS:
-        # Bias ids are unique within a row: no step reads an entry another step writes.
-        for start in range(0, K, LIST_BLOCK):
-            k = start + tl.arange(0, LIST_BLOCK)
-            ids = _load_ids(bias_ids_ptr + row * K, k, K)
-            given = ids >= 0
-            b = tl.load(bias_values_ptr + row * K + k, mask=given, other=0.0)
-            x = tl.load(row_ptr + ids, mask=given, other=0.0).to(tl.float32)
-            tl.store(row_ptr + ids, to_output_dtype(x + b, logits_ptr.dtype.element_ty), mask=given)
-        tl.debug_barrier()
-    if HAS_MIN_TOKENS:
-        if tl.load(output_len_ptr + row) < tl.load(min_tokens_ptr + row):
-            neg_inf = tl.full([LIST_BLOCK], float("-inf"), tl.float32).to(logits_ptr.dtype.element_ty)
-            for start in range(0, S, LIST_BLOCK):
-                stop = _load_ids(stop_ptr + row * S, start + tl.arange(0, LIST_BLOCK), S)
-                tl.store(row_ptr + stop, neg_inf, mask=stop >= 0)
-"""
+# The kernel's last statement (the min_tokens phase's store): a restore moved after it runs last.
+_LAST_STORE = "                tl.store(row_ptr + stop, neg_inf, mask=stop >= 0)\n"
 
 MUTANTS = (
     Mutant(
@@ -47,8 +31,8 @@ MUTANTS = (
     ),
     Mutant(
         name="logit_bias_allowed_restore_last", kernel="logit_bias", module=_MODULE, entry=_ENTRY,
-        find=_RESTORE + _LATER_PHASES,
-        replace=_LATER_PHASES + "    if HAS_ALLOWED:\n        tl.debug_barrier()\n" + _RESTORE,
+        find=_RESTORE, replace="",
+        then=((_LAST_STORE, _LAST_STORE + "    if HAS_ALLOWED:\n        tl.debug_barrier()\n" + _RESTORE),),
         description="the allowlist restores its saved (pre-bias) values after the other phases: "
                     "biases on allowed ids are lost and allowed stop ids come back while min_tokens is active",
         ref="phase order allowed -> bias -> min_tokens (vLLM MRV2 _bias_kernel); a stale restore",
