@@ -18,7 +18,7 @@ import torch
 
 from properties.backends.flashinfer import (HALF_SOFTMAX, MISALIGNED_SOFTMAX, backend as flashinfer_backend,
                                             contiguity_marks, no_filter, not_both_in_a_row, top_k_only, top_p_only)
-from properties.infos.top_k_top_p import (SEED_REGRESSIONS, TOP_K_TOP_P, TOP_K_TOP_P_ERRORS, TopKTopPCase,
+from properties.infos.top_k_top_p import (FLAT_ROWS_32000, SEED_REGRESSIONS, TOP_K_TOP_P, TOP_K_TOP_P_ERRORS, TopKTopPCase,
                                           top_k_top_p_args, top_k_top_p_cases, top_k_top_p_law, top_k_top_p_ref)
 from properties.layouts import LAYOUTS
 from properties.recipes import LogitsRecipe
@@ -157,7 +157,7 @@ HALF_SOFTMAX_TIES = (
                       TopKTopPCase(LogitsRecipe(batch=7, vocab=128256, family="randn", scale=0.1, seed=0), None, (1e-6,)),
                       dtypes=(torch.bfloat16,), layouts=LAYOUTS, tests=("test_oracle_equivalence",)),
     RegressionExample("F4: an fp16 softmax ties the maximum at tiny p, V = 32000",
-                      TopKTopPCase(LogitsRecipe(batch=7, vocab=32000, family="randn", scale=0.1, seed=1), None, (1e-6,)),
+                      TopKTopPCase(FLAT_ROWS_32000, None, (1e-6,)),
                       dtypes=(torch.float16,), layouts=LAYOUTS, tests=("test_oracle_equivalence",)),
     RegressionExample("F4: an fp16 softmax ties the maximum at tiny p, V = 65535, 90% -inf",
                       TopKTopPCase(LogitsRecipe(batch=7, vocab=65535, family="randn", scale=0.1, neg_inf_fraction=0.9,
