@@ -95,13 +95,15 @@ class GumbelReference:
     """admissible: bool [B, V], the ids a backend may return (exactly one in greedy, +inf and
     empty rows); scaled: fp64 [B, V], fl32(l / T) with NaN as -inf (the logits in greedy
     rows); noise: fp64 [B, V]; score: fp64 [B, V], scaled + noise (scaled in greedy rows);
-    greedy: bool [B]."""
+    greedy: bool [B]; single: bool [B], the rows with exactly one admissible id (greedy rows,
+    rows with a +inf score, rows with nothing above -inf)."""
 
     admissible: torch.Tensor
     scaled: torch.Tensor
     noise: torch.Tensor
     score: torch.Tensor
     greedy: torch.Tensor
+    single: torch.Tensor
 
 
 def scaled_logits(logits: torch.Tensor, temperature: torch.Tensor | None) -> torch.Tensor:
@@ -134,16 +136,14 @@ def gumbel_reference(logits: torch.Tensor, seeds: torch.Tensor, positions: torch
     floor = torch.where(finite, score - slack, float("-inf")).amax(dim=-1, keepdim=True)
     near = finite & (score + slack >= floor)
     exact = _lowest(score == score.amax(dim=-1, keepdim=True))
-    # Exactly one id: greedy rows, rows with a +inf score, rows with nothing above -inf.
-    single = greedy[:, None] | (score == float("inf")).any(dim=-1, keepdim=True) | ~finite.any(dim=-1, keepdim=True)
-    admissible = torch.where(single, exact, near)
-    return GumbelReference(admissible=admissible, scaled=scaled, noise=noise, score=score, greedy=greedy)
+    single = greedy | (score == float("inf")).any(dim=-1) | ~finite.any(dim=-1)
+    admissible = torch.where(single[:, None], exact, near)
+    return GumbelReference(admissible=admissible, scaled=scaled, noise=noise, score=score, greedy=greedy,
+                           single=single)
 
 
 def gumbel_law(reference: GumbelReference) -> torch.Tensor:
     """The sampling law [B, V] fp64: softmax of the fp32-scaled logits over the finite
-    entries in sampled rows, one-hot at the greedy id in greedy rows (rows with no finite
-    entry get NaN: no law)."""
-    scaled = reference.scaled.masked_fill(reference.scaled == float("inf"), float("nan"))
-    probs = torch.softmax(scaled, dim=-1)
-    return torch.where(reference.greedy[:, None], reference.admissible.to(torch.float64), probs)
+    entries in sampled rows; one-hot at the one admissible id in greedy rows, rows with a +inf
+    score and rows with no finite entry."""
+    return torch.where(reference.single[:, None], reference.admissible.to(torch.float64), torch.softmax(reference.scaled, dim=-1))

@@ -111,14 +111,20 @@ class KernelInfo:
     reference(logits, semantics, tolerance, **kwargs): the oracle's verdict;
     check(original, output, reference, what): raises AssertionError on a mismatch;
     law(original, reference, **kwargs): (oracle probabilities fp64, ids that may be drawn,
-    ids that must be drawn when likely enough), each [B, V], for kernels whose output is
-    sampled from (None otherwise).
+    ids that must be drawn when likely enough), each [B, V], for kernels whose output logits
+    are sampled from and for samplers (`properties.laws`; None otherwise): checked exactly,
+    without sampling, on the output's softmax or the `induced_law`.
+    distribution_cases(budget): the cases for the sampling test, for the kernels with a law
+    whose draws are tested (None: the law is only checked exactly).
     targets(original, reference): {label: value} for hypothesis.target(), steering long
     (nightly) runs towards the inputs where this kernel is most likely wrong.
     sample(call, logits, args, rows, n, seed): int64 [rows, n], n draws for each of the
     first `rows` rows, for kernels that sample themselves (`call` is the backend bound to
     the in-place contract check); None for masking kernels, whose draws are
     torch.multinomial over softmax(output).
+    induced_law(output, args): fp64 [B, V], the law a sampler's output commits it to, for
+    samplers that also return the logits they draw from (None: a sampler's law is only
+    tested by drawing; a masking kernel induces the softmax of its output).
     extra_memory(logits, args): the bytes a call may allocate on the GPU beyond its inputs
     (outputs and scratch included), as the kernel's docstring states it; None: nothing
     beyond `properties.memory.SLACK_BYTES`.
@@ -141,6 +147,7 @@ class KernelInfo:
     in_place: bool = True
     targets: Callable | None = None
     sample: Callable | None = None
+    induced_law: Callable | None = None
     extra_memory: Callable | None = None
 
 
@@ -202,14 +209,17 @@ def combos(test: str, device: str, *, kernel=None, dtypes=None, layouts=None, sa
     """pytest params for `test` over every registered combo, with skips/xfails as marks.
 
     kernel/dtypes/layouts restrict the matrix (kernel: one record, for kernel-specific
-    tests); sampled=True keeps only kernels with a `law`; output_law=True only those whose
-    law is the softmax of their output (no own sampler).
+    tests); sampled=True keeps only kernels with `distribution_cases`; output_law=True only
+    those with a law that their output shows without sampling: kernels with no own sampler
+    (the output's softmax) and samplers with an `induced_law`.
     """
     params = []
     for info in REGISTRY.values():
         if kernel is not None and info.name != kernel:
             continue
-        if (sampled or output_law) and info.law is None or output_law and info.sample is not None:
+        if sampled and info.distribution_cases is None:
+            continue
+        if output_law and (info.law is None or info.sample is not None and info.induced_law is None):
             continue
         for backend in info.backends:
             for dtype in info.dtypes:

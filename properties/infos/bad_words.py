@@ -14,8 +14,9 @@ from dataclasses import dataclass
 import torch
 from hypothesis import strategies as st
 
-from oracles.bad_words import bad_words_reference
+from oracles.bad_words import bad_words_expected, bad_words_reference
 from properties import checks
+from properties.laws import exact_output_law
 from properties.layouts import LAYOUTS
 from properties.recipes import LogitsRecipe
 from properties.registry import ALL_DTYPES, Backend, ErrorInput, KernelInfo, RegressionExample, register, tensor_on, zeros_on
@@ -262,5 +263,6 @@ BAD_WORDS = register(KernelInfo(
                "caps": "128 words, 1024 tokens per word", "banned_id": "validated in [0, V) (vllm#48824)"},
     error_inputs=BAD_WORDS_ERRORS,
     examples=BAD_WORDS_REGRESSIONS,
+    law=lambda original, reference, **_: exact_output_law(bad_words_expected(original, reference)),
     extra_memory=bad_words_extra_memory,
 ))

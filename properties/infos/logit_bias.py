@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from oracles.logit_bias import logit_bias_reference
 from properties.checks import assert_bitwise_equal
+from properties.laws import exact_output_law
 from properties.layouts import LAYOUTS
 from properties.recipes import LogitsRecipe
 from properties.registry import ALL_DTYPES, Backend, ErrorInput, KernelInfo, RegressionExample, register, tensor_on, zeros_on
@@ -255,4 +256,5 @@ LOGIT_BIAS = register(KernelInfo(
                "min_tokens": "stop ids masked while output_len < min_tokens"},
     error_inputs=LOGIT_BIAS_ERRORS,
     examples=LOGIT_BIAS_REGRESSIONS,
+    law=lambda original, expected, **_: exact_output_law(expected),
 ))

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from oracles.min_p import min_p_reference
 from properties import checks
+from properties.laws import masked_input_law
 from properties.layouts import LAYOUTS
 from properties.recipes import LogitsRecipe
 from properties.registry import ALL_DTYPES, Backend, Mark, ErrorInput, KernelInfo, RegressionExample, register, tensor_on, zeros_on
@@ -65,14 +66,6 @@ def min_p_ref(logits, semantics, tolerance, *, min_p):
 
 def min_p_check(original, output, reference, what):
     checks.assert_masked_like(original, output, reference.kept, reference.ambiguous, what)
-
-
-def min_p_law(original, reference, **_):
-    """The oracle's sampling law (softmax over the kept entries, in fp64 from the input values:
-    kept entries are bitwise the input, so no rounding enters), the ids that may be drawn
-    (kept or ambiguous), and those that must be (kept and not ambiguous)."""
-    x = original.to(torch.float64).masked_fill(~reference.kept, float("-inf"))
-    return torch.softmax(x, dim=-1), reference.kept | reference.ambiguous, reference.kept & ~reference.ambiguous
 
 
 def min_p_targets(original, reference):
@@ -155,7 +148,7 @@ MIN_P = register(KernelInfo(
     semantics={"space": "log: keep l >= max + log(min_p)", "boundary": "a token at the threshold is kept",
                "tie_policy": "keep_all_ties", "threshold_precision": "fp32 from the row max"},
     error_inputs=MIN_P_ERRORS,
-    law=min_p_law,
+    law=masked_input_law,
     targets=min_p_targets,
     distribution_cases=min_p_distribution_cases,
     examples=MIN_P_REGRESSIONS,

@@ -21,9 +21,10 @@ import torch
 
 from properties.backends.flashinfer import backend as flashinfer_backend
 from properties.infos.min_p import (MIN_P, MIN_P_ERRORS, MIN_P_REGRESSIONS, min_p_args, min_p_cases,
-                                    min_p_distribution_cases, min_p_law, min_p_ref)
+                                    min_p_distribution_cases, min_p_ref)
 from properties.infos.top_k_top_p_sample import (TORCH_CPU_DISTRIBUTION, check_ids, sample_args,
                                                  sample_by_repeating, sample_memory, with_seed, without_seed)
+from properties.laws import masked_input_law
 from properties.registry import Backend, KernelInfo, Mark, register
 
 TORCH_COPIES = Mark("skip", "the PyTorch path masks an fp32 clone and makes an fp32 softmax of [B, V] (by design)",
@@ -45,7 +46,7 @@ MIN_P_SAMPLE = register(KernelInfo(
                "output": "int64 ids [B], one draw per row",
                "seed": "same seed, same ids (stream follows the row index)"},
     error_inputs=with_seed(MIN_P_ERRORS),
-    law=min_p_law,
+    law=masked_input_law,
     distribution_cases=min_p_distribution_cases,
     examples=MIN_P_REGRESSIONS,
     in_place=False,

@@ -14,6 +14,7 @@ import torch
 from hypothesis import strategies as st
 
 from oracles.penalties import PenaltiesReference, penalties_reference
+from properties.laws import exact_output_law
 from properties.layouts import LAYOUTS, as_bits
 from properties.recipes import LogitsRecipe
 from properties.registry import ALL_DTYPES, Backend, ErrorInput, KernelInfo, RegressionExample, register, tensor_on, zeros_on
@@ -299,5 +300,6 @@ PENALTIES = register(KernelInfo(
                "precision": "fp32 steps, round-to-nearest-even store", "off_rows": "r == 1, f == 0, q == 0: untouched"},
     error_inputs=PENALTIES_ERRORS,
     examples=PENALTIES_REGRESSIONS,
+    law=lambda original, reference, **_: exact_output_law(reference.expected),
     extra_memory=penalties_scratch,
 ))

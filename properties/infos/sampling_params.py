@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import torch
 from hypothesis import strategies as st
 
+from oracles.bad_words import bad_words_expected
+from oracles.gumbel import gumbel_law
 from properties import checks
 from properties.infos.bad_words import BAD_WORDS
 from properties.infos.gumbel_sample import GUMBEL, MIN_SAMPLING_T, GumbelCase
@@ -102,7 +104,7 @@ def _expected_values(name: str, x: torch.Tensor, reference) -> torch.Tensor:
     if name == "logit_bias":
         return reference
     if name == "bad_words":
-        return x.masked_fill(reference.banned, float("-inf"))
+        return bad_words_expected(x, reference)
     return reference.expected
 
 
@@ -124,6 +126,13 @@ def pipeline_ref(logits, semantics, tolerance, *, params):
     return PipelineReference(x, params)
 
 
+def _sampler_args(params) -> dict:
+    """The Gumbel sampler's arguments inside the pipeline: the temperature is already applied
+    to the processed logits, so only the greedy flags remain (T = 0 -> 0, else 1)."""
+    greedy = None if params.temperature is None else (params.temperature != 0).to(torch.float32)
+    return {"seeds": params.seeds, "positions": params.positions, "temperature": greedy}
+
+
 def pipeline_check(original, output, reference: PipelineReference, what):
     """Rows whose exact values before masking hold +inf or NaN (a bias or penalty that
     overflows the dtype) are outside min_p's, top-p's and logprobs' specification: there only
@@ -139,9 +148,7 @@ def pipeline_check(original, output, reference: PipelineReference, what):
     kept = (by_top.kept & survivors) | (values == float("-inf"))
     open_ids = by_min_p.ambiguous | by_top.ambiguous | ~specified[:, None]
     checks.assert_masked_like(values, processed, kept, open_ids, f"{what}: processed logits vs the composed oracles")
-    greedy = None if params.temperature is None else (params.temperature != 0).to(torch.float32)
-    sampling = {"seeds": params.seeds, "positions": params.positions, "temperature": greedy}
-    OPS["gumbel_sample"].check(processed, sampled, _reference("gumbel_sample", processed, sampling),
+    OPS["gumbel_sample"].check(processed, sampled, _reference("gumbel_sample", processed, _sampler_args(params)),
                                f"{what}: sampled ids")
     if logprobs is None and params.num_logprobs is None:
         return
@@ -236,6 +243,12 @@ def pipeline_law(original, reference: PipelineReference, **_):
     required = torch.where(single[:, None], top, required)
     law = torch.where(single[:, None], top.double(), torch.softmax(x.masked_fill(~required, float("-inf")), dim=-1))
     return law, support, required
+
+
+def pipeline_induced_law(output, args) -> torch.Tensor:
+    """The law the pipeline commits to: the Gumbel oracle's law of the processed logits it
+    returned, with its greedy flags."""
+    return gumbel_law(_reference("gumbel_sample", output.processed_logits, _sampler_args(args["params"])))
 
 
 # Rows per call of the repeated-rows sampler.
@@ -339,5 +352,6 @@ SAMPLING_PARAMS = register(KernelInfo(
     law=pipeline_law,
     distribution_cases=pipeline_distribution_cases,
     sample=pipeline_sample,
+    induced_law=pipeline_induced_law,
     extra_memory=pipeline_memory,
 ))

@@ -6,6 +6,7 @@ import torch
 from hypothesis import strategies as st
 
 from oracles.temperature import TemperatureReference, temperature_reference
+from properties.laws import exact_output_law
 from properties.layouts import LAYOUTS, as_bits
 from properties.recipes import LogitsRecipe
 from properties.registry import ALL_DTYPES, Backend, Mark, ErrorInput, KernelInfo, RegressionExample, register, tensor_on, zeros_on
@@ -100,13 +101,9 @@ def temperature_law(original, reference: TemperatureReference, **_):
     |l / T| = 1000. A law from the unrounded fp64 quotients would make correct kernels fail
     the G-test; the law of the rounded values is exactly what a correct kernel's output
     induces. Greedy (T = 0) and T = 1 rows keep their input, so their law is the softmax of
-    the unchanged logits (a kernel that scales or corrupts them fails). Every entry that is
-    not -inf may be drawn and must be when its mass reaches the plan's floor (nothing is
-    ambiguous: the expected output is exact).
+    the unchanged logits (a kernel that scales or corrupts them fails).
     """
-    x = reference.expected.to(torch.float64)
-    support = x > float("-inf")
-    return torch.softmax(x, dim=-1), support, support
+    return exact_output_law(reference.expected)
 
 
 def temperature_targets(original, reference: TemperatureReference):

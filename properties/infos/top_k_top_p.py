@@ -9,6 +9,7 @@ from oracles.top_k_top_p import top_k_top_p_reference
 from properties import checks
 from properties.backends.flashinfer import (SHORT_NUCLEUS, backend as flashinfer_backend, contiguity_marks, top_k_only,
                                            top_k_only_probs, top_p_only_probs)
+from properties.laws import masked_input_law
 from properties.layouts import LAYOUTS
 from properties.recipes import LogitsRecipe
 from properties.registry import ALL_DTYPES, Backend, Mark, ErrorInput, KernelInfo, RegressionExample, register, tensor_on, zeros_on
@@ -50,13 +51,6 @@ def top_k_top_p_ref(logits, semantics, tolerance, *, k, p):
 
 def top_k_top_p_check(original, output, reference, what):
     checks.assert_masked_like(original, output, reference.kept, reference.ambiguous, what)
-
-
-def top_k_top_p_law(original, reference, **_):
-    """The oracle's sampling law (softmax over the kept entries, in fp64 from the input
-    values), the ids that may be drawn (kept or ambiguous), and those that must be."""
-    x = original.to(torch.float64).masked_fill(~reference.kept, float("-inf"))
-    return torch.softmax(x, dim=-1), reference.kept | reference.ambiguous, reference.kept & ~reference.ambiguous
 
 
 def top_k_top_p_targets(original, reference):
@@ -150,7 +144,7 @@ TOP_K_TOP_P = register(KernelInfo(
     tolerance={torch.float32: 1e-5, torch.bfloat16: 1e-5, torch.float16: 1e-5},
     semantics={"tie_policy": "keep_all_ties", "top_p_mass": "renormalised after top-k"},
     error_inputs=TOP_K_TOP_P_ERRORS,
-    law=top_k_top_p_law,
+    law=masked_input_law,
     distribution_cases=top_k_top_p_distribution_cases,
     examples=SEED_REGRESSIONS + (P_OFF_FLAT_ROWS,),
     targets=top_k_top_p_targets,

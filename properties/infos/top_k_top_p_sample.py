@@ -19,7 +19,8 @@ import torch
 from properties.backends.flashinfer import (HALF_SOFTMAX, MISALIGNED_SOFTMAX, backend as flashinfer_backend,
                                             contiguity_marks, no_filter, not_both_in_a_row, top_k_only, top_p_only)
 from properties.infos.top_k_top_p import (FLAT_ROWS_32000, SEED_REGRESSIONS, TOP_K_TOP_P, TOP_K_TOP_P_ERRORS, TopKTopPCase,
-                                          top_k_top_p_args, top_k_top_p_cases, top_k_top_p_law, top_k_top_p_ref)
+                                          top_k_top_p_args, top_k_top_p_cases, top_k_top_p_ref)
+from properties.laws import masked_input_law
 from properties.layouts import LAYOUTS
 from properties.recipes import LogitsRecipe
 from properties.registry import Backend, ErrorInput, KernelInfo, Mark, RegressionExample, register
@@ -179,7 +180,7 @@ TOP_K_TOP_P_SAMPLE = register(KernelInfo(
     semantics={**TOP_K_TOP_P.semantics, "output": "int64 ids [B], one draw per row",
                "seed": "same seed, same ids (stream follows the row index)"},
     error_inputs=with_seed(TOP_K_TOP_P_ERRORS),
-    law=top_k_top_p_law,
+    law=masked_input_law,
     distribution_cases=top_k_top_p_sample_distribution_cases,
     examples=SEED_REGRESSIONS + DOMINANT_TOKEN_ROWS + HALF_SOFTMAX_TIES,
     in_place=False,

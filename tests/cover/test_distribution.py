@@ -1,5 +1,5 @@
-"""Sampling from a backend's bf16 output follows the oracle's law, computed in fp64 from
-the same bf16 logits.
+"""Sampling from a backend's output on bf16 and fp32 logits follows the oracle's law, computed
+in fp64 from the same logits.
 
 Per example and row, at alpha / rows (`properties.stats.SamplingPlan`): an exact support
 check (no sample outside the oracle's kept set, ambiguous entries admitted), reachability
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.interpreter
 MAX_ROWS = 4
 
 
-@pytest.mark.matrix(dtypes=(torch.bfloat16,), layouts=("contig", "padded64"), sampled=True)
+@pytest.mark.matrix(dtypes=(torch.bfloat16, torch.float32), layouts=("contig", "padded64"), sampled=True)
 @with_regression_examples
 @given(data=st.data())
 def test_distribution(combo, device, budget, stat_alpha, request, data):
