@@ -22,8 +22,9 @@ Semantics (what every gumbel_sample backend is checked against):
 - fp32 score resolution: s + g is rounded to the ulp of |s|, so large |s| (tiny T) coarsens
   the noise (|s| ~ 1e5: steps of 2**-7 nats) and from |s| ~ 2**28 absorbs it: tokens tied
   in s then always give the lowest id and the row is effectively greedy. The band below
-  admits that; the sampling law is only claimed for |s| well below that (T >= 2**-10 in
-  the sampling tests).
+  admits that; the sampling law is only claimed in rows whose largest finite s is below
+  LAW_MAX_SCORE = 2**18 in magnitude (steps of at most 2**-6 nats where the winner is
+  decided; T >= 2**-10 in the Gumbel sampling tests stays below it).
 - Non-finite entries: -inf and NaN never win (NaN is treated as -inf, also in greedy rows,
   unlike torch.argmax); +inf entries (or s overflowing to +inf) win, lowest id first; a
   row with nothing above -inf returns 0.
@@ -47,6 +48,7 @@ MASK32 = 0xFFFFFFFF
 U_MIN = 2.0**-24
 G_MIN = -float(torch.log(-torch.log(torch.tensor(U_MIN, dtype=torch.float64))))
 G_MAX = -float(torch.log(-torch.log1p(torch.tensor(-U_MIN, dtype=torch.float64))))
+LAW_MAX_SCORE = 2.0**18
 
 
 def _mul32(a: torch.Tensor, b: int) -> torch.Tensor:
@@ -145,5 +147,14 @@ def gumbel_reference(logits: torch.Tensor, seeds: torch.Tensor, positions: torch
 def gumbel_law(reference: GumbelReference) -> torch.Tensor:
     """The sampling law [B, V] fp64: softmax of the fp32-scaled logits over the finite
     entries in sampled rows; one-hot at the one admissible id in greedy rows, rows with a +inf
-    score and rows with no finite entry."""
-    return torch.where(reference.single[:, None], reference.admissible.to(torch.float64), torch.softmax(reference.scaled, dim=-1))
+    score and rows with no finite entry; NaN (no law claimed) in sampled rows where the noise
+    does not resolve (`noise_resolves`)."""
+    probs = torch.softmax(reference.scaled, dim=-1).masked_fill(~noise_resolves(reference.scaled)[:, None], float("nan"))
+    return torch.where(reference.single[:, None], reference.admissible.to(torch.float64), probs)
+
+
+def noise_resolves(scores: torch.Tensor) -> torch.Tensor:
+    """bool [B]: rows whose largest finite score is below LAW_MAX_SCORE in magnitude, where the
+    sampling law is claimed (module docstring: fp32 score resolution)."""
+    top = scores.masked_fill(~torch.isfinite(scores), float("-inf")).amax(dim=-1)
+    return top.abs() < LAW_MAX_SCORE

@@ -20,7 +20,7 @@ import torch
 from hypothesis import strategies as st
 
 from oracles.bad_words import bad_words_expected
-from oracles.gumbel import gumbel_law
+from oracles.gumbel import gumbel_law, noise_resolves
 from properties import checks
 from properties.infos.bad_words import BAD_WORDS
 from properties.infos.gumbel_sample import GUMBEL, MIN_SAMPLING_T, GumbelCase
@@ -225,7 +225,9 @@ def pipeline_law(original, reference: PipelineReference, **_):
     ambiguity band may be drawn but are not required, -inf entries never. One-hot at the
     lowest maximum in greedy rows, in rows with a +inf processed value (an overflowing bias
     or penalty: the sampler takes the lowest +inf id) and in rows with no finite one (the
-    allowlist and the stop ids can mask a whole row: the sampler then returns id 0)."""
+    allowlist and the stop ids can mask a whole row: the sampler then returns id 0). NaN (no
+    law claimed) in sampled rows whose values are too large for the sampler's fp32 noise to
+    resolve (`oracles.gumbel.noise_resolves`: a huge bias, or a repetition penalty far from 1)."""
     params, values = reference.params, reference.values
     by_min_p = _reference("min_p", values, _op_args("min_p", params))
     open_min_p = by_min_p.kept | by_min_p.ambiguous
@@ -241,7 +243,8 @@ def pipeline_law(original, reference: PipelineReference, **_):
                                                                                             keepdim=True), True)
     support = torch.where(single[:, None], top, support)
     required = torch.where(single[:, None], top, required)
-    law = torch.where(single[:, None], top.double(), torch.softmax(x.masked_fill(~required, float("-inf")), dim=-1))
+    probs = torch.softmax(x.masked_fill(~required, float("-inf")), dim=-1)
+    law = torch.where(single[:, None], top.double(), probs.masked_fill(~noise_resolves(x)[:, None], float("nan")))
     return law, support, required
 
 

@@ -6,7 +6,9 @@ check (no sample outside the oracle's kept set, ambiguous entries admitted), rea
 (every token above the plan's mass floor drawn at least once), and a G-test (remainder
 bucket, <= 20 single-token bins) with the sample count planned for power >= 0.99 against
 0.5% of the law's mass vanishing. The generator seed derives from the test id and the case,
-so a failure reproduces exactly.
+so a failure reproduces exactly. Rows where the oracle claims no law (NaN: a sampler's noise
+that does not resolve at huge scores, `oracles.gumbel.noise_resolves`) are not checked; the exact
+checks cover them.
 """
 
 import functools
@@ -38,7 +40,7 @@ def test_distribution(combo, device, budget, stat_alpha, request, data):
     plan = SamplingPlan(alpha=stat_alpha / rows)
     seed = seed_from_id(f"{request.node.nodeid}/{case.logits.seed}")
     samples = draw_samples(combo, placed.view, args, rows, plan.samples, seed)
-    for row in range(rows):
+    for row in torch.isfinite(law[:rows]).all(dim=-1).nonzero().flatten().tolist():
         counts = torch.bincount(samples[row], minlength=original.size(1))
         verdict = check_samples(counts, law[row], support[row], required[row], plan)
         assert not verdict.rejected, f"{combo.id} row {row} (seed {seed}, n {plan.samples}): {verdict.describe()}"
