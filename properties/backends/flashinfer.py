@@ -435,3 +435,10 @@ F7 = ("F7: the joint order of top_k_top_p_sampling_from_logits takes torch.softm
       "boundary can move to its neighbour (42858 vs 42857); layout invariance is not in FlashInfer's contract")
 MISALIGNED_SOFTMAX = (Mark("skip", F7, test="test_strided_bitwise", layout="offset"),)
 SHORT_NUCLEUS = tuple(Mark("xfail", F6, test=test) for test in ("test_oracle_equivalence", "test_exact_distribution"))
+F8 = ("F8: top_k_top_p_sampling_from_probs(filter_apply_order='top_k_first', deterministic=True) is not "
+      "repeatable on fp16-derived probabilities at V = 202048: 76 of 200 identical calls returned a "
+      "neighbouring id in one row (135386 vs 135387)")
+# Two calls agree only about 60% of the time there, so test_deterministic would pass or fail by chance:
+# it is skipped, and test_repeated_calls_agree (50 calls on the pinned case) is the strict xfail.
+UNREPEATABLE_HALF = (Mark("skip", F8, test="test_deterministic", dtype=torch.float16),
+                     Mark("xfail", F8, test="test_repeated_calls_agree", dtype=torch.float16))
