@@ -149,7 +149,8 @@ def gumbel_law(reference: GumbelReference) -> torch.Tensor:
     entries in sampled rows; one-hot at the one admissible id in greedy rows, rows with a +inf
     score and rows with no finite entry; NaN (no law claimed) in sampled rows where the noise
     does not resolve (`noise_resolves`)."""
-    probs = torch.softmax(reference.scaled, dim=-1).masked_fill(~noise_resolves(reference.scaled)[:, None], float("nan"))
+    probs = torch.softmax(reference.scaled, dim=-1)
+    probs = probs.masked_fill(~noise_resolves(reference.scaled)[:, None], float("nan"))
     return torch.where(reference.single[:, None], reference.admissible.to(torch.float64), probs)
 
 

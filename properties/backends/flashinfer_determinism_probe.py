@@ -2,8 +2,9 @@
 
     python -m properties.backends.flashinfer_determinism_probe      (GPU with flashinfer installed)
 
-(tests/cover/test_repeatability.py asserts the same on every backend.) The input is the case on which `test_deterministic[top_k_top_p_sample-flashinfer_probs_top_k_first-
-fp16-contig]` failed once in run 6: B = 49, V = 202048, randn logits of standard deviation 0.1
+(tests/cover/test_repeatability.py asserts the same on every backend.) The input is the case
+on which `test_deterministic[top_k_top_p_sample-flashinfer_probs_top_k_first-fp16-contig]`
+failed once in run 6: B = 49, V = 202048, randn logits of standard deviation 0.1
 (recipe seed 49), k and p off, seed 49. Each FlashInfer backend of the top_k_top_p_sample
 record (adapters with deterministic=True; each accepts k and p off) is called REPEATS times on
 it in each dtype, with the same seed; the table counts the calls whose ids differ from the

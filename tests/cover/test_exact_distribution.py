@@ -3,12 +3,13 @@
 For every record with a law that its output shows (the softmax of a masking or value
 kernel's output; a sampler's `induced_law`, e.g. the pipeline's Gumbel law of the processed
 logits it returns), per row: no probability on an id outside the oracle's support, none
-missing on an id it requires, and total variation and max |dp| within the bound the oracle's own ambiguity implies: both laws agree up to
-normalisation on the required ids, so TV <= p(open) + q(open), the two laws' mass on the
-ids that may but need not be kept (0 for exact kernels), plus 1e-12 for fp64 rounding.
-The tolerances behind those ambiguity bands are per dtype in each record. Rows where the
-oracle gives no law (NaN: +inf or NaN values, or all -inf, where the record states no
-sampler contract) are left to the exact value checks.
+missing on an id it requires, and total variation and max |dp| within the bound the
+oracle's own ambiguity implies: both laws agree up to normalisation on the required ids,
+so TV <= p(open) + q(open), the two laws' mass on the ids that may but need not be kept
+(0 for exact kernels), plus 1e-12 for fp64 rounding. The tolerances behind those ambiguity
+bands are per dtype in each record. Rows where the oracle claims no law (NaN: +inf or NaN
+values or all -inf where the record states no sampler contract, or Gumbel scores beyond
+`oracles.gumbel.LAW_MAX_SCORE`) are left to the exact value checks.
 """
 
 import pytest
