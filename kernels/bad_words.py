@@ -34,7 +34,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.runtime import check_launchable
+from kernels.runtime import check_launchable, first_fitting
 from kernels.validation import PAD_ID, check_logits, check_token_ids
 
 MAX_WORDS = 128
@@ -120,9 +120,8 @@ def apply_bad_words(logits: torch.Tensor, *, bad_words: torch.Tensor, output_tok
     if output_token_ids.size(1) == 0:  # no pasts: one -1 per row, so no kernel argument is empty
         output_token_ids = torch.full((batch, 1), PAD_ID, dtype=output_token_ids.dtype, device=logits.device)
     kind = logits.device.type
-    block_t = next((size for size in WORD_BLOCKS[kind] if tokens <= size), WORD_BLOCKS[kind][-1])
-    block_p = min(next((size for size in PAIR_BLOCKS[kind] if pairs <= size), PAIR_BLOCKS[kind][-1]),
-                  TILE[kind] // block_t)
+    block_t = first_fitting(WORD_BLOCKS[kind], tokens)
+    block_p = min(first_fitting(PAIR_BLOCKS[kind], pairs), TILE[kind] // block_t)
     _bad_words_kernel[(triton.cdiv(pairs, block_p),)](
         logits, logits.stride(0), bad_words.contiguous(), words, tokens,
         output_token_ids.contiguous(), output_token_ids.size(1), pairs,

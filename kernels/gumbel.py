@@ -41,7 +41,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.runtime import check_launchable, is_interpreted
+from kernels.runtime import check_launchable, first_fitting, is_interpreted
 from kernels.validation import check_logits, check_range, check_row_param
 
 HASH_SEED = 0x5EED5A3D
@@ -152,8 +152,7 @@ def plan(batch: int, vocab: int, device_type: str, *, block_v: int | None = None
          splits: int | None = None) -> tuple[int, int, int, int]:
     """(BLOCK_B, BLOCK_V, splits, chunk) for a launch; the result does not depend on them."""
     if block_v is None:
-        menu = BLOCK_V_MENU[device_type]
-        block_v = next((size for size in menu if vocab <= size), menu[-1])
+        block_v = first_fitting(BLOCK_V_MENU[device_type], vocab)
     block_b = max(1, TILE[device_type] // block_v)
     if batch <= FEW_ROWS[device_type]:
         block_b = min(block_b, FEW_ROWS[device_type])

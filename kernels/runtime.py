@@ -1,4 +1,5 @@
-"""Device selection for kernels: CUDA when present, else the Triton CPU interpreter.
+"""Device selection for kernels: CUDA when present, else the Triton CPU interpreter; and
+the launch-menu pick the kernels share.
 
 `TRITON_INTERPRET` is read when `@triton.jit` decorates a kernel, so `use_device`
 must run before any kernel module is imported.
@@ -53,3 +54,8 @@ def check_launchable(kernel, tensor: torch.Tensor) -> None:
             "logits are on the CPU but Triton is not in interpreter mode: call "
             "kernels.runtime.use_device('cpu') (or export TRITON_INTERPRET=1) before importing kernels"
         )
+
+
+def first_fitting(menu: tuple[int, ...], size: int) -> int:
+    """The first block of the ascending launch `menu` that holds `size`, else the largest."""
+    return next((block for block in menu if size <= block), menu[-1])

@@ -118,7 +118,7 @@ def scaled_logits(logits: torch.Tensor, temperature: torch.Tensor | None) -> tor
     return x.masked_fill(x.isnan(), float("-inf"))
 
 
-def _lowest(mask: torch.Tensor) -> torch.Tensor:
+def lowest_one_hot(mask: torch.Tensor) -> torch.Tensor:
     """One-hot of the lowest True id per row (id 0 for a row with none)."""
     first = torch.where(mask.any(dim=-1), mask.to(torch.int8).argmax(dim=-1), 0)
     return torch.nn.functional.one_hot(first, mask.size(-1)).bool()
@@ -137,7 +137,7 @@ def gumbel_reference(logits: torch.Tensor, seeds: torch.Tensor, positions: torch
     slack = torch.where(finite & ~greedy[:, None], band * (1 + noise.abs() + scaled.abs()), 0.0)
     floor = torch.where(finite, score - slack, float("-inf")).amax(dim=-1, keepdim=True)
     near = finite & (score + slack >= floor)
-    exact = _lowest(score == score.amax(dim=-1, keepdim=True))
+    exact = lowest_one_hot(score == score.amax(dim=-1, keepdim=True))
     single = greedy | (score == float("inf")).any(dim=-1) | ~finite.any(dim=-1)
     admissible = torch.where(single[:, None], exact, near)
     return GumbelReference(admissible=admissible, scaled=scaled, noise=noise, score=score, greedy=greedy,

@@ -20,7 +20,7 @@ import torch
 from hypothesis import strategies as st
 
 from oracles.bad_words import bad_words_expected
-from oracles.gumbel import gumbel_law, noise_resolves
+from oracles.gumbel import gumbel_law, lowest_one_hot, noise_resolves
 from properties import checks
 from properties.infos.bad_words import BAD_WORDS
 from properties.infos.gumbel_sample import GUMBEL, MIN_SAMPLING_T, GumbelCase
@@ -239,8 +239,7 @@ def pipeline_law(original, reference: PipelineReference, **_):
     single = ~finite.any(dim=-1) | (x == float("inf")).any(dim=-1)
     if params.temperature is not None:
         single |= params.temperature == 0
-    top = torch.zeros_like(required).scatter_(1, (x == x.amax(dim=-1, keepdim=True)).int().argmax(dim=-1,
-                                                                                            keepdim=True), True)
+    top = lowest_one_hot(x == x.amax(dim=-1, keepdim=True))
     support = torch.where(single[:, None], top, support)
     required = torch.where(single[:, None], top, required)
     probs = torch.softmax(x.masked_fill(~required, float("-inf")), dim=-1)
