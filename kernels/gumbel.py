@@ -41,6 +41,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.rounding import to_fp32
 from kernels.runtime import check_launchable, first_fitting, is_interpreted
 from kernels.validation import check_logits, check_range, check_row_param
 
@@ -129,7 +130,7 @@ def _gumbel_kernel(logits_ptr, row_stride, seeds_ptr, positions_ptr, temperature
     best_id = tl.zeros([BLOCK_B, BLOCK_V], tl.int32) + lo + lanes
     for start in range(lo, hi, BLOCK_V):
         cols = start + lanes
-        x = tl.load(row_ptr + cols, mask=in_batch[:, None] & (cols < hi), other=float("-inf")).to(tl.float32)
+        x = to_fp32(tl.load(row_ptr + cols, mask=in_batch[:, None] & (cols < hi), other=float("-inf")))
         scaled = tl.math.div_rn(x, divisor)
         h = _fmix32(key ^ (cols.to(tl.uint32) * 0x9E3779B9))
         u = (((h >> 9) << 1) | 1).to(tl.float32) * 5.9604644775390625e-08  # (2k + 1) / 2**24

@@ -34,7 +34,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.rounding import to_output_dtype
+from kernels.rounding import to_fp32, to_output_dtype
 from kernels.runtime import check_launchable, is_interpreted
 from kernels.validation import INDEX_DTYPES, PAD_ID, check_logits, check_row_param, check_token_ids
 
@@ -156,7 +156,7 @@ def _logit_bias_kernel(logits_ptr, row_stride, V,
             ids = _load_ids(bias_ids_ptr + row * K, k, K)
             given = ids >= 0
             b = tl.load(bias_values_ptr + row * K + k, mask=given, other=0.0)
-            x = tl.load(row_ptr + ids, mask=given, other=0.0).to(tl.float32)
+            x = to_fp32(tl.load(row_ptr + ids, mask=given, other=0.0))
             tl.store(row_ptr + ids, to_output_dtype(x + b, logits_ptr.dtype.element_ty), mask=given)
         tl.debug_barrier()
     if HAS_MIN_TOKENS:

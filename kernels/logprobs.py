@@ -42,6 +42,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.rounding import to_fp32
 from kernels.runtime import check_launchable, is_interpreted
 from kernels.validation import check_logits, check_row_param
 
@@ -86,17 +87,17 @@ def _logprobs_kernel(logits_ptr, row_stride, V, ids_ptr, out_ptr, ranks_ptr, n_c
     lane_max = tl.full([BLOCK], float("-inf"), tl.float32)
     for start in range(0, V, BLOCK):
         cols = start + offs
-        x = tl.load(row_ptr + cols, mask=cols < V, other=float("-inf")).to(tl.float32)
+        x = to_fp32(tl.load(row_ptr + cols, mask=cols < V, other=float("-inf")))
         lane_max = tl.maximum(lane_max, x)
     row_max = tl.max(lane_max, axis=0)
     # Pass 2: sum of exp(x - max) per lane, and the rank: entries >= the sampled token's value.
-    sampled_value = tl.load(row_ptr + tl.load(ids_ptr + out_row)).to(tl.float32)
+    sampled_value = to_fp32(tl.load(row_ptr + tl.load(ids_ptr + out_row)))
     lane_sum = tl.zeros([BLOCK], tl.float32)
     lane_rank = tl.zeros([BLOCK], tl.int32)
     for start in range(0, V, BLOCK):
         cols = start + offs
         in_row = cols < V
-        x = tl.load(row_ptr + cols, mask=in_row, other=float("-inf")).to(tl.float32)
+        x = to_fp32(tl.load(row_ptr + cols, mask=in_row, other=float("-inf")))
         lane_sum += tl.exp(x - row_max)
         lane_rank += (in_row & (x >= sampled_value)).to(tl.int32)
     lse = row_max + tl.log(tl.sum(lane_sum, axis=0))
@@ -107,7 +108,7 @@ def _logprobs_kernel(logits_ptr, row_stride, V, ids_ptr, out_ptr, ranks_ptr, n_c
         cols = start + gather_offs
         in_cols = cols < n_cols
         ids = tl.load(ids_ptr + out_row + cols, mask=in_cols, other=0)
-        x = tl.load(row_ptr + ids, mask=in_cols, other=0.0).to(tl.float32)
+        x = to_fp32(tl.load(row_ptr + ids, mask=in_cols, other=0.0))
         tl.store(out_ptr + out_row + cols, x - lse, mask=in_cols)
 
 

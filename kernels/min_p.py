@@ -21,6 +21,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.rounding import to_fp32
 from kernels.runtime import check_launchable
 from kernels.validation import check_logits, check_range, check_row_param
 
@@ -51,7 +52,7 @@ def _min_p_kernel(logits_ptr, row_stride, min_p_ptr, V, BLOCK: tl.constexpr):
         block_max = tl.full([BLOCK], float("-inf"), tl.float32)
         for start in range(0, V, BLOCK):
             idx = start + offs
-            x = tl.load(row_ptr + idx, mask=idx < V, other=float("-inf")).to(tl.float32)
+            x = to_fp32(tl.load(row_ptr + idx, mask=idx < V, other=float("-inf")))
             block_max = tl.maximum(block_max, x)
         row_max = tl.max(block_max, axis=0)
         log_min_p = tl.where(min_p >= 1.0, 0.0, tl.minimum(tl.log(min_p), 0.0))
@@ -61,7 +62,7 @@ def _min_p_kernel(logits_ptr, row_stride, min_p_ptr, V, BLOCK: tl.constexpr):
         for start in range(0, V, BLOCK):
             idx = start + offs
             in_row = idx < V
-            x = tl.load(row_ptr + idx, mask=in_row, other=float("-inf")).to(tl.float32)
+            x = to_fp32(tl.load(row_ptr + idx, mask=in_row, other=float("-inf")))
             tl.store(row_ptr + idx, neg_inf, mask=in_row & (x < threshold))
 
 

@@ -40,7 +40,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.rounding import to_output_dtype
+from kernels.rounding import to_fp32, to_output_dtype
 from kernels.runtime import check_launchable, is_interpreted
 from kernels.validation import check_logits, check_range, check_row_param, check_token_ids
 
@@ -108,7 +108,7 @@ def _penalties_kernel(logits_ptr, row_stride, tokens_ptr, counts_ptr, L, repetit
         count = tl.load(counts_ptr + row * L + cols, mask=hit, other=0)
         seen = count > 0
         ptrs = logits_ptr + row * row_stride + token
-        x = tl.load(ptrs, mask=hit, other=0.0).to(tl.float32)
+        x = to_fp32(tl.load(ptrs, mask=hit, other=0.0))
         x = tl.where(x > 0.0, tl.math.div_rn(x, tl.broadcast_to(r, [BLOCK])), x * r)
         x = tl.where(seen, tl.math.fma(tl.broadcast_to(-f, [BLOCK]), count.to(tl.float32), x), x)
         x = tl.where(seen, x - q, x)

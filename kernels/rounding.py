@@ -1,16 +1,21 @@
-"""Round-to-nearest-even stores of fp32 results into bf16/fp16/fp32 outputs.
+"""Exact dtype conversions at kernel loads and stores: bf16/fp16/fp32 in, fp32 compute, RTNE out.
 
-Problem: under the Triton CPU interpreter (TRITON_INTERPRET=1), fp32 -> bf16 conversion
-(`.to(tl.bfloat16)` and the implicit one in `tl.store`) truncates toward zero, whereas the GPU
-and torch round to nearest even: about half of all values come out 1 ulp off, values that
-should overflow to inf stay finite, and subnormals are wrong. The interpreter converts
-fp32 -> fp16 through numpy, which already rounds to nearest even like torch and the GPU.
+Problem: under the Triton CPU interpreter (TRITON_INTERPRET=1), bf16 conversions are wrong
+both ways, whereas the GPU and torch get them right:
+- fp32 -> bf16 (`.to(tl.bfloat16)` and the implicit one in `tl.store`) truncates toward zero
+  instead of rounding to nearest even: about half of all values come out 1 ulp off, values
+  that should overflow to inf stay finite, and subnormals are wrong;
+- bf16 -> fp32 (`.to(tl.float32)`) mangles bf16 subnormals (9.18e-41 loads as 0), findings F9.
+The interpreter converts fp16 through numpy, which is exact one way and RTNE the other.
 
-Contract: `to_output_dtype(x, OUT_DTYPE)` takes fp32 `x` and returns it in OUT_DTYPE
-(tl.bfloat16, tl.float16 or tl.float32) bit for bit equal to torch's `Tensor.to(dtype)`, on
-the GPU and in the interpreter alike, except that NaN payloads may differ (NaN stays NaN).
-bf16 goes through integer RTNE on the fp32 bits, never through bf16 arithmetic, which the
-interpreter cannot do. Kernels store computed fp32 values as
+Contracts, on the GPU and in the interpreter alike:
+- `to_fp32(x)` takes bf16/fp16/fp32 `x` and returns it in fp32 exactly, bit for bit equal to
+  torch's `Tensor.float()`. bf16 widens by an integer shift of its bits.
+- `to_output_dtype(x, OUT_DTYPE)` takes fp32 `x` and returns it in OUT_DTYPE (tl.bfloat16,
+  tl.float16 or tl.float32) bit for bit equal to torch's `Tensor.to(dtype)`, except that NaN
+  payloads may differ (NaN stays NaN). bf16 goes through integer RTNE on the fp32 bits, never
+  through bf16 arithmetic, which the interpreter cannot do.
+Kernels load logits as `to_fp32(tl.load(...))` and store computed fp32 values as
 `tl.store(ptr, to_output_dtype(val, ptr.dtype.element_ty), mask=...)`.
 """
 
@@ -21,6 +26,15 @@ import triton.language as tl
 from kernels.runtime import check_launchable
 
 OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+
+
+@triton.jit
+def to_fp32(x):
+    """bf16/fp16/fp32 `x` widened to fp32 exactly, subnormals included (see the module docstring)."""
+    if x.dtype == tl.bfloat16:
+        return (x.to(tl.uint16, bitcast=True).to(tl.uint32) << 16).to(tl.float32, bitcast=True)
+    else:
+        return x.to(tl.float32)
 
 
 @triton.jit

@@ -26,7 +26,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.rounding import to_output_dtype
+from kernels.rounding import to_fp32, to_output_dtype
 from kernels.runtime import check_launchable, is_interpreted
 from kernels.validation import check_logits, check_range, check_row_param
 
@@ -54,7 +54,7 @@ def _temperature_kernel(logits_ptr, row_stride, temperature_ptr, V, BLOCK: tl.co
         cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
         in_row = cols < V
         ptrs = logits_ptr + row * row_stride + cols
-        x = tl.load(ptrs, mask=in_row, other=0.0).to(tl.float32)
+        x = to_fp32(tl.load(ptrs, mask=in_row, other=0.0))
         # IEEE round-to-nearest division (div.rn.f32): Triton's `/` is an approximate
         # division on NVIDIA GPUs, and `tl.math.fdiv(..., ieee_rounding=True)` ignores the
         # flag in triton 3.6: on an H200 both differ from the correctly rounded quotient for

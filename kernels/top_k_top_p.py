@@ -49,6 +49,7 @@ import torch
 import triton
 import triton.language as tl
 
+from kernels.rounding import to_fp32
 from kernels.runtime import check_launchable
 from kernels.validation import check_top_k_top_p
 
@@ -120,7 +121,7 @@ def _narrow(row_ptr, V, lo, hi, pop, max_pop, row_max, k, mass_limit, BY_MASS: t
         mass = tl.zeros([NUM_PIVOTS], dtype=tl.int64)
         for start in tl.range(0, V, TILE, num_stages=NUM_STAGES):
             idx = start + offs
-            x = tl.load(row_ptr + idx, mask=idx < V, other=float("-inf")).to(tl.float32)
+            x = to_fp32(tl.load(row_ptr + idx, mask=idx < V, other=float("-inf")))
             above = _order_key(x)[:, None] > pivots[None, :]
             count += tl.sum(above.to(tl.int32), axis=0)
             if BY_MASS:
@@ -156,7 +157,7 @@ def _collect(row_ptr, V, lo, hi, scratch_ptr, row_max, mass_floor, WITH_MASS: tl
     for start in tl.range(0, V, BLOCK, num_stages=NUM_STAGES):
         idx = start + groups
         in_row = idx < V
-        x = tl.load(row_ptr + idx, mask=in_row, other=float("-inf")).to(tl.float32)
+        x = to_fp32(tl.load(row_ptr + idx, mask=in_row, other=float("-inf")))
         key = _order_key(x)
         take = (in_row & (key >= lo) & (key <= hi)).to(tl.int32)
         group_count = tl.sum(take, axis=1)
@@ -253,7 +254,7 @@ def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, V,
         for start in tl.range(0, V, BLOCK, num_stages=NUM_STAGES):
             idx = start + offs
             in_row = idx < V
-            x = tl.load(row_ptr + idx, mask=in_row, other=float("-inf")).to(tl.float32)
+            x = to_fp32(tl.load(row_ptr + idx, mask=in_row, other=float("-inf")))
             lane_max = tl.maximum(lane_max, x)
             lane_min = tl.minimum(lane_min, tl.where(in_row, x, float("inf")))
         row_max = tl.max(lane_max, axis=0)
@@ -304,7 +305,7 @@ def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, V,
         for start in tl.range(0, V, BLOCK, num_stages=NUM_STAGES):
             idx = start + groups
             in_row = idx < V
-            x = tl.load(row_ptr + idx, mask=in_row, other=float("-inf")).to(tl.float32)
+            x = to_fp32(tl.load(row_ptr + idx, mask=in_row, other=float("-inf")))
             drop = in_row & (_order_key(x) < cut)
             whole = tl.min(drop.to(tl.int32), axis=1)[:, None] == 1
             tl.store(row_ptr + idx, neg_inf, mask=whole)

@@ -44,7 +44,7 @@ MUTANTS = (
               "    for start in range(0, V, BLOCK):\n"
               "        cols = start + offs\n"
               "        in_row = cols < V\n"
-              "        x = tl.load(row_ptr + cols, mask=in_row, other=float(\"-inf\")).to(tl.float32)\n"
+              "        x = to_fp32(tl.load(row_ptr + cols, mask=in_row, other=float(\"-inf\")))\n"
               "        lane_sum += tl.exp(x - row_max)\n"
               "        lane_rank += (in_row & (x >= sampled_value)).to(tl.int32)\n"
               "    lse = row_max + tl.log(tl.sum(lane_sum, axis=0))\n"),

@@ -161,6 +161,12 @@ TEMPERATURE_REGRESSIONS = (
                                                    neg_inf_fraction=0.5, seed=12),
                                       (0.0, 1.0, 1e-6, 1e-40, 1e38, 0.7)),
                       dtypes=ALL_DTYPES, layouts=LAYOUTS),
+    # bf16 subnormals scaled into the normal range: the interpreter's plain bf16 load flushed
+    # them (findings F9), so the kernel read 0 where the oracle reads the value.
+    RegressionExample("findings F9: subnormal logits at tiny T",
+                      TemperatureCase(LogitsRecipe(batch=4, vocab=1019, family="randn", scale=1e-39, seed=9),
+                                      (1e-6, 1e-30, 1.0, 0.7)),
+                      dtypes=ALL_DTYPES, layouts=LAYOUTS),
     RegressionExample("vllm#1623 tiny temperatures at full vocab",
                       TemperatureCase(OPT125M, (1e-4, 0.01, 0.0, 1.0, 0.7)),
                       dtypes=(torch.bfloat16, torch.float32), layouts=("padded64",)),
