@@ -9,7 +9,7 @@ meaningful; the observed rate is compared with alpha through a Clopper-Pearson i
 Power: the same check at the gate's alpha (1e-6) with the planned sample count, the sampled
 law carrying an injected defect; the observed detection rate (and which check fired) is
 compared with the G-test's power predicted by the noncentral chi-square for that defect
-under the test's actual binning.
+under the test's actual binning (the excess test adds to it).
 """
 
 import argparse
@@ -47,7 +47,7 @@ class Defect:
 
 
 def defects(seed: int = 0) -> list[Defect]:
-    """The four injected defects of issue 4, on a V=512 row of randn * 2 logits."""
+    """The four injected defects of issue 4 and finding F10's, on a V=512 row of randn * 2 logits."""
     gen = torch.Generator().manual_seed(seed)
     logits = torch.randn(VOCAB, generator=gen, dtype=torch.float64) * 2
     base = _law(logits)
@@ -57,11 +57,15 @@ def defects(seed: int = 0) -> list[Defect]:
     boost = int((base - 0.01).abs().argmin())
     doubled = base.clone()
     doubled[boost] *= 2
+    small = int(base.argmin())  # the F10 shape: a row's missing 0.35% given to one small token
+    shifted = base * (1 - 0.0035)
+    shifted[small] += 0.0035
     return [
         Defect(f"0.5% of the mass removed (token of p={base[drop]:.4f})", base, missing / missing.sum()),
         Defect(f"one token at 2x (p0={base[boost]:.4f})", base, doubled / doubled.sum()),
         Defect("top-p (0.9) boundary moved by one token", nucleus_law(logits, 0.9), nucleus_law(logits, 0.9, extra=1)),
         Defect("temperature 1% off (T=1 vs 1.01)", base, _law(logits / 1.01)),
+        Defect(f"0.35% of the mass moved to the smallest token (p={base[small]:.1e})", base, shifted),
     ]
 
 
@@ -73,15 +77,6 @@ def verdicts(null: torch.Tensor, sampled: torch.Tensor, plan: SamplingPlan, runs
     return [check_samples(c, null, null > 0, null > 0, plan) for c in counts]
 
 
-def fired(verdict) -> str:
-    """Which check rejected: support, reachability or G (the first that did), or ''."""
-    if verdict.outside:
-        return "support"
-    if verdict.unreached:
-        return "reachability"
-    return "G" if verdict.rejected else ""
-
-
 def predicted_power(null: torch.Tensor, sampled: torch.Tensor, plan: SamplingPlan) -> float:
     """Power from the noncentral chi-square, with lambda = n * sum (q_b - p_b)^2 / p_b over the
     bins the G-test forms for this null at this n."""
@@ -89,7 +84,7 @@ def predicted_power(null: torch.Tensor, sampled: torch.Tensor, plan: SamplingPla
     p_bin = np.array([float(null[list(b)].sum()) for b in binned.bins])
     q_bin = np.array([float(sampled[list(b)].sum()) for b in binned.bins])
     lam = plan.samples * float(((q_bin - p_bin) ** 2 / p_bin).sum())
-    crit = scipy_stats.chi2.isf(plan.alpha / 2, binned.df)
+    crit = scipy_stats.chi2.isf(plan.share, binned.df)
     return float(scipy_stats.ncx2.sf(crit, binned.df, lam))
 
 
@@ -114,7 +109,7 @@ def report(runs: int, power_runs: int) -> str:
     for i, d in enumerate(cases):
         results = verdicts(d.null, d.sampled, plan, power_runs, seed=10 + i)
         k = sum(v.rejected for v in results)
-        by = sorted({fired(v) for v in results} - {""})
+        by = sorted({v.fired for v in results} - {""})
         lines.append(f"| {d.name} | {power_runs} | {predicted_power(d.null, d.sampled, plan):.4f} | "
                      f"{interval(k, power_runs)} | {', '.join(by) or '-'} |")
     return "\n".join(lines)

@@ -1,4 +1,5 @@
-"""Tests for properties.stats: planner numbers from the reference, G-test binning and power, support, seeds."""
+"""Tests for properties.stats: planner numbers from the reference, G-test binning and power, the excess
+test, support, seeds."""
 
 import numpy as np
 import pytest
@@ -6,6 +7,9 @@ import torch
 from scipy import stats
 
 from properties.stats import (
+    SamplingPlan,
+    check_samples,
+    excess_test,
     g_test,
     lambda_missing_mass,
     lambda_token_doubled,
@@ -82,6 +86,39 @@ def test_g_test_rejects_five_percent_token_removed():
     counts = rng.multinomial(20_000, q / q.sum())
     res = g_test(counts, weights)
     assert res.pvalue < 1e-6, res
+
+
+def _flat_bf16_row_law(vocab=1994) -> np.ndarray:
+    """Finding F10's law: a flat bf16 softmax (summing to 0.99645 at V = 1994) whose missing mass
+    a sampler gives to the last id."""
+    probs = torch.softmax(torch.zeros(vocab, dtype=torch.bfloat16), dim=-1).double().numpy()
+    probs[-1] += 1.0 - probs.sum()
+    return probs
+
+
+def test_excess_test_finds_what_the_g_test_pools_away():
+    plan = SamplingPlan(alpha=ALPHA)
+    law = np.full(1994, 1 / 1994)
+    counts = np.random.default_rng(10).multinomial(plan.samples, _flat_bf16_row_law())
+    verdict = check_samples(counts, law, law > 0, law > 0, plan)
+    assert verdict.gtest.pvalue > plan.share, "the last id sits in the G-test's remainder bin"
+    assert verdict.excess.token == 1993 and verdict.excess.pvalue < plan.share, verdict.describe()
+    assert verdict.rejected and verdict.fired == "excess"
+
+
+def test_excess_test_accepts_samples_from_the_null():
+    weights = _geometric()
+    counts = np.random.default_rng(12345).multinomial(20_000, weights / weights.sum())
+    res = excess_test(counts, weights)
+    assert res.pvalue > 1e-3, res
+
+
+def test_excess_test_is_the_adjusted_binomial_tail():
+    probs = np.array([0.5, 0.3, 0.2, 0.0])
+    res = excess_test(np.array([40, 30, 30, 0]), probs)
+    assert (res.token, res.observed) == (2, 30)
+    assert res.expected == pytest.approx(20.0, rel=1e-12)
+    assert res.pvalue == pytest.approx(3 * stats.binom.sf(29, 100, 0.2), rel=1e-9)
 
 
 def test_g_test_statistic_is_the_likelihood_ratio():
