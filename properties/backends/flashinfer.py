@@ -427,9 +427,12 @@ def contiguity_marks(dtypes=(None,), *, distribution: bool = False, memory: bool
     return tuple(marks)
 
 
-HALF_SOFTMAX = tuple(Mark("xfail", F4, test=test, dtype=dtype) for test, dtype in (
-    ("test_distribution", torch.bfloat16), ("test_oracle_equivalence", torch.bfloat16),
-    ("test_oracle_equivalence", torch.float16)))
+F10 = ("F10: FlashInfer's probability samplers give a row's missing mass (1 - its sum) to the last id of "
+       "nonzero probability; a flat bf16 row of V = 1994, whose bf16 softmax sums to 0.99645, draws its "
+       "last id 8 times as often as any other")
+HALF_SOFTMAX = (Mark("xfail", f"{F4}. {F10}", test="test_distribution", dtype=torch.bfloat16),
+                Mark("xfail", F4, test="test_oracle_equivalence", dtype=torch.bfloat16),
+                Mark("xfail", F4, test="test_oracle_equivalence", dtype=torch.float16))
 F7 = ("F7: the joint order of top_k_top_p_sampling_from_logits takes torch.softmax of the view as given, and "
       "torch rounds a misaligned (storage offset 5) row differently from an aligned one, so an id at a CDF "
       "boundary can move to its neighbour (42858 vs 42857); layout invariance is not in FlashInfer's contract")

@@ -148,6 +148,14 @@ DOMINANT_TOKEN_ROWS = tuple(
                       dtypes=(torch.bfloat16,), layouts=("contig",), tests=("test_distribution",))
     for vocab in (64, 1000))
 
+# Finding F10: the bf16 softmax of a flat row of 1994 sums to 0.99645 and a probability sampler
+# that assumes 1 gives the missing 0.00355 to the last id (8 times its share of 1 / 1994).
+FLAT_BF16_ROW = (
+    RegressionExample("F10: a flat bf16 row whose bf16 softmax sums to 0.99645, V = 1994",
+                      TopKTopPCase(LogitsRecipe(batch=4, vocab=1994, family="flat", seed=0), None, None),
+                      dtypes=(torch.bfloat16,), layouts=("contig",), tests=("test_distribution",)),
+)
+
 # Finding F4 in the ids themselves: at tiny p only the maximum (and its ties) may be drawn,
 # but a half-precision softmax rounds near-maximal logits to the maximum's probability (bf16:
 # a few ulps below it, 128256 tokens of probability ~8e-6; fp16: one ulp below it, the
@@ -184,7 +192,7 @@ TOP_K_TOP_P_SAMPLE = register(KernelInfo(
     error_inputs=with_seed(TOP_K_TOP_P_ERRORS),
     law=masked_input_law,
     distribution_cases=top_k_top_p_sample_distribution_cases,
-    examples=SEED_REGRESSIONS + DOMINANT_TOKEN_ROWS + HALF_SOFTMAX_TIES,
+    examples=SEED_REGRESSIONS + DOMINANT_TOKEN_ROWS + FLAT_BF16_ROW + HALF_SOFTMAX_TIES,
     in_place=False,
     sample=sample_by_repeating,
     extra_memory=sample_memory,
