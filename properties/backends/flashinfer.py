@@ -54,10 +54,14 @@ def installed() -> bool:
     return importlib.util.find_spec("flashinfer") is not None
 
 
-def backend(name: str, function: str, *, marks: tuple[Mark, ...] = (), **fields) -> Backend:
+def backend(name: str, function: str, *, marks: tuple[Mark, ...] = (), topk: bool = False, **fields) -> Backend:
     """A CUDA-only Backend for adapter `function` of this module; skipped everywhere, with
-    the reason, when flashinfer is not importable."""
-    skip = () if installed() else (Mark("skip", INSTALL_HINT),)
+    the reason, when flashinfer is not importable (or, for `topk` adapters, its topk module
+    is not built)."""
+    if not installed():
+        skip = (Mark("skip", INSTALL_HINT),)
+    else:
+        skip = (Mark("skip", TOPK_MODULE_HINT),) if topk and not topk_module_ready() else ()
     return Backend(name, f"{MODULE}:{function}", devices=("cuda",), marks=skip + tuple(marks), **fields)
 
 
@@ -260,7 +264,7 @@ def _empty_ids(logits):
     return torch.empty(0, dtype=torch.int64, device=logits.device)
 
 
-def _from_logits(order: str, logits, k, p, seed):
+def _from_logits(order: str, logits, k, p, seed, **bound):
     check_top_k_top_p(logits, k, p)
     if logits.size(0) == 0:
         return _empty_ids(logits)
@@ -269,8 +273,41 @@ def _from_logits(order: str, logits, k, p, seed):
         _refuse_misaligned(logits, "top_k_top_p_sampling_from_logits")
     ids = _sampling().top_k_top_p_sampling_from_logits(
         logits, _k_tensor(k, logits), _p_tensor(p, logits), filter_apply_order=order,
-        deterministic=True, seed=int(seed), offset=0)
+        deterministic=True, seed=int(seed), offset=0, **bound)
     return _ids(ids)
+
+
+# FlashInfer 0.7.4's top_k_first fast path: a top_k bound <= 256 at V >= 65536.
+FAST_PATH_MAX_K = 256
+TOPK_MODULE_HINT = ("FlashInfer's topk module (the top_k_first fast path) is neither prebuilt nor in the JIT "
+                    "cache, and compiling it takes over 10 minutes: build it with scripts/build-flashinfer-topk.sh")
+
+
+def topk_module_ready() -> bool:
+    """Whether FlashInfer's `topk` JIT module loads without compiling (prebuilt or cached)."""
+    from flashinfer.jit.topk import gen_topk_module
+
+    spec = gen_topk_module()
+    return spec.aot_path.exists() or spec.jit_library_path.exists()
+
+
+def top_k_top_p_sampling_from_logits_top_k_first_bounded(logits, *, k=None, p=None, seed: int):
+    """The top_k_first call with `top_k_max` = the batch's largest k when every row's k is in
+    [1, 256] (else the plain call): FlashInfer's fast path at V >= 65536.
+
+    Path (fast): radix top-k of top_k_max entries per row (the `topk` module) -> each row
+    masked past its own k -> fp32 softmax over the survivors -> top_p_sampling_from_probs on
+    the [B, top_k_max] survivors, ids mapped back. Below V = 65536: the plain call.
+    - Tie policy (fast): exactly k at the k-th value, which of the tied ids unspecified
+      (finding F11); the plain call keeps every tie.
+    - Compute: fp32 softmax of the survivors (no F4 on the fast path).
+    - Seed/offset: explicit seed, offset 0; Philox over the survivors' columns: another random
+      stream than the plain call's (F11).
+    """
+    bound = {}
+    if k is not None and k.numel() and bool(((k >= 1) & (k <= FAST_PATH_MAX_K)).all()):
+        bound = {"top_k_max": int(k.max())}
+    return _from_logits("top_k_first", logits, k, p, seed, **bound)
 
 
 def top_k_top_p_sampling_from_logits_top_k_first(logits, *, k=None, p=None, seed: int):
@@ -430,6 +467,10 @@ def contiguity_marks(dtypes=(None,), *, distribution: bool = False, memory: bool
 F10 = ("F10: FlashInfer's probability samplers give a row's missing mass (1 - its sum) to the last id of "
        "nonzero probability; a flat bf16 row of V = 1994, whose bf16 softmax sums to 0.99645, draws its "
        "last id 8 times as often as any other")
+F11 = ("F11: top_k_top_p_sampling_from_logits' top_k_first fast path (top_k_max <= 256 at V >= 65536) keeps "
+       "exactly k of the values tied at the k-th (256 of 300 tied ids drawn, where the plain call draws all "
+       "300) and draws from another random stream")
+EXACT_K_TIES = (Mark("xfail", F11, test="test_distribution", dtype=torch.float32, layout="contig"),)
 HALF_SOFTMAX = (Mark("xfail", f"{F4}. {F10}", test="test_distribution", dtype=torch.bfloat16),
                 Mark("xfail", F4, test="test_oracle_equivalence", dtype=torch.bfloat16),
                 Mark("xfail", F4, test="test_oracle_equivalence", dtype=torch.float16))

@@ -16,7 +16,7 @@ import dataclasses
 
 import torch
 
-from properties.backends.flashinfer import (HALF_SOFTMAX, MISALIGNED_SOFTMAX, UNREPEATABLE_HALF,
+from properties.backends.flashinfer import (EXACT_K_TIES, HALF_SOFTMAX, MISALIGNED_SOFTMAX, UNREPEATABLE_HALF,
                                             backend as flashinfer_backend, contiguity_marks, no_filter,
                                             not_both_in_a_row, top_k_only, top_p_only)
 from properties.infos.top_k_top_p import (FLAT_ROWS_32000, SEED_REGRESSIONS, TOP_K_TOP_P, TOP_K_TOP_P_ERRORS, TopKTopPCase,
@@ -121,15 +121,17 @@ TORCH_CPU_DISTRIBUTION = Mark(
 
 
 def flashinfer_sample_backends(specs):
-    return tuple(flashinfer_backend(name, function, accepts=accepts, marks=marks)
+    return tuple(flashinfer_backend(name, function, accepts=accepts, marks=marks, topk=name.endswith("_bounded"))
                  for name, function, accepts, marks in specs)
 
 
-# Findings F3 (contiguity), F4 (bf16/fp16 softmax) and F8 (repeatability) as strict xfails, F7 (layout)
-# as a skip: docs/findings.md.
+# Findings F3 (contiguity), F4 (bf16/fp16 softmax), F8 (repeatability) and F11 (the fast path's
+# exact-k ties) as strict xfails, F7 (layout) as a skip: docs/findings.md.
 FLASHINFER_SAMPLERS = (
     ("flashinfer_logits_top_k_first", "top_k_top_p_sampling_from_logits_top_k_first", None,
      contiguity_marks(memory=True) + HALF_SOFTMAX),
+    ("flashinfer_logits_top_k_first_bounded", "top_k_top_p_sampling_from_logits_top_k_first_bounded", None,
+     contiguity_marks(memory=True) + HALF_SOFTMAX + EXACT_K_TIES),
     ("flashinfer_logits_joint", "top_k_top_p_sampling_from_logits_joint", not_both_in_a_row,
      HALF_SOFTMAX + MISALIGNED_SOFTMAX),
     ("flashinfer_probs_top_k_first", "top_k_top_p_sampling_from_probs_top_k_first", None, UNREPEATABLE_HALF),
@@ -154,6 +156,14 @@ FLAT_BF16_ROW = (
     RegressionExample("F10: a flat bf16 row whose bf16 softmax sums to 0.99645, V = 1994",
                       TopKTopPCase(LogitsRecipe(batch=4, vocab=1994, family="flat", seed=0), None, None),
                       dtypes=(torch.bfloat16,), layouts=("contig",), tests=("test_distribution",)),
+)
+
+# Finding F11: at V = 65536 with k = 256 in every row, FlashInfer's top_k_first fast path keeps
+# exactly 256 of the ~16384 ids tied on the top level, where every tie is in the law.
+EXACT_K_TIES_ROWS = (
+    RegressionExample("F11: k = 256 inside a tie of ~16384 ids, V = 65536",
+                      TopKTopPCase(LogitsRecipe(batch=4, vocab=65536, family="ties", seed=11), (256,), None),
+                      dtypes=(torch.float32,), layouts=("contig",), tests=("test_distribution",)),
 )
 
 # Finding F4 in the ids themselves: at tiny p only the maximum (and its ties) may be drawn,
@@ -192,7 +202,7 @@ TOP_K_TOP_P_SAMPLE = register(KernelInfo(
     error_inputs=with_seed(TOP_K_TOP_P_ERRORS),
     law=masked_input_law,
     distribution_cases=top_k_top_p_sample_distribution_cases,
-    examples=SEED_REGRESSIONS + DOMINANT_TOKEN_ROWS + FLAT_BF16_ROW + HALF_SOFTMAX_TIES,
+    examples=SEED_REGRESSIONS + DOMINANT_TOKEN_ROWS + FLAT_BF16_ROW + EXACT_K_TIES_ROWS + HALF_SOFTMAX_TIES,
     in_place=False,
     sample=sample_by_repeating,
     extra_memory=sample_memory,
