@@ -202,8 +202,9 @@ def g_test(counts, probs, *, min_expected: float = 20.0, max_bins: int = 20) -> 
 
 @dataclass(frozen=True)
 class ExcessTest:
-    """Result of `excess_test`: the token least likely to be drawn as often as it was, and that
-    probability, Bonferroni-adjusted over the positive-probability tokens."""
+    """Result of `excess_test`: the token least likely to be drawn as often as it was, its count,
+    the count its (floored) rate expects, and that probability, Bonferroni-adjusted over the
+    positive-probability tokens."""
 
     token: int
     observed: int
@@ -211,12 +212,20 @@ class ExcessTest:
     pvalue: float
 
 
+# The per-draw rate below which the excess test does not hold a token to its law: one step of
+# an fp32 uniform in [0.5, 1), the resolution of samplers that draw fp32 uniforms (torch.multinomial
+# on CUDA, which test_distribution uses for masking kernels, draws the last id at about 2**-25
+# whatever its mass; FlashInfer's and our Gumbel sampler's uniforms are fp32 too).
+EXCESS_RATE_FLOOR = 2.0**-24
+
+
 def excess_test(counts, probs) -> ExcessTest:
     """One-sided per-token test of sample `counts` against null `probs` (length V each, renormalised
     in float64 over the positive ones, as in `g_test`): for each token t of probability p_t > 0,
-    P(Binomial(n, p_t) >= counts_t); returns the smallest, times the number of such tokens
-    (capped at 1). It sees what the G-test's pooled remainder hides: one token of small mass
-    drawn at a multiple of its rate (findings F10: 8x, one id in 1994)."""
+    P(Binomial(n, max(p_t, EXCESS_RATE_FLOOR)) >= counts_t); returns the smallest, times the
+    number of such tokens (capped at 1). It sees what the G-test's pooled remainder hides: one
+    token of small mass drawn at a multiple of its rate (findings F10: 8x, one id in 1994);
+    it claims nothing about rates below the floor."""
     obs = _as_numpy(counts).astype(np.int64)
     p = _as_numpy(probs).astype(np.float64)
     if obs.shape != p.shape:
@@ -226,10 +235,11 @@ def excess_test(counts, probs) -> ExcessTest:
         raise ValueError("probs must have a positive entry")
     q = p[support] / p[support].sum()
     n = int(obs[support].sum())
-    tails = stats.binom.sf(obs[support] - 1, n, q)
+    rate = np.maximum(q, EXCESS_RATE_FLOOR)
+    tails = stats.binom.sf(obs[support] - 1, n, rate)
     worst = int(np.argmin(tails))
     token = int(support[worst])
-    return ExcessTest(token, int(obs[token]), n * float(q[worst]), min(1.0, float(tails[worst]) * support.size))
+    return ExcessTest(token, int(obs[token]), n * float(rate[worst]), min(1.0, float(tails[worst]) * support.size))
 
 
 def support_violations(samples, allowed) -> list[int]:

@@ -113,6 +113,19 @@ def test_excess_test_accepts_samples_from_the_null():
     assert res.pvalue > 1e-3, res
 
 
+def test_excess_test_allows_one_draw_at_the_fp32_resolution():
+    """The gate's case (run 7): a V = 17 peaked row whose last id (mass ~1e-17) torch.multinomial
+    on CUDA drew once in 18051 draws; rates below EXCESS_RATE_FLOOR are not claimed."""
+    probs = np.full(17, 1e-17)
+    probs[3] = 1.0
+    counts = np.zeros(17, dtype=np.int64)
+    counts[3], counts[16] = 18050, 1
+    res = excess_test(counts, probs)
+    assert res.pvalue > 1e-3, res
+    counts[3], counts[16] = 18045, 6  # six draws at the floor's rate is another matter
+    assert excess_test(counts, probs).pvalue < 1e-12
+
+
 def test_excess_test_is_the_adjusted_binomial_tail():
     probs = np.array([0.5, 0.3, 0.2, 0.0])
     res = excess_test(np.array([40, 30, 30, 0]), probs)
