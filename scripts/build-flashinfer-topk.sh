@@ -9,8 +9,9 @@
 # access for the pieces this machine lacks: curand headers (nvidia-curand), apache-tvm-ffi for
 # this Python, and FlashInfer's import-time dependencies. The link finds libcudart in
 # /usr/local/cuda/lib64 and an empty stand-in for the driver's libcuda.so.1 (the module calls
-# none of it; the GPU machine has the real one). Took ~55 min on this 2-core machine (2026-11-30;
-# cub_topk.cu alone ~50 min in cicc and ptxas); 15.6 MB, which keeps .carry/ under the 64 MiB carry.
+# none of it; the GPU machine has the real one). A clean run took 1870 s on this 2-core machine
+# (2026-11-30; cub_topk.cu alone ~25 min in cicc and ptxas); 15.6 MB, which keeps .carry/ under
+# the 64 MiB carry.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -f .carry/flashinfer_python-0.7.4-slim.zip ] || { echo "run ../shared/device/flashinfer-carry.sh first" >&2; exit 2; }
