@@ -102,8 +102,7 @@ class SamplingVerdict:
 
     @property
     def rejected(self) -> bool:
-        return bool(self.outside or self.unreached or self.gtest.pvalue < self.plan.share
-                    or self.excess.pvalue < self.plan.share)
+        return bool(self.fired)
 
     @property
     def fired(self) -> str:
@@ -158,6 +157,19 @@ def _as_numpy(x) -> np.ndarray:
     return np.asarray(x).reshape(-1)
 
 
+def _null(counts, probs):
+    """(counts, probs renormalised in float64, ids of positive probability, samples on them),
+    after checking that counts and probs have one length and probs is a distribution's weights."""
+    obs = _as_numpy(counts).astype(np.float64)
+    p = _as_numpy(probs).astype(np.float64)
+    if obs.shape != p.shape:
+        raise ValueError(f"counts and probs differ in length: {obs.shape} vs {p.shape}")
+    if not (np.all(np.isfinite(p)) and np.all(p >= 0) and p.sum() > 0):
+        raise ValueError("probs must be finite, non-negative and not all zero")
+    support = np.flatnonzero(p > 0)
+    return obs, p / p.sum(), support, obs[support].sum()
+
+
 def g_test(counts, probs, *, min_expected: float = 20.0, max_bins: int = 20) -> GTest:
     """G-test (log-likelihood ratio) of per-token sample `counts` against null `probs` (length V each).
 
@@ -169,15 +181,7 @@ def g_test(counts, probs, *, min_expected: float = 20.0, max_bins: int = 20) -> 
     So there are at most max_bins + 1 bins and df = bins - 1. With a single bin the test is vacuous:
     statistic 0.0, pvalue 1.0, df 0.
     """
-    obs = _as_numpy(counts).astype(np.float64)
-    p = _as_numpy(probs).astype(np.float64)
-    if obs.shape != p.shape:
-        raise ValueError(f"counts and probs differ in length: {obs.shape} vs {p.shape}")
-    if not (np.all(np.isfinite(p)) and np.all(p >= 0) and p.sum() > 0):
-        raise ValueError("probs must be finite, non-negative and not all zero")
-    support = np.flatnonzero(p > 0)
-    p = p / p.sum()
-    n = obs[support].sum()
+    obs, p, support, n = _null(counts, probs)
     order = support[np.argsort(-p[support], kind="stable")]
     n_kept = min(int(np.count_nonzero(n * p[order] >= min_expected)), max_bins)
     bins = [[int(t)] for t in order[:n_kept]]
@@ -226,17 +230,9 @@ def excess_test(counts, probs) -> ExcessTest:
     number of such tokens (capped at 1). It sees what the G-test's pooled remainder hides: one
     token of small mass drawn at a multiple of its rate (findings F10: 8x, one id in 1994);
     it claims nothing about rates below the floor."""
-    obs = _as_numpy(counts).astype(np.int64)
-    p = _as_numpy(probs).astype(np.float64)
-    if obs.shape != p.shape:
-        raise ValueError(f"counts and probs differ in length: {obs.shape} vs {p.shape}")
-    support = np.flatnonzero(p > 0)
-    if support.size == 0:
-        raise ValueError("probs must have a positive entry")
-    q = p[support] / p[support].sum()
-    n = int(obs[support].sum())
-    rate = np.maximum(q, EXCESS_RATE_FLOOR)
-    tails = stats.binom.sf(obs[support] - 1, n, rate)
+    obs, p, support, n = _null(counts, probs)
+    rate = np.maximum(p[support], EXCESS_RATE_FLOOR)
+    tails = stats.binom.sf(obs[support] - 1, int(n), rate)
     worst = int(np.argmin(tails))
     token = int(support[worst])
     return ExcessTest(token, int(obs[token]), n * float(rate[worst]), min(1.0, float(tails[worst]) * support.size))
