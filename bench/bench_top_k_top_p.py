@@ -5,10 +5,10 @@
 Needs a CUDA GPU; the FlashInfer columns need flashinfer (else "n/a"). Inputs: bf16 logits
 from randn, per-row tensors k = 50 and p = 0.9 (the sizes of
 shared/reference/performance-anchors.md). Columns:
-- mask k+p: in-place masking, ours (kernels.top_k_top_p) and the torch sort fallback;
+- mask k+p: in-place masking, ours (samplecheck.kernels.top_k_top_p) and the torch sort fallback;
 - mask k: top-k alone, ours (p off) and flashinfer.sampling.top_k_mask_logits (int32 k
   tensor; out of place, so no restore);
-- sample k+p: one id per row from the masked logits, ours (mask, then kernels.gumbel) and
+- sample k+p: one id per row from the masked logits, ours (mask, then samplecheck.kernels.gumbel) and
   flashinfer.sampling.top_k_top_p_sampling_from_logits (joint order, deterministic, out of
   place).
 The in-place calls first restore the logits from a pristine copy; the copy alone is timed
@@ -22,9 +22,9 @@ from pathlib import Path
 import torch
 import triton
 
-from kernels.gumbel import gumbel_sample
-from kernels.top_k_top_p import apply_top_k_top_p
-from kernels.top_k_top_p_torch import apply_top_k_top_p_torch
+from samplecheck.kernels.gumbel import gumbel_sample
+from samplecheck.kernels.top_k_top_p import apply_top_k_top_p
+from samplecheck.kernels.top_k_top_p_torch import apply_top_k_top_p_torch
 
 SHAPES = [(1, 32000), (64, 32000), (256, 32000), (1024, 32000),
           (1, 151936), (64, 151936), (256, 151936), (1024, 151936)]

@@ -1,6 +1,6 @@
 """Multi-token bad words, in place: the Triton kernel.
 
-Contract (the oracle `oracles.bad_words` states the semantics in full):
+Contract (the oracle `samplecheck.oracles.bad_words` states the semantics in full):
 - `logits` [B, V] fp32/bf16/fp16, any row stride, column stride 1; the kernel never reads
   them, it only stores -inf at banned ids (so no rounding is involved).
 - `bad_words` [B, W, T] int32/int64 on the logits' device: word w of row r is
@@ -34,8 +34,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.runtime import check_launchable, first_fitting
-from kernels.validation import PAD_ID, check_logits, check_token_ids
+from samplecheck.kernels.runtime import check_launchable, first_fitting
+from samplecheck.kernels.validation import PAD_ID, check_logits, check_token_ids
 
 MAX_WORDS = 128
 MAX_WORD_TOKENS = 1024

@@ -1,6 +1,6 @@
 """Gumbel-max sampling keyed by (request seed, position, token id): the Triton kernel.
 
-Contract (the oracle `oracles.gumbel` states the semantics in full):
+Contract (the oracle `samplecheck.oracles.gumbel` states the semantics in full):
 - `logits` [B, V] fp32/bf16/fp16, V >= 1, any row stride, column stride 1; loads upcast to
   fp32. NOT in place: the logits are only read (bitwise unchanged); the result is a new
   int64 tensor [B] of token ids, always in [0, V).
@@ -41,9 +41,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.rounding import to_fp32
-from kernels.runtime import check_launchable, first_fitting, is_interpreted
-from kernels.validation import check_logits, check_range, check_row_param
+from samplecheck.kernels.rounding import to_fp32
+from samplecheck.kernels.runtime import check_launchable, first_fitting, is_interpreted
+from samplecheck.kernels.validation import check_logits, check_range, check_row_param
 
 HASH_SEED = 0x5EED5A3D
 # Launch menu (`plan`): BLOCK_V is the first of BLOCK_V_MENU that holds the vocab, else the

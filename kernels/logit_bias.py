@@ -1,6 +1,6 @@
 """allowed_token_ids, logit_bias and min_tokens per row, in place (vLLM MRV2 `_bias_kernel`).
 
-Contract (the oracle `oracles.logit_bias` states the semantics in full):
+Contract (the oracle `samplecheck.oracles.logit_bias` states the semantics in full):
 - `logits` [B, V] fp32/bf16/fp16, any row stride, column stride 1. Modified in place and
   returned. Every part is optional; each row applies them in this order:
   1. `allowed_token_ids` [B, A] int32/int64, right-padded with -1, A <= 1024: a row holding at
@@ -9,7 +9,7 @@ Contract (the oracle `oracles.logit_bias` states the semantics in full):
   2. `logit_bias_ids` [B, K] int32/int64 (-1 padded, K <= 1024) with `logit_bias_values`
      [B, K] float32 (finite where the id is not -1; values at -1 positions are ignored):
      l[t] = round_to_dtype(fp32(l[t]) + b), one fp32 add, then round-to-nearest-even into
-     the logits' dtype (`kernels.rounding.to_output_dtype`); -inf + b stays -inf and an
+     the logits' dtype (`samplecheck.kernels.rounding.to_output_dtype`); -inf + b stays -inf and an
      fp16/bf16/fp32 overflow gives +-inf. Ids must be unique within a row (ValueError).
   3. `stop_token_ids` [B, S] int32/int64 (-1 padded, S <= 128) with `min_tokens` [B] and
      `output_len` [B] (int32/int64, >= 0; output_len = tokens generated so far): rows with
@@ -34,9 +34,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.rounding import to_fp32, to_output_dtype
-from kernels.runtime import check_launchable, is_interpreted
-from kernels.validation import INDEX_DTYPES, PAD_ID, check_logits, check_row_param, check_token_ids
+from samplecheck.kernels.rounding import to_fp32, to_output_dtype
+from samplecheck.kernels.runtime import check_launchable, is_interpreted
+from samplecheck.kernels.validation import INDEX_DTYPES, PAD_ID, check_logits, check_row_param, check_token_ids
 
 # Per-row caps of vLLM MRV2 (entries per list, padding included).
 MAX_ALLOWED = 1024

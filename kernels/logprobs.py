@@ -1,6 +1,6 @@
 """Logprobs of the sampled token and of the top-k tokens (vLLM `num_logprobs`), NOT in place.
 
-Contract (the oracle `oracles.logprobs` states the semantics in full):
+Contract (the oracle `samplecheck.oracles.logprobs` states the semantics in full):
 - `logits` [B, V] fp32/bf16/fp16, any row stride, column stride 1. Never written: the input
   is left bitwise unchanged (row-stride gaps are never read or written either).
 - `sampled` [B] int64 on the logits' device, in [0, V): the token sampled in each row.
@@ -42,9 +42,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.rounding import to_fp32
-from kernels.runtime import check_launchable, is_interpreted
-from kernels.validation import check_logits, check_row_param
+from samplecheck.kernels.rounding import to_fp32
+from samplecheck.kernels.runtime import check_launchable, is_interpreted
+from samplecheck.kernels.validation import check_logits, check_row_param
 
 BLOCK = 1024  # lanes per step of the max and sum passes
 GATHER_BLOCK = 1024  # default columns per step of the gather (the `gather_block` keyword)

@@ -1,6 +1,6 @@
 """min-p masking in log space, in place: the Triton kernel and its PyTorch fallback.
 
-Contract (the oracle `oracles.min_p` states the semantics in full):
+Contract (the oracle `samplecheck.oracles.min_p` states the semantics in full):
 - `logits` [B, V] fp32/bf16/fp16, any row stride, column stride 1; loads upcast to fp32.
 - `min_p` [B] float32 on the logits' device, in [0, 1] (None: no-op).
 - Per row, in fp32: m = max(l), threshold = m + min(log(min_p), 0); entries with
@@ -21,9 +21,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.rounding import to_fp32
-from kernels.runtime import check_launchable
-from kernels.validation import check_logits, check_range, check_row_param
+from samplecheck.kernels.rounding import to_fp32
+from samplecheck.kernels.runtime import check_launchable
+from samplecheck.kernels.validation import check_logits, check_range, check_row_param
 
 # Entries per loop step. The interpreter pays per operation, so the CPU block is wide;
 # the suite's vocab sizes 8191-8193 and the full-size regression example (50272) still

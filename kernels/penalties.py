@@ -1,7 +1,7 @@
 """Repetition, frequency and presence penalties, in place: a sparse update of the ids in
 each row's prompt and output lists.
 
-Contract (the oracle `oracles.penalties` states the semantics in full):
+Contract (the oracle `samplecheck.oracles.penalties` states the semantics in full):
 - `logits` [B, V] fp32/bf16/fp16, any row stride, column stride 1; loads upcast to fp32.
   Modified in place and returned.
 - `prompt_token_ids` [B, P] and `output_token_ids` [B, O], int32/int64 on the logits'
@@ -15,7 +15,7 @@ Contract (the oracle `oracles.penalties` states the semantics in full):
     l = div_rn(l, r) if l > 0 else l * r      (repetition; 0 and -inf are fixed points)
     l = fma(-f, c, l)                          (frequency, only where c > 0: one rounding)
     l = l - q                                  (presence, only where c > 0)
-  then stored with round-to-nearest-even in the logits' dtype (`kernels.rounding`).
+  then stored with round-to-nearest-even in the logits' dtype (`samplecheck.kernels.rounding`).
   Every operation is a single IEEE round-to-nearest step, so the result is the same bits
   on a GPU and in the interpreter: division is `tl.math.div_rn` (Triton's `/` is
   approximate on NVIDIA), and the frequency step is an explicit fma, so the compiler's
@@ -40,9 +40,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.rounding import to_fp32, to_output_dtype
-from kernels.runtime import check_launchable, is_interpreted
-from kernels.validation import check_logits, check_range, check_row_param, check_token_ids
+from samplecheck.kernels.rounding import to_fp32, to_output_dtype
+from samplecheck.kernels.runtime import check_launchable, is_interpreted
+from samplecheck.kernels.validation import check_logits, check_range, check_row_param, check_token_ids
 
 # List entries per program (the result does not depend on it). The interpreter pays per
 # program, so the CPU block holds a drawn row's lists whole; the full-size regression

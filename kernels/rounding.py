@@ -23,7 +23,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.runtime import check_launchable
+from samplecheck.kernels.runtime import check_launchable
 
 OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 

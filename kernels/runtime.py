@@ -10,7 +10,7 @@ import sys
 
 import torch
 
-KERNEL_MODULE_PREFIX = "kernels."
+KERNEL_MODULE_PREFIX = "samplecheck.kernels."
 
 
 def resolve_device(requested: str = "auto") -> str:
@@ -52,7 +52,7 @@ def check_launchable(kernel, tensor: torch.Tensor) -> None:
     if tensor.device.type == "cpu" and not is_interpreted(kernel):
         raise RuntimeError(
             "logits are on the CPU but Triton is not in interpreter mode: call "
-            "kernels.runtime.use_device('cpu') (or export TRITON_INTERPRET=1) before importing kernels"
+            "samplecheck.kernels.runtime.use_device('cpu') (or export TRITON_INTERPRET=1) before importing kernels"
         )
 
 

@@ -1,7 +1,7 @@
 """`apply_sampling_params`: the whole sampler, composed from our Triton kernels.
 
 Order (vLLM Model Runner V2's): allowed_token_ids -> logit_bias -> min_tokens
-(`kernels.logit_bias`), penalties, bad words, temperature, min_p, top-k/top-p, Gumbel-max
+(`samplecheck.kernels.logit_bias`), penalties, bad words, temperature, min_p, top-k/top-p, Gumbel-max
 sampling, logprobs. Every step works in place on the logits, in their own dtype; there is
 no fp32 copy. The only clone is the raw tensor, taken (in the logits' dtype) when
 `num_logprobs` is set and the mode is `raw_logprobs` or `raw_logits`.
@@ -14,7 +14,7 @@ Contract:
   survives).
 - Returns `SamplerOutput(sampled int64 [B], processed_logits (the input tensor),
   logprobs)`, where logprobs is None when `num_logprobs` is None, else
-  `kernels.logprobs.Logprobs` computed on the tensor the mode names: the raw clone or the
+  `samplecheck.kernels.logprobs.Logprobs` computed on the tensor the mode names: the raw clone or the
   processed logits, as log-softmax values (`*_logprobs`) or the logit values themselves
   (`*_logits`). Ranks count entries >= the sampled one in that tensor.
 - Memory beyond the output: the raw clone (B * V * element size, only in raw modes), the
@@ -26,14 +26,14 @@ from typing import NamedTuple
 
 import torch
 
-from kernels.bad_words import apply_bad_words
-from kernels.gumbel import gumbel_sample
-from kernels.logit_bias import apply_logit_bias
-from kernels.logprobs import Logprobs, compute_logprobs
-from kernels.min_p import apply_min_p
-from kernels.penalties import apply_penalties
-from kernels.temperature import apply_temperature
-from kernels.top_k_top_p import apply_top_k_top_p
+from samplecheck.kernels.bad_words import apply_bad_words
+from samplecheck.kernels.gumbel import gumbel_sample
+from samplecheck.kernels.logit_bias import apply_logit_bias
+from samplecheck.kernels.logprobs import Logprobs, compute_logprobs
+from samplecheck.kernels.min_p import apply_min_p
+from samplecheck.kernels.penalties import apply_penalties
+from samplecheck.kernels.temperature import apply_temperature
+from samplecheck.kernels.top_k_top_p import apply_top_k_top_p
 
 LOGPROBS_MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
 

@@ -19,9 +19,9 @@ Contracts (records `top_k_top_p_sample`, `min_p_sample`, `softmax`):
 
 import torch
 
-from kernels.min_p import apply_min_p_torch, check_min_p
-from kernels.top_k_top_p_torch import apply_top_k_top_p_torch
-from kernels.validation import check_logits, check_range, check_row_param, check_top_k_top_p
+from samplecheck.kernels.min_p import apply_min_p_torch, check_min_p
+from samplecheck.kernels.top_k_top_p_torch import apply_top_k_top_p_torch
+from samplecheck.kernels.validation import check_logits, check_range, check_row_param, check_top_k_top_p
 
 
 def multinomial_rows(logits: torch.Tensor, seed: int) -> torch.Tensor:
@@ -37,7 +37,7 @@ def multinomial_rows(logits: torch.Tensor, seed: int) -> torch.Tensor:
 
 def top_k_top_p_sample_torch(logits: torch.Tensor, *, k: torch.Tensor | None = None,
                              p: torch.Tensor | None = None, seed: int) -> torch.Tensor:
-    """kernels.top_k_top_p_torch (sort-based, keep_all_ties, top-p on the renormalised
+    """samplecheck.kernels.top_k_top_p_torch (sort-based, keep_all_ties, top-p on the renormalised
     survivors, fp32 mass) on a clone, then torch.multinomial over its fp32 softmax."""
     check_top_k_top_p(logits, k, p)  # before the clone, which would hide the caller's layout
     if logits.size(0) == 0:
@@ -47,7 +47,7 @@ def top_k_top_p_sample_torch(logits: torch.Tensor, *, k: torch.Tensor | None = N
 
 
 def min_p_sample_torch(logits: torch.Tensor, *, min_p: torch.Tensor | None = None, seed: int) -> torch.Tensor:
-    """kernels.min_p's PyTorch fallback (log space, fp32 threshold) on a clone, then
+    """samplecheck.kernels.min_p's PyTorch fallback (log space, fp32 threshold) on a clone, then
     torch.multinomial over its fp32 softmax."""
     check_min_p(logits, min_p)  # before the clone, which would hide the caller's layout
     if logits.size(0) == 0:

@@ -1,12 +1,12 @@
 """Temperature scaling `l' = l / T`, in place: the Triton kernel and its PyTorch fallback.
 
-Contract (the oracle `oracles.temperature` states the semantics in full):
+Contract (the oracle `samplecheck.oracles.temperature` states the semantics in full):
 - `logits` [B, V] fp32/bf16/fp16, any row stride, column stride 1.
 - `temperature` [B] float32 on the logits' device, finite and >= 0 (None: no-op).
 - Rows with 0 < T != 1: every entry becomes l / T, divided in fp32 with IEEE
   round-to-nearest (`tl.math.div_rn`; Triton's plain `/` is an approximate division on
   NVIDIA GPUs) and stored in the logits' dtype with round-to-nearest-even
-  (`kernels.rounding.to_output_dtype`).
+  (`samplecheck.kernels.rounding.to_output_dtype`).
 - T == 0 marks a greedy row: it is left untouched (never divided, never written).
   T == 1 rows are skipped, so they are bitwise the input.
 - No clamp: like vLLM's kernels, a tiny T may overflow l / T to +-inf (fp16 overflows
@@ -26,9 +26,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.rounding import to_fp32, to_output_dtype
-from kernels.runtime import check_launchable, is_interpreted
-from kernels.validation import check_logits, check_range, check_row_param
+from samplecheck.kernels.rounding import to_fp32, to_output_dtype
+from samplecheck.kernels.runtime import check_launchable, is_interpreted
+from samplecheck.kernels.validation import check_logits, check_range, check_row_param
 
 # Entries per program; the result does not depend on BLOCK. The suite's vocab sizes
 # 8191-8193 and the full-size regression example (50272) span several column blocks, so

@@ -1,6 +1,6 @@
 """Triton top-k then top-p masking, in place, with the keep-all-ties policy.
 
-Contract (the oracle `oracles.top_k_top_p` states the semantics in full):
+Contract (the oracle `samplecheck.oracles.top_k_top_p` states the semantics in full):
 - `logits` [B, V] fp32/bf16/fp16, any row stride, column stride 1. Loads upcast to fp32;
   no fp32 copy is made. Masked entries are set to -inf in place; kept entries and the
   row-stride gaps are never written.
@@ -49,9 +49,9 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels.rounding import to_fp32
-from kernels.runtime import check_launchable
-from kernels.validation import check_top_k_top_p
+from samplecheck.kernels.rounding import to_fp32
+from samplecheck.kernels.runtime import check_launchable
+from samplecheck.kernels.validation import check_top_k_top_p
 
 # Launch parameters by device. BLOCK: columns per step of the streaming passes (max,
 # candidates, write), NUM_STAGES: their software pipelining depth; LANES: lane maxima kept

@@ -1,14 +1,14 @@
 """PyTorch sort-based top-k then top-p masking: the fallback backend.
 
-Same contract and keep-all-ties policy as `kernels.top_k_top_p` (see
-`oracles.top_k_top_p`): it sorts each row, takes the cut value from the sorted row,
+Same contract and keep-all-ties policy as `samplecheck.kernels.top_k_top_p` (see
+`samplecheck.oracles.top_k_top_p`): it sorts each row, takes the cut value from the sorted row,
 and masks in place everything below the cut. The softmax over the sorted survivors
 and its cumulative sum run in fp32 whatever the logits' dtype.
 """
 
 import torch
 
-from kernels.validation import check_top_k_top_p
+from samplecheck.kernels.validation import check_top_k_top_p
 
 
 def apply_top_k_top_p_torch(logits: torch.Tensor, k: torch.Tensor | None = None,

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import torch
 
-from oracles.top_k_top_p import MaskReference
+from samplecheck.oracles.top_k_top_p import MaskReference
 
 
 @dataclass(frozen=True)

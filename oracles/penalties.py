@@ -25,7 +25,7 @@ Semantics (what every penalties backend is checked against):
 Precision: every step is exact in fp64 or made exact. l * r is exact in fp64 (48 bits),
 then rounded once to fp32. l / r rounded to fp64 and then to fp32 is the correctly
 rounded fp32 quotient (double rounding through >= 2p + 2 bits is innocuous; see
-oracles.temperature). For the sums (steps 2 and 3) f * c is exact in fp64 (c < 2**29), and
+samplecheck.oracles.temperature). For the sums (steps 2 and 3) f * c is exact in fp64 (c < 2**29), and
 the fp64 sum s comes with its exact error e (TwoSum); rounding s to fp32 is correct unless
 s lies exactly halfway between two fp32 values and e != 0, where the exact sum is on e's
 side of the midpoint: `round_sum_to_fp32` rounds that case towards e. So `expected` is the

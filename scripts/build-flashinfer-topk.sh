@@ -4,7 +4,7 @@
 # The carried wheel does not prebuild it (../shared/device/flashinfer-carry.sh), and it compiles
 # for longer than one device call may run; FlashInfer needs it for the top_k_first fast path
 # (an int top_k, or a top_k_max bound, <= 256 at V >= 65536), probed by the `fast_path` section
-# of `python -m properties.backends.flashinfer_leads_probe`.
+# of `python -m samplecheck.probes.flashinfer_leads`.
 # Needs: .carry/ from flashinfer-carry.sh, nvcc 13.0 (/usr/local/cuda), ninja, .venv, and pip
 # access for the pieces this machine lacks: curand headers (nvidia-curand), apache-tvm-ffi for
 # this Python, and FlashInfer's import-time dependencies. The link finds libcudart in

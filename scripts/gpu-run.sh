@@ -12,8 +12,10 @@
 # own OUT and tar them (run 5 lost the gate's suite log that way).
 set -uo pipefail
 OUT=${OUT:-out}; mkdir -p "$OUT"
-export PYTHONPATH=. PYTHONUNBUFFERED=1
-[ -f .carry/flashinfer-env.sh ] && source .carry/flashinfer-env.sh && export PYTHONPATH=.:$PYTHONPATH
+export PYTHONUNBUFFERED=1
+[ -f .carry/flashinfer-env.sh ] && source .carry/flashinfer-env.sh
+# The checkout installed as `samplecheck` into the machine's Python (its CUDA torch and triton stay).
+python -m pip install -q --no-deps --no-build-isolation -e . || exit 1
 export TRITON_CACHE_DIR; TRITON_CACHE_DIR=$(mktemp -d)
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   python -c 'import torch, triton, hypothesis, scipy; print("torch", torch.__version__, "triton", triton.__version__, "hypothesis", hypothesis.__version__, "scipy", scipy.__version__, "GPUs", torch.cuda.device_count())'
@@ -25,7 +27,7 @@ case "${STEP:-1}" in
   CUDA_VISIBLE_DEVICES=0 OUT="$OUT" timeout -s INT -k 20 "${GATE_LIMIT:-420}" bash scripts/gate.sh \
     -n "${GATE_WORKERS:-16}" --durations=30 -rfE --tb=short > "$OUT/gate.log" 2>&1
   echo "gate (1 GPU, ${GATE_WORKERS:-16} workers) exit $? wall $(( $(date +%s) - start )) s" >> "$OUT/gpu.txt"
-  timeout 60 python -m properties.backends.flashinfer_top_p_probe > "$OUT/top-p-probe.md" 2>&1
+  timeout 60 python -m samplecheck.probes.flashinfer_top_p > "$OUT/top-p-probe.md" 2>&1
   echo "top-p probe exit $?" >> "$OUT/gpu.txt" ;;
 2)
   # Same suite and profile on GPU 0 alone (-n ${GATE_WORKERS:-16}) and on every GPU (-n auto),
@@ -42,9 +44,9 @@ case "${STEP:-1}" in
     awk -F', ' '{n[$1]++; u[$1]+=$2} END {for (g in n) printf "  GPU %s mean utilisation %.0f%% over %d s\n", g, u[g]/n[g], n[g]}' "$OUT/util-$gpus.csv" >> "$OUT/gpu.txt"
   done ;;
 3)
-  timeout 300 python -m properties.sweep --device cuda --profile gate --report "$OUT/sweep.md" > "$OUT/sweep.log" 2>&1
+  timeout 300 python -m samplecheck.tools.sweep --device cuda --profile gate --report "$OUT/sweep.md" > "$OUT/sweep.log" 2>&1
   echo "sweep exit $? wall $(( $(date +%s) - start )) s" >> "$OUT/gpu.txt"
-  timeout 150 python -m properties.behaviour --device cuda --report "$OUT/behaviour.md" > "$OUT/behaviour.log" 2>&1
+  timeout 150 python -m samplecheck.tools.behaviour --device cuda --report "$OUT/behaviour.md" > "$OUT/behaviour.log" 2>&1
   echo "behaviour exit $?" >> "$OUT/gpu.txt"
   timeout 100 python bench/bench_top_k_top_p.py --out "$OUT/bench.md" > "$OUT/bench.log" 2>&1
   echo "bench exit $?" >> "$OUT/gpu.txt" ;;

@@ -1,8 +1,8 @@
 """Mutants of the Gumbel-max sampling kernel."""
 
-from kernels.mutants import Mutant
+from samplecheck.kernels.mutants import Mutant
 
-_MODULE, _ENTRY = "kernels.gumbel", "gumbel_sample"
+_MODULE, _ENTRY = "samplecheck.kernels.gumbel", "gumbel_sample"
 
 MUTANTS = (
     Mutant(

@@ -1,8 +1,8 @@
 """Mutants of the allowed_token_ids / logit_bias / min_tokens kernel."""
 
-from kernels.mutants import Mutant
+from samplecheck.kernels.mutants import Mutant
 
-_MODULE, _ENTRY = "kernels.logit_bias", "apply_logit_bias"
+_MODULE, _ENTRY = "samplecheck.kernels.logit_bias", "apply_logit_bias"
 _RESTORE = "        tl.store(row_ptr + allowed, saved, mask=keep)\n"
 # The kernel's last statement (the min_tokens phase's store): a restore moved after it runs last.
 _LAST_STORE = "                tl.store(row_ptr + stop, neg_inf, mask=stop >= 0)\n"

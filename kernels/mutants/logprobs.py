@@ -1,11 +1,11 @@
 """Mutants of the logprobs kernel."""
 
-from kernels.mutants import Mutant
+from samplecheck.kernels.mutants import Mutant
 
 MUTANTS = (
     Mutant(
         name="logprobs_single_gather_tile", kernel="logprobs",
-        module="kernels.logprobs", entry="compute_logprobs",
+        module="samplecheck.kernels.logprobs", entry="compute_logprobs",
         find="for start in range(0, n_cols, GATHER_BLOCK):",
         replace="for start in range(0, GATHER_BLOCK, GATHER_BLOCK):",
         description="the gather is one tile of GATHER_BLOCK (<= 1024) lanes: columns past it are never "
@@ -15,14 +15,14 @@ MUTANTS = (
     ),
     Mutant(
         name="logprobs_rank_strict", kernel="logprobs",
-        module="kernels.logprobs", entry="compute_logprobs",
+        module="samplecheck.kernels.logprobs", entry="compute_logprobs",
         find="(x >= sampled_value)", replace="(x > sampled_value)",
         description="rank counts x > x_sampled: 0-based, and ties no longer count against the sampled token",
         ref="relational flip (vLLM V1 batched_count_greater_than and MRV2 _ranks_kernel use >=)",
     ),
     Mutant(
         name="logprobs_first_block_max", kernel="logprobs",
-        module="kernels.logprobs", entry="compute_logprobs",
+        module="samplecheck.kernels.logprobs", entry="compute_logprobs",
         find='lane_max = tl.full([BLOCK], float("-inf"), tl.float32)\n    for start in range(0, V, BLOCK):',
         replace='lane_max = tl.full([BLOCK], float("-inf"), tl.float32)\n    for start in range(0, BLOCK, BLOCK):',
         description="log-softmax shifted by the max of the first 1024 entries only: exp(l - m) overflows "
@@ -31,14 +31,14 @@ MUTANTS = (
     ),
     Mutant(
         name="logprobs_sampled_column_skipped", kernel="logprobs",
-        module="kernels.logprobs", entry="compute_logprobs",
+        module="samplecheck.kernels.logprobs", entry="compute_logprobs",
         find="in_cols = cols < n_cols", replace="in_cols = (cols >= 1) & (cols < n_cols)",
         description="logprobs gathered for the top-k columns only: the sampled token's column is never written",
         ref="fault class: gather over the top-k ids without the sampled token (vLLM gathers [sampled, top-k])",
     ),
     Mutant(
         name="logprobs_low_precision_sum", kernel="logprobs",
-        module="kernels.logprobs", entry="compute_logprobs",
+        module="samplecheck.kernels.logprobs", entry="compute_logprobs",
         find=("    lane_sum = tl.zeros([BLOCK], tl.float32)\n"
               "    lane_rank = tl.zeros([BLOCK], tl.int32)\n"
               "    for start in range(0, V, BLOCK):\n"

@@ -1,11 +1,11 @@
 """Mutants of the penalties kernel."""
 
-from kernels.mutants import Mutant
+from samplecheck.kernels.mutants import Mutant
 
 MUTANTS = (
     Mutant(
         name="penalties_repetition_output_only", kernel="penalties",
-        module="kernels.penalties", entry="apply_penalties",
+        module="samplecheck.kernels.penalties", entry="apply_penalties",
         find="x = tl.where(x > 0.0, tl.math.div_rn(x, tl.broadcast_to(r, [BLOCK])), x * r)",
         replace="x = tl.where(seen & (x > 0.0), tl.math.div_rn(x, tl.broadcast_to(r, [BLOCK])),"
                 " tl.where(seen, x * r, x))",
@@ -14,7 +14,7 @@ MUTANTS = (
     ),
     Mutant(
         name="penalties_counts_include_prompt", kernel="penalties",
-        module="kernels.penalties", entry="apply_penalties",
+        module="samplecheck.kernels.penalties", entry="apply_penalties",
         find='counts.sub_(torch.searchsorted(keys, out_key, side="left", out_int32=True))',
         replace='counts.sub_(torch.searchsorted(keys, out_key - 1, side="left", out_int32=True))',
         description="frequency/presence counts include prompt occurrences",
@@ -22,7 +22,7 @@ MUTANTS = (
     ),
     Mutant(
         name="penalties_sign_rule_swapped", kernel="penalties",
-        module="kernels.penalties", entry="apply_penalties",
+        module="samplecheck.kernels.penalties", entry="apply_penalties",
         find="x = tl.where(x > 0.0, tl.math.div_rn(",
         replace="x = tl.where(x < 0.0, tl.math.div_rn(",
         description="repetition divides negative logits and multiplies positive ones (r > 1 then boosts)",
@@ -30,7 +30,7 @@ MUTANTS = (
     ),
     Mutant(
         name="penalties_ids_wrap_around", kernel="penalties",
-        module="kernels.penalties", entry="apply_penalties",
+        module="samplecheck.kernels.penalties", entry="apply_penalties",
         find="keys.masked_fill_((keys < 0) | (keys >= 2 * vocab), 2 * vocab)",
         replace="keys.remainder_(2 * vocab)",
         description="ids taken modulo V: the -1 placeholder penalises token V - 1 and the pad id V token 0",
@@ -38,7 +38,7 @@ MUTANTS = (
     ),
     Mutant(
         name="penalties_row0_parameter", kernel="penalties",
-        module="kernels.penalties", entry="apply_penalties",
+        module="samplecheck.kernels.penalties", entry="apply_penalties",
         find="f = tl.load(frequency_ptr + row)", replace="f = tl.load(frequency_ptr)",
         description="per-row frequency penalty read from row 0 for every row",
         ref="fault class: per-row parameters read from row 0 (issue 5)",

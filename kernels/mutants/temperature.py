@@ -1,11 +1,11 @@
 """Mutants of the temperature kernel."""
 
-from kernels.mutants import Mutant
+from samplecheck.kernels.mutants import Mutant
 
 MUTANTS = (
     Mutant(
         name="temperature_approximate_division", kernel="temperature",
-        module="kernels.temperature", entry="apply_temperature",
+        module="samplecheck.kernels.temperature", entry="apply_temperature",
         find="scaled = tl.math.div_rn(x, tl.broadcast_to(t, [BLOCK]))", replace="scaled = x / t",
         description="Triton's plain `/` (approximate division on NVIDIA GPUs) instead of IEEE div_rn",
         ref="found while building the temperature kernel (docs/findings.md F2); GPU-only",
@@ -13,7 +13,7 @@ MUTANTS = (
     ),
     Mutant(
         name="temperature_contiguous_copy", kernel="temperature",
-        module="kernels.temperature", entry="apply_temperature",
+        module="samplecheck.kernels.temperature", entry="apply_temperature",
         find="check_temperature(logits, temperature)\n    batch, vocab = logits.shape",
         replace="check_temperature(logits, temperature)\n    logits = logits.contiguous()\n    batch, vocab = logits.shape",
         description="the wrapper makes strided logits contiguous: the scaling lands in a copy, the view is unchanged",
@@ -21,7 +21,7 @@ MUTANTS = (
     ),
     Mutant(
         name="temperature_greedy_rows_divided", kernel="temperature",
-        module="kernels.temperature", entry="apply_temperature",
+        module="samplecheck.kernels.temperature", entry="apply_temperature",
         find="if (t != 0.0) & (t != 1.0):", replace="if t != 1.0:",
         description="greedy rows (T = 0) divided by zero instead of left unchanged",
         ref="vLLM guards T < eps with divisor 1.0 (sampler.py); fault class: missing edge guard",

@@ -13,7 +13,7 @@ Declared semantics common to every adapter (FlashInfer source, docs/backends.md)
   a Python int would route top_k_first calls to the radix `topk` module, which is not
   prebuilt and compiles for > 10 minutes). Our p (None: off) is passed as a float32 tensor
   (None -> 1.0 per row). min_p None -> 0.0 per row.
-- Validation: our argument checks (kernels.validation) run first, so bad input raises our
+- Validation: our argument checks (samplecheck.kernels.validation) run first, so bad input raises our
   errors; FlashInfer itself does not validate k, p or min_p ranges.
 - fp32 compute: every API upcasts with `.float()` (sampling, renorm of top-p, softmax),
   or computes in fp32 internally (top_k_mask_logits, top_k_renorm_probs keep the dtype).
@@ -41,10 +41,14 @@ import math
 
 import torch
 
-from properties.registry import Backend, Mark
+from samplecheck.harness.registry import Backend, Mark
+from samplecheck.inputs.strategies import expand_pool
+from samplecheck.kernels.min_p import check_min_p
+from samplecheck.kernels.sampling_torch import check_softmax_temperature
+from samplecheck.kernels.validation import check_top_k_top_p
 
 INSTALL_HINT = "flashinfer is not installed (pip install -e '.[flashinfer]' on a GPU machine)"
-MODULE = "properties.backends.flashinfer"
+MODULE = "samplecheck.backends.flashinfer"
 # The largest recipe scale whose logits span stays below the fp32 softmax underflow
 # (~87): randn spans <= ~12 * scale, peaked adds 12 * scale, ties 3 * scale.
 MAX_SCALE_WITHOUT_UNDERFLOW = 3.0
@@ -68,8 +72,6 @@ def backend(name: str, function: str, *, marks: tuple[Mark, ...] = (), topk: boo
 # --- case filters (Backend.accepts) -------------------------------------------------------
 
 def _rows(case):
-    from properties.strategies import expand_pool
-
     batch = case.logits.batch
     vocab = case.logits.vocab
     k = [None] * batch if case.k is None else expand_pool(case.k, batch)
@@ -109,26 +111,6 @@ def top_p_only_probs(case) -> bool:
 
 
 # --- helpers ------------------------------------------------------------------------------
-
-# Our argument checks, imported on first call: importing a kernels module before
-# kernels.runtime.use_device() has switched Triton to its interpreter is refused.
-def check_top_k_top_p(logits, k, p):
-    from kernels.validation import check_top_k_top_p as check
-
-    check(logits, k, p)
-
-
-def check_min_p(logits, min_p):
-    from kernels.min_p import check_min_p as check
-
-    check(logits, min_p)
-
-
-def check_softmax_temperature(logits, temperature):
-    from kernels.sampling_torch import check_softmax_temperature as check
-
-    check(logits, temperature)
-
 
 def _sampling():
     import flashinfer.sampling

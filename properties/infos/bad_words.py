@@ -14,13 +14,13 @@ from dataclasses import dataclass
 import torch
 from hypothesis import strategies as st
 
-from oracles.bad_words import bad_words_expected, bad_words_reference
-from properties import checks
-from properties.laws import exact_output_law
-from properties.layouts import LAYOUTS
-from properties.recipes import LogitsRecipe
-from properties.registry import ALL_DTYPES, Backend, ErrorInput, KernelInfo, RegressionExample, register, tensor_on, zeros_on
-from properties.strategies import Budget, expand_pool, logits_recipes
+from samplecheck.oracles.bad_words import bad_words_expected, bad_words_reference
+from samplecheck.judging import checks
+from samplecheck.judging.laws import exact_output_law
+from samplecheck.inputs.layouts import LAYOUTS
+from samplecheck.inputs.recipes import LogitsRecipe
+from samplecheck.harness.registry import ALL_DTYPES, Backend, ErrorInput, KernelInfo, RegressionExample, register, tensor_on, zeros_on
+from samplecheck.inputs.strategies import Budget, expand_pool, logits_recipes
 
 PAD = -1
 MAX_POOL = 4
@@ -249,7 +249,7 @@ BAD_WORDS_REGRESSIONS = (
 
 BAD_WORDS = register(KernelInfo(
     name="bad_words",
-    backends=(Backend("triton", "kernels.bad_words:apply_bad_words"),),
+    backends=(Backend("triton", "samplecheck.kernels.bad_words:apply_bad_words"),),
     cases=bad_words_cases,
     make_args=bad_words_args,
     reference=bad_words_ref,

@@ -6,11 +6,12 @@ from dataclasses import dataclass
 import torch
 from hypothesis import strategies as st
 
-from oracles.gumbel import GumbelReference, gumbel_law, gumbel_reference
-from properties.layouts import LAYOUTS
-from properties.recipes import LogitsRecipe
-from properties.registry import ALL_DTYPES, Backend, ErrorInput, KernelInfo, RegressionExample, register, tensor_on, zeros_on
-from properties.strategies import Budget, expand_pool, logits_recipes, row_pools
+from samplecheck.oracles.gumbel import GumbelReference, gumbel_law, gumbel_reference
+from samplecheck.inputs.layouts import LAYOUTS
+from samplecheck.inputs.recipes import LogitsRecipe
+from samplecheck.harness.registry import ALL_DTYPES, Backend, ErrorInput, KernelInfo, RegressionExample, register, tensor_on, zeros_on
+from samplecheck.inputs.strategies import Budget, expand_pool, logits_recipes, row_pools
+from samplecheck.kernels.gumbel import extra_bytes
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 # Seeds: any int64 (both 32-bit halves feed the hash); positions: >= 0, across the 2**32 edge.
@@ -236,21 +237,20 @@ def _sample(call, logits, args, rows: int, n: int, seed: int) -> torch.Tensor:
 
 
 def _extra_memory(logits, args) -> int:
-    from kernels.gumbel import extra_bytes
 
     return extra_bytes(logits.size(0), logits.size(1), logits.device.type)
 
 
 GUMBEL = register(KernelInfo(
     name="gumbel_sample",
-    backends=(Backend("triton", "kernels.gumbel:gumbel_sample"),),
+    backends=(Backend("triton", "samplecheck.kernels.gumbel:gumbel_sample", knobs=("block_v", "splits")),),
     cases=gumbel_cases,
     make_args=gumbel_args,
     reference=gumbel_ref,
     check=gumbel_check,
     dtypes=ALL_DTYPES,
     # Relative score band (times 1 + |g| + |s|) inside which fp32 noise may reorder two
-    # tokens (oracles.gumbel: twice the fp32 error bound). The scores are fp32 for every
+    # tokens (samplecheck.oracles.gumbel: twice the fp32 error bound). The scores are fp32 for every
     # logits dtype, so the band does not depend on it; greedy rows are exact.
     tolerance={torch.float32: 2**-19, torch.bfloat16: 2**-19, torch.float16: 2**-19},
     semantics={"noise": "Gumbel-max, u = hash(seed, position, token id) on a 2**23-point grid, fp32 g",

@@ -6,13 +6,13 @@ from dataclasses import dataclass
 import torch
 from hypothesis import strategies as st
 
-from oracles.logit_bias import logit_bias_reference
-from properties.checks import assert_bitwise_equal
-from properties.laws import exact_output_law
-from properties.layouts import LAYOUTS
-from properties.recipes import LogitsRecipe
-from properties.registry import ALL_DTYPES, Backend, ErrorInput, KernelInfo, RegressionExample, register, tensor_on, zeros_on
-from properties.strategies import Budget, expand_pool, logits_recipes, row_pools
+from samplecheck.oracles.logit_bias import logit_bias_reference
+from samplecheck.judging.checks import assert_bitwise_equal
+from samplecheck.judging.laws import exact_output_law
+from samplecheck.inputs.layouts import LAYOUTS
+from samplecheck.inputs.recipes import LogitsRecipe
+from samplecheck.harness.registry import ALL_DTYPES, Backend, ErrorInput, KernelInfo, RegressionExample, register, tensor_on, zeros_on
+from samplecheck.inputs.strategies import Budget, expand_pool, logits_recipes, row_pools
 
 F32_MAX = 3.4028234663852886e38
 # Bias edges: signed zeros, small, vLLM's clamp (+-100), fp16's max (l + 65504 overflows fp16
@@ -242,13 +242,13 @@ LOGIT_BIAS_REGRESSIONS = (
 
 LOGIT_BIAS = register(KernelInfo(
     name="logit_bias",
-    backends=(Backend("triton", "kernels.logit_bias:apply_logit_bias"),),
+    backends=(Backend("triton", "samplecheck.kernels.logit_bias:apply_logit_bias"),),
     cases=logit_bias_cases,
     make_args=logit_bias_args,
     reference=logit_bias_ref,
     check=logit_bias_check,
     dtypes=ALL_DTYPES,
-    # Bitwise: the contract fixes one fp32 add and round-to-nearest-even (oracles.logit_bias).
+    # Bitwise: the contract fixes one fp32 add and round-to-nearest-even (samplecheck.oracles.logit_bias).
     tolerance={torch.float32: 0, torch.bfloat16: 0, torch.float16: 0},
     semantics={"order": "allowed_token_ids, then logit_bias, then min_tokens",
                "allowed": "allowed entries bitwise unchanged, others -inf; a row without ids is unrestricted",

@@ -5,11 +5,11 @@ from dataclasses import dataclass
 import torch
 from hypothesis import strategies as st
 
-from oracles.logprobs import LogprobsReference, error_bound, logprobs_reference
-from properties.layouts import LAYOUTS
-from properties.recipes import LogitsRecipe
-from properties.registry import ALL_DTYPES, Backend, ErrorInput, KernelInfo, RegressionExample, register, tensor_on, zeros_on
-from properties.strategies import Budget, expand_pool, logits_recipes
+from samplecheck.oracles.logprobs import LogprobsReference, error_bound, logprobs_reference
+from samplecheck.inputs.layouts import LAYOUTS
+from samplecheck.inputs.recipes import LogitsRecipe
+from samplecheck.harness.registry import ALL_DTYPES, Backend, ErrorInput, KernelInfo, RegressionExample, register, tensor_on, zeros_on
+from samplecheck.inputs.strategies import Budget, expand_pool, logits_recipes
 
 # How a row's sampled token is chosen from its logits: the last of the tied maxima, the last
 # minimum (-inf where the row has one), the first -inf entry (else the minimum), the last
@@ -107,7 +107,7 @@ def _check_top_k(x: torch.Tensor, top: torch.Tensor, kth: torch.Tensor, what: st
 
 
 def logprobs_check(original, output, reference: LogprobsReference, what):
-    """ids and ranks exact (top-k tie-aware), logprobs within `oracles.logprobs.error_bound`
+    """ids and ranks exact (top-k tie-aware), logprobs within `samplecheck.oracles.logprobs.error_bound`
     of the fp64 log_softmax at the returned ids."""
     if reference.num_logprobs is None:
         assert output is None, f"{what}: num_logprobs=None must return None, got {type(output).__name__}"
@@ -146,7 +146,7 @@ def logprobs_check(original, output, reference: LogprobsReference, what):
 
 
 def logprobs_extra_memory(logits, args) -> int:
-    """Bytes beyond the inputs (kernels.logprobs docstring): the outputs (int64 and fp32
+    """Bytes beyond the inputs (samplecheck.kernels.logprobs docstring): the outputs (int64 and fp32
     [B, n + 1], int64 [B]); for k >= 1 torch.topk's values and ids [B, k], counted twice, and
     its workspace, bounded by a sort's ([B, V] values and int64 ids); for n = -1 the int64
     arange of the vocab. Nothing of size [B, V] but the
@@ -194,8 +194,10 @@ LOGPROBS_ERRORS = (
     ErrorInput("float num_logprobs", _call(zeros_on(2, 8), _ROW, 2.0), TypeError, _N_TYPE),
     ErrorInput("bool num_logprobs", _call(zeros_on(2, 8), _ROW, True), TypeError, _N_TYPE),
     ErrorInput("tensor num_logprobs", _call(zeros_on(2, 8), _ROW, torch.tensor(2)), TypeError, _N_TYPE),
-    ErrorInput("gather_block 3", _call(zeros_on(2, 8), _ROW, gather_block=3), ValueError, _GATHER),
-    ErrorInput("gather_block 2048", _call(zeros_on(2, 8), _ROW, gather_block=2048), ValueError, _GATHER),
+    ErrorInput("gather_block 3", _call(zeros_on(2, 8), _ROW, gather_block=3), ValueError, _GATHER,
+               knob="gather_block"),
+    ErrorInput("gather_block 2048", _call(zeros_on(2, 8), _ROW, gather_block=2048), ValueError, _GATHER,
+               knob="gather_block"),
 )
 
 
@@ -224,13 +226,13 @@ LOGPROBS_REGRESSIONS = (
 
 LOGPROBS = register(KernelInfo(
     name="logprobs",
-    backends=(Backend("triton", "kernels.logprobs:compute_logprobs"),),
+    backends=(Backend("triton", "samplecheck.kernels.logprobs:compute_logprobs", knobs=("gather_block",)),),
     cases=logprobs_cases,
     make_args=logprobs_args,
     reference=logprobs_ref,
     check=logprobs_check,
     dtypes=ALL_DTYPES,
-    # The unit of oracles.logprobs.error_bound: 2u (u = 2**-24, fp32 unit roundoff, doubled
+    # The unit of samplecheck.oracles.logprobs.error_bound: 2u (u = 2**-24, fp32 unit roundoff, doubled
     # for GPU approximate exp/log); the same for every logits dtype, since values upcast
     # exactly and the computation is fp32.
     tolerance={torch.float32: 2**-23, torch.bfloat16: 2**-23, torch.float16: 2**-23},

@@ -6,13 +6,13 @@ from dataclasses import dataclass
 import torch
 from hypothesis import strategies as st
 
-from oracles.min_p import min_p_reference
-from properties import checks
-from properties.laws import masked_input_law
-from properties.layouts import LAYOUTS
-from properties.recipes import LogitsRecipe
-from properties.registry import ALL_DTYPES, Backend, Mark, ErrorInput, KernelInfo, RegressionExample, register, tensor_on, zeros_on
-from properties.strategies import Budget, expand_pool, logits_recipes
+from samplecheck.oracles.min_p import min_p_reference
+from samplecheck.judging import checks
+from samplecheck.judging.laws import masked_input_law
+from samplecheck.inputs.layouts import LAYOUTS
+from samplecheck.inputs.recipes import LogitsRecipe
+from samplecheck.harness.registry import ALL_DTYPES, Backend, Mark, ErrorInput, KernelInfo, RegressionExample, register, tensor_on, zeros_on
+from samplecheck.inputs.strategies import Budget, expand_pool, logits_recipes
 
 # Edges: off (0), tiny (1e-30, 1e-6: thresholds 69 and 14 below the max), 0.05, 0.1,
 # 0.5, 0.99, and 1 (the maximum and its ties only, where the fp32 threshold is exact).
@@ -131,8 +131,8 @@ MIN_P_REGRESSIONS = (
 MIN_P = register(KernelInfo(
     name="min_p",
     backends=(
-        Backend("triton", "kernels.min_p:apply_min_p"),
-        Backend("torch", "kernels.min_p:apply_min_p_torch", marks=(
+        Backend("triton", "samplecheck.kernels.min_p:apply_min_p"),
+        Backend("torch", "samplecheck.kernels.min_p:apply_min_p_torch", marks=(
             Mark("skip", "the PyTorch fallback compares an fp32 upcast of the whole [B, V] logits (by design)",
                  test="test_memory_bound"),)),
     ),
@@ -142,7 +142,7 @@ MIN_P = register(KernelInfo(
     check=min_p_check,
     dtypes=ALL_DTYPES,
     # Threshold band (relative to |log(min_p)| + |threshold|) inside which an fp32 threshold
-    # and the fp64 one may decide differently; see oracles.min_p. The threshold is fp32 for
+    # and the fp64 one may decide differently; see samplecheck.oracles.min_p. The threshold is fp32 for
     # every logits dtype, so the band does not depend on it.
     tolerance={torch.float32: 2**-20, torch.bfloat16: 2**-20, torch.float16: 2**-20},
     semantics={"space": "log: keep l >= max + log(min_p)", "boundary": "a token at the threshold is kept",

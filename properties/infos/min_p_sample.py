@@ -19,13 +19,13 @@ fp32 threshold only.
 
 import torch
 
-from properties.backends.flashinfer import backend as flashinfer_backend
-from properties.infos.min_p import (MIN_P, MIN_P_ERRORS, MIN_P_REGRESSIONS, min_p_args, min_p_cases,
+from samplecheck.backends.flashinfer import backend as flashinfer_backend
+from samplecheck.infos.min_p import (MIN_P, MIN_P_ERRORS, MIN_P_REGRESSIONS, min_p_args, min_p_cases,
                                     min_p_distribution_cases, min_p_ref)
-from properties.infos.top_k_top_p_sample import (TORCH_CPU_DISTRIBUTION, check_ids, sample_args,
+from samplecheck.infos.top_k_top_p_sample import (TORCH_CPU_DISTRIBUTION, check_ids, sample_args,
                                                  sample_by_repeating, sample_memory, with_seed, without_seed)
-from properties.laws import masked_input_law
-from properties.registry import Backend, KernelInfo, Mark, register
+from samplecheck.judging.laws import masked_input_law
+from samplecheck.harness.registry import Backend, KernelInfo, Mark, register
 
 TORCH_COPIES = Mark("skip", "the PyTorch path masks an fp32 clone and makes an fp32 softmax of [B, V] (by design)",
                     test="test_memory_bound")
@@ -33,7 +33,7 @@ TORCH_COPIES = Mark("skip", "the PyTorch path masks an fp32 clone and makes an f
 MIN_P_SAMPLE = register(KernelInfo(
     name="min_p_sample",
     backends=(
-        Backend("torch", "kernels.sampling_torch:min_p_sample_torch", marks=(TORCH_COPIES, TORCH_CPU_DISTRIBUTION)),
+        Backend("torch", "samplecheck.kernels.sampling_torch:min_p_sample_torch", marks=(TORCH_COPIES, TORCH_CPU_DISTRIBUTION)),
         flashinfer_backend("flashinfer_probs", "min_p_sampling_from_probs"),
     ),
     cases=min_p_cases,

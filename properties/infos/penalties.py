@@ -13,12 +13,13 @@ from dataclasses import dataclass
 import torch
 from hypothesis import strategies as st
 
-from oracles.penalties import PenaltiesReference, penalties_reference
-from properties.laws import exact_output_law
-from properties.layouts import LAYOUTS, as_bits
-from properties.recipes import LogitsRecipe
-from properties.registry import ALL_DTYPES, Backend, ErrorInput, KernelInfo, RegressionExample, register, tensor_on, zeros_on
-from properties.strategies import Budget, expand_pool, logits_recipes
+from samplecheck.oracles.penalties import PenaltiesReference, penalties_reference
+from samplecheck.judging.laws import exact_output_law
+from samplecheck.inputs.layouts import LAYOUTS, as_bits
+from samplecheck.inputs.recipes import LogitsRecipe
+from samplecheck.harness.registry import ALL_DTYPES, Backend, ErrorInput, KernelInfo, RegressionExample, register, tensor_on, zeros_on
+from samplecheck.inputs.strategies import Budget, expand_pool, logits_recipes
+from samplecheck.kernels.penalties import SCRATCH_BYTES_PER_ID
 
 ID_DTYPES = (torch.int32, torch.int64)
 MAX_POOL = 4
@@ -276,15 +277,13 @@ PENALTIES_REGRESSIONS = (
 
 def penalties_scratch(logits, args):
     """The kernel's host scratch: at most SCRATCH_BYTES_PER_ID per entry of the two lists."""
-    from kernels.penalties import SCRATCH_BYTES_PER_ID
-
     length = args["prompt_token_ids"].size(1) + args["output_token_ids"].size(1)
     return SCRATCH_BYTES_PER_ID * logits.size(0) * length
 
 
 PENALTIES = register(KernelInfo(
     name="penalties",
-    backends=(Backend("triton", "kernels.penalties:apply_penalties"),),
+    backends=(Backend("triton", "samplecheck.kernels.penalties:apply_penalties"),),
     cases=penalties_cases,
     make_args=penalties_args,
     reference=penalties_ref,
@@ -292,7 +291,7 @@ PENALTIES = register(KernelInfo(
     dtypes=ALL_DTYPES,
     # Relative tolerance on penalised entries: none. Each step is one IEEE-rounded fp32
     # operation (div_rn, an explicit fma for l - f * c, a subtraction) and the oracle
-    # reproduces every rounding exactly (oracles.penalties), so the check is bitwise.
+    # reproduces every rounding exactly (samplecheck.oracles.penalties), so the check is bitwise.
     tolerance={torch.float32: 0.0, torch.bfloat16: 0.0, torch.float16: 0.0},
     semantics={"repetition": "prompt ∪ output: l / r if l > 0 else l * r", "frequency": "l - f * c_out, one rounding (fma)",
                "presence": "l - q where c_out > 0", "order": "repetition, frequency, presence",

@@ -1,4 +1,4 @@
-"""Registry record for `apply_sampling_params`, the whole sampler (kernels.sampling_params).
+"""Registry record for `apply_sampling_params`, the whole sampler (samplecheck.kernels.sampling_params).
 
 A case is one set of logits plus, per op, that op's own registry case (or None: the op is
 off), drawn by the op records' strategies on the same logits (`logits_recipes` is shared
@@ -19,20 +19,21 @@ from dataclasses import dataclass
 import torch
 from hypothesis import strategies as st
 
-from oracles.bad_words import bad_words_expected
-from oracles.gumbel import gumbel_law, lowest_one_hot, noise_resolves
-from properties import checks
-from properties.infos.bad_words import BAD_WORDS
-from properties.infos.gumbel_sample import GUMBEL, MIN_SAMPLING_T, GumbelCase
-from properties.infos.logit_bias import LOGIT_BIAS, LogitBiasCase
-from properties.infos.logprobs import LOGPROBS
-from properties.infos.min_p import MIN_P, MinPCase
-from properties.infos.penalties import PENALTIES
-from properties.infos.temperature import TEMPERATURE, TemperatureCase, temperature_cases
-from properties.infos.top_k_top_p import TOP_K_TOP_P, TopKTopPCase
-from properties.recipes import LogitsRecipe
-from properties.registry import ALL_DTYPES, EXACT_TESTS, Backend, ErrorInput, KernelInfo, Mark, RegressionExample, register, zeros_on
-from properties.strategies import Budget, logits_recipes
+from samplecheck.oracles.bad_words import bad_words_expected
+from samplecheck.oracles.gumbel import gumbel_law, lowest_one_hot, noise_resolves
+from samplecheck.judging import checks
+from samplecheck.infos.bad_words import BAD_WORDS
+from samplecheck.infos.gumbel_sample import GUMBEL, MIN_SAMPLING_T, GumbelCase
+from samplecheck.infos.logit_bias import LOGIT_BIAS, LogitBiasCase
+from samplecheck.infos.logprobs import LOGPROBS
+from samplecheck.infos.min_p import MIN_P, MinPCase
+from samplecheck.infos.penalties import PENALTIES
+from samplecheck.infos.temperature import TEMPERATURE, TemperatureCase, temperature_cases
+from samplecheck.infos.top_k_top_p import TOP_K_TOP_P, TopKTopPCase
+from samplecheck.inputs.recipes import LogitsRecipe
+from samplecheck.harness.registry import ALL_DTYPES, EXACT_TESTS, Backend, ErrorInput, KernelInfo, Mark, RegressionExample, register, zeros_on
+from samplecheck.inputs.strategies import Budget, logits_recipes
+from samplecheck.kernels.sampling_params import SamplingBatch
 
 LOGPROBS_MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
 NUM_LOGPROBS = (None, 0, 1, 5, -1)
@@ -69,7 +70,6 @@ def pipeline_cases(draw, budget: Budget) -> PipelineCase:
 def pipeline_args(case: PipelineCase, logits: torch.Tensor) -> dict:
     """One SamplingBatch: every op's own arguments under the pipeline's field names; bad
     words' output history (built to match its words) serves the penalties too."""
-    from kernels.sampling_params import SamplingBatch
 
     fields = {}
     for name, op_case in sorted(case.ops, key=lambda op: op[0] == "bad_words"):
@@ -167,7 +167,6 @@ def pipeline_check(original, output, reference: PipelineReference, what):
 def _call(**fields):
     """make(device): a 2 x 8 call with the given SamplingBatch fields (tensors built on the device)."""
     def make(device):
-        from kernels.sampling_params import SamplingBatch
 
         zeros = torch.zeros(2, dtype=torch.int64, device=device)
         built = {"seeds": zeros, "positions": zeros, **{k: v(device) if callable(v) else v for k, v in fields.items()}}
@@ -227,7 +226,7 @@ def pipeline_law(original, reference: PipelineReference, **_):
     or penalty: the sampler takes the lowest +inf id) and in rows with no finite one (the
     allowlist and the stop ids can mask a whole row: the sampler then returns id 0). NaN (no
     law claimed) in sampled rows whose values are too large for the sampler's fp32 noise to
-    resolve (`oracles.gumbel.noise_resolves`: a huge bias, or a repetition penalty far from 1)."""
+    resolve (`samplecheck.oracles.gumbel.noise_resolves`: a huge bias, or a repetition penalty far from 1)."""
     params, values = reference.params, reference.values
     by_min_p = _reference("min_p", values, _op_args("min_p", params))
     open_min_p = by_min_p.kept | by_min_p.ambiguous
@@ -338,7 +337,7 @@ PIPELINE_REGRESSIONS = (
 
 SAMPLING_PARAMS = register(KernelInfo(
     name="sampling_params",
-    backends=(Backend("triton", "kernels.sampling_params:apply_sampling_params", marks=(CPU_SAMPLING,)),),
+    backends=(Backend("triton", "samplecheck.kernels.sampling_params:apply_sampling_params", marks=(CPU_SAMPLING,)),),
     cases=pipeline_cases,
     make_args=pipeline_args,
     reference=pipeline_ref,

@@ -3,7 +3,7 @@ not in place (the input stays bitwise unchanged).
 
 Contract: `fn(logits, temperature=None) -> fp32 [B, V]`; logits [B, V] fp32/bf16/fp16,
 any row stride, column stride 1; temperature float32 [B], finite and > 0 (None: T = 1).
-Oracle: oracles.softmax (fp64), with the per-entry error bound of an fp32 computation
+Oracle: samplecheck.oracles.softmax (fp64), with the per-entry error bound of an fp32 computation
 derived there: |p - q| <= q * expm1(u (5 (|z_i| + |max z|) + V / 256 + 40)) + 2**-125,
 z = l / T, u = 2**-24 for every logits dtype (the inputs are exact; the computation is
 fp32 whatever the input dtype). The record's tolerance is that u.
@@ -16,13 +16,13 @@ fp32 softmax gives NaN and fp64 does not: outside the contract).
 import torch
 from hypothesis import strategies as st
 
-from oracles.softmax import SoftmaxReference, softmax_reference
-from properties.backends.flashinfer import backend as flashinfer_backend, contiguity_marks
-from properties.infos.temperature import MAX_POOL, TemperatureCase, temperature_args, temperature_values
-from properties.recipes import LogitsRecipe
-from properties.registry import (ALL_DTYPES, Backend, ErrorInput, KernelInfo, Mark, RegressionExample, register,
+from samplecheck.oracles.softmax import SoftmaxReference, softmax_reference
+from samplecheck.backends.flashinfer import backend as flashinfer_backend, contiguity_marks
+from samplecheck.infos.temperature import MAX_POOL, TemperatureCase, temperature_args, temperature_values
+from samplecheck.inputs.recipes import LogitsRecipe
+from samplecheck.harness.registry import (ALL_DTYPES, Backend, ErrorInput, KernelInfo, Mark, RegressionExample, register,
                                  tensor_on, zeros_on)
-from properties.strategies import Budget, logits_recipes
+from samplecheck.inputs.strategies import Budget, logits_recipes
 
 UNIT = 2.0**-24
 
@@ -100,7 +100,7 @@ def softmax_memory(logits, args):
 SOFTMAX = register(KernelInfo(
     name="softmax",
     backends=(
-        Backend("torch", "kernels.sampling_torch:softmax_torch", marks=(
+        Backend("torch", "samplecheck.kernels.sampling_torch:softmax_torch", marks=(
             Mark("skip", "the PyTorch path upcasts to fp32 and divides out of place (by design)",
                  test="test_memory_bound"),)),
         flashinfer_backend("flashinfer", "softmax", marks=contiguity_marks((torch.float32,))),

@@ -5,12 +5,12 @@ from dataclasses import dataclass
 import torch
 from hypothesis import strategies as st
 
-from oracles.temperature import TemperatureReference, temperature_reference
-from properties.laws import exact_output_law
-from properties.layouts import LAYOUTS, as_bits
-from properties.recipes import LogitsRecipe
-from properties.registry import ALL_DTYPES, Backend, Mark, ErrorInput, KernelInfo, RegressionExample, register, tensor_on, zeros_on
-from properties.strategies import Budget, expand_pool, logits_recipes
+from samplecheck.oracles.temperature import TemperatureReference, temperature_reference
+from samplecheck.judging.laws import exact_output_law
+from samplecheck.inputs.layouts import LAYOUTS, as_bits
+from samplecheck.inputs.recipes import LogitsRecipe
+from samplecheck.harness.registry import ALL_DTYPES, Backend, Mark, ErrorInput, KernelInfo, RegressionExample, register, tensor_on, zeros_on
+from samplecheck.inputs.strategies import Budget, expand_pool, logits_recipes
 
 # Edges: greedy (0), vLLM's greedy epsilon and clamp (1e-5, 0.01), tiny (1e-6, 1e-30),
 # 0.5, identity (1), 2, large (1e4). EXTREMES reach the overflow and subnormal ranges
@@ -175,8 +175,8 @@ TEMPERATURE_REGRESSIONS = (
 TEMPERATURE = register(KernelInfo(
     name="temperature",
     backends=(
-        Backend("triton", "kernels.temperature:apply_temperature"),
-        Backend("torch", "kernels.temperature:apply_temperature_torch", marks=(
+        Backend("triton", "samplecheck.kernels.temperature:apply_temperature"),
+        Backend("torch", "samplecheck.kernels.temperature:apply_temperature_torch", marks=(
             Mark("skip", "the PyTorch fallback divides an fp32 copy of the scaled rows (by design)",
                  test="test_memory_bound"),)),
     ),
@@ -186,7 +186,7 @@ TEMPERATURE = register(KernelInfo(
     check=temperature_check,
     dtypes=ALL_DTYPES,
     # Admissible distance from the oracle in ulps of the logits' dtype: none. The oracle
-    # reproduces the fp32 quotient exactly and rounds it like the kernel (oracles.temperature).
+    # reproduces the fp32 quotient exactly and rounds it like the kernel (samplecheck.oracles.temperature).
     tolerance={torch.float32: 0, torch.bfloat16: 0, torch.float16: 0},
     semantics={"division": "fp32 IEEE round-to-nearest, then round-to-nearest-even to the logits' dtype",
                "greedy": "T == 0 rows unchanged", "identity": "T == 1 rows bitwise unchanged",

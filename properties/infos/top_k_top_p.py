@@ -5,15 +5,16 @@ from dataclasses import dataclass
 import torch
 from hypothesis import strategies as st
 
-from oracles.top_k_top_p import top_k_top_p_reference
-from properties import checks
-from properties.backends.flashinfer import (SHORT_NUCLEUS, backend as flashinfer_backend, contiguity_marks, top_k_only,
+from samplecheck.oracles.top_k_top_p import top_k_top_p_reference
+from samplecheck.judging import checks
+from samplecheck.backends.flashinfer import (SHORT_NUCLEUS, backend as flashinfer_backend, contiguity_marks, top_k_only,
                                            top_k_only_probs, top_p_only_probs)
-from properties.laws import masked_input_law
-from properties.layouts import LAYOUTS
-from properties.recipes import LogitsRecipe
-from properties.registry import ALL_DTYPES, Backend, Mark, ErrorInput, KernelInfo, RegressionExample, register, tensor_on, zeros_on
-from properties.strategies import Budget, expand_pool, logits_recipes, row_pools, top_k_values, top_p_values
+from samplecheck.judging.laws import masked_input_law
+from samplecheck.inputs.layouts import LAYOUTS
+from samplecheck.inputs.recipes import LogitsRecipe
+from samplecheck.harness.registry import ALL_DTYPES, Backend, Mark, ErrorInput, KernelInfo, RegressionExample, register, tensor_on, zeros_on
+from samplecheck.inputs.strategies import Budget, expand_pool, logits_recipes, row_pools, top_k_values, top_p_values
+from samplecheck.kernels.top_k_top_p import LAUNCH_CONFIG
 
 
 @dataclass(frozen=True)
@@ -106,8 +107,6 @@ P_OFF_FLAT_ROWS = RegressionExample("F6: p off on nearly flat rows, V = 32000", 
 
 def top_k_top_p_scratch(logits, args):
     """The Triton kernel's per-call candidate scratch: [B, CAP] fp32."""
-    from kernels.top_k_top_p import LAUNCH_CONFIG
-
     return logits.size(0) * LAUNCH_CONFIG[logits.device.type]["CAP"] * 4
 
 
@@ -116,7 +115,7 @@ FLASHINFER_OUT_OF_PLACE = Mark(
     "probabilities) and write it back: their memory is FlashInfer's, not this record's bound",
     test="test_memory_bound")
 
-# FlashInfer's masking APIs (properties.backends.flashinfer), each on the cases it implements.
+# FlashInfer's masking APIs (samplecheck.backends.flashinfer), each on the cases it implements.
 FLASHINFER_MASKING = (
     flashinfer_backend("flashinfer_top_k_mask_logits", "top_k_mask_logits", accepts=top_k_only,
                        marks=(FLASHINFER_OUT_OF_PLACE,) + contiguity_marks(distribution=True)),
@@ -129,8 +128,8 @@ FLASHINFER_MASKING = (
 TOP_K_TOP_P = register(KernelInfo(
     name="top_k_top_p",
     backends=(
-        Backend("triton", "kernels.top_k_top_p:apply_top_k_top_p"),
-        Backend("torch", "kernels.top_k_top_p_torch:apply_top_k_top_p_torch", marks=(
+        Backend("triton", "samplecheck.kernels.top_k_top_p:apply_top_k_top_p"),
+        Backend("torch", "samplecheck.kernels.top_k_top_p_torch:apply_top_k_top_p_torch", marks=(
             Mark("skip", "the PyTorch fallback sorts full rows: O(B * V) values, indices and fp32 "
                  "probabilities (by design)", test="test_memory_bound"),)),
     ) + FLASHINFER_MASKING,

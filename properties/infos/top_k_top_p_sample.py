@@ -7,8 +7,8 @@ bitwise unchanged; the same seed gives the same ids. Every id must lie in the
 oracle's law (softmax over the kept entries, fp64, from the input values). Cases, oracle,
 law and error inputs are the `top_k_top_p` record's.
 
-Backends: `torch` (kernels.top_k_top_p_torch + torch.multinomial, kernels.sampling_torch)
-and the FlashInfer sampling APIs (properties.backends.flashinfer), each with `accepts`
+Backends: `torch` (samplecheck.kernels.top_k_top_p_torch + torch.multinomial, samplecheck.kernels.sampling_torch)
+and the FlashInfer sampling APIs (samplecheck.backends.flashinfer), each with `accepts`
 restricting cases to the parameters the API implements.
 """
 
@@ -16,16 +16,16 @@ import dataclasses
 
 import torch
 
-from properties.backends.flashinfer import (EXACT_K_TIES, HALF_SOFTMAX, MISALIGNED_SOFTMAX, UNREPEATABLE_HALF,
+from samplecheck.backends.flashinfer import (EXACT_K_TIES, HALF_SOFTMAX, MISALIGNED_SOFTMAX, UNREPEATABLE_HALF,
                                             backend as flashinfer_backend, contiguity_marks, no_filter,
                                             not_both_in_a_row, top_k_only, top_p_only)
-from properties.infos.top_k_top_p import (FLAT_ROWS_32000, SEED_REGRESSIONS, TOP_K_TOP_P, TOP_K_TOP_P_ERRORS, TopKTopPCase,
+from samplecheck.infos.top_k_top_p import (FLAT_ROWS_32000, SEED_REGRESSIONS, TOP_K_TOP_P, TOP_K_TOP_P_ERRORS, TopKTopPCase,
                                           top_k_top_p_args, top_k_top_p_cases, top_k_top_p_ref)
-from properties.laws import masked_input_law
-from properties.layouts import LAYOUTS
-from properties.recipes import LogitsRecipe
-from properties.registry import Backend, ErrorInput, KernelInfo, Mark, RegressionExample, register
-from properties.strategies import Budget
+from samplecheck.judging.laws import masked_input_law
+from samplecheck.inputs.layouts import LAYOUTS
+from samplecheck.inputs.recipes import LogitsRecipe
+from samplecheck.harness.registry import Backend, ErrorInput, KernelInfo, Mark, RegressionExample, register
+from samplecheck.inputs.strategies import Budget
 
 SEED_MASK = 2**63 - 1
 
@@ -189,7 +189,7 @@ HALF_SOFTMAX_TIES = (
 TOP_K_TOP_P_SAMPLE = register(KernelInfo(
     name="top_k_top_p_sample",
     backends=(
-        Backend("torch", "kernels.sampling_torch:top_k_top_p_sample_torch", marks=(TORCH_SORTS, TORCH_CPU_DISTRIBUTION)),
+        Backend("torch", "samplecheck.kernels.sampling_torch:top_k_top_p_sample_torch", marks=(TORCH_SORTS, TORCH_CPU_DISTRIBUTION)),
     ) + flashinfer_sample_backends(FLASHINFER_SAMPLERS),
     cases=top_k_top_p_cases,
     make_args=sample_args(top_k_top_p_args),

@@ -3,7 +3,7 @@ so that a kernel and an oracle sharing a misreading of the rule cannot agree unn
 
 import pytest
 
-from oracles.bad_words import banned_ids
+from samplecheck.oracles.bad_words import banned_ids
 
 
 @pytest.mark.parametrize("words, past, banned", [

@@ -1,13 +1,13 @@
 """Sampling from a backend's output on bf16 and fp32 logits follows the oracle's law, computed
 in fp64 from the same logits.
 
-Per example and row, at alpha / rows (`properties.stats.SamplingPlan`): an exact support
+Per example and row, at alpha / rows (`samplecheck.judging.stats.SamplingPlan`): an exact support
 check (no sample outside the oracle's kept set, ambiguous entries admitted), reachability
 (every token above the plan's mass floor drawn at least once), and a G-test (remainder
 bucket, <= 20 single-token bins) with the sample count planned for power >= 0.99 against
 0.5% of the law's mass vanishing. The generator seed derives from the test id and the case,
 so a failure reproduces exactly. Rows where the oracle claims no law (NaN: a sampler's noise
-that does not resolve at huge scores, `oracles.gumbel.noise_resolves`) are not checked; the exact
+that does not resolve at huge scores, `samplecheck.oracles.gumbel.noise_resolves`) are not checked; the exact
 checks cover them.
 """
 
@@ -17,9 +17,9 @@ import pytest
 import torch
 from hypothesis import given, strategies as st
 
-from properties.drawing import draw_case, with_regression_examples
-from properties.runner import prepare, reference, run
-from properties.stats import SamplingPlan, check_samples, seed_from_id
+from samplecheck.inputs.drawing import draw_case, with_regression_examples
+from samplecheck.harness.runner import prepare, reference, run
+from samplecheck.judging.stats import SamplingPlan, check_samples, seed_from_id
 
 pytestmark = pytest.mark.interpreter
 

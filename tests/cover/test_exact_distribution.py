@@ -9,15 +9,15 @@ so TV <= p(open) + q(open), the two laws' mass on the ids that may but need not 
 (0 for exact kernels), plus 1e-12 for fp64 rounding. The tolerances behind those ambiguity
 bands are per dtype in each record. Rows where the oracle claims no law (NaN: +inf or NaN
 values or all -inf where the record states no sampler contract, or Gumbel scores beyond
-`oracles.gumbel.LAW_MAX_SCORE`) are left to the exact value checks.
+`samplecheck.oracles.gumbel.LAW_MAX_SCORE`) are left to the exact value checks.
 """
 
 import pytest
 import torch
 from hypothesis import given, strategies as st
 
-from properties.drawing import draw_case, with_regression_examples
-from properties.runner import prepare, reference, run
+from samplecheck.inputs.drawing import draw_case, with_regression_examples
+from samplecheck.harness.runner import prepare, reference, run
 
 pytestmark = pytest.mark.interpreter
 

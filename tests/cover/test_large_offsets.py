@@ -13,10 +13,10 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from properties.checks import assert_bitwise_equal, assert_outputs_bitwise
-from properties.drawing import draw_case
-from properties.recipes import materialize
-from properties.runner import poison_for, run
+from samplecheck.judging.checks import assert_bitwise_equal, assert_outputs_bitwise
+from samplecheck.inputs.drawing import draw_case
+from samplecheck.inputs.recipes import materialize
+from samplecheck.harness.runner import poison_for, run
 
 pytestmark = pytest.mark.gpu
 
@@ -49,8 +49,6 @@ def place_far(values: torch.Tensor, poison: float) -> tuple[torch.Tensor, torch.
 @settings(max_examples=2)
 @given(data=st.data())
 def test_large_offsets(combo, device, budget, data):
-    if device.type != "cuda":
-        pytest.skip("needs a ~4.3 GB buffer and compiled kernels: run with --device=cuda")
     case = draw_case(data, combo, combo.info.cases(budget).filter(
         lambda c: c.logits.batch >= 2 and c.logits.vocab <= MAX_VOCAB))
     with gpu_lock(device).open("w") as lock:

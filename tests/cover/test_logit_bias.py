@@ -5,9 +5,9 @@ agree unnoticed, and the calls that must not launch anything leave the logits un
 import pytest
 import torch
 
-from kernels.logit_bias import apply_logit_bias
-from oracles.logit_bias import logit_bias_reference
-from properties.checks import assert_bitwise_equal
+from samplecheck.kernels.logit_bias import apply_logit_bias
+from samplecheck.oracles.logit_bias import logit_bias_reference
+from samplecheck.judging.checks import assert_bitwise_equal
 
 pytestmark = pytest.mark.interpreter
 

@@ -3,8 +3,8 @@
 import pytest
 from hypothesis import given, strategies as st, target
 
-from properties.drawing import draw_case, with_regression_examples
-from properties.runner import prepare, reference, run
+from samplecheck.inputs.drawing import draw_case, with_regression_examples
+from samplecheck.harness.runner import prepare, reference, run
 
 pytestmark = pytest.mark.interpreter
 

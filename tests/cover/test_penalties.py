@@ -5,7 +5,8 @@ empty batches and lists (vLLM #20484: a zero-size launch)."""
 import pytest
 import torch
 
-from oracles.penalties import round_sum_to_fp32
+from samplecheck.oracles.penalties import round_sum_to_fp32
+from samplecheck.kernels.penalties import apply_penalties as apply
 
 pytestmark = pytest.mark.interpreter
 
@@ -31,7 +32,6 @@ def test_round_sum_to_fp32(a, b, expected):
 @pytest.mark.parametrize("batch, prompt, output", [(0, 3, 2), (2, 0, 0), (2, 0, 3), (2, 4, 0)])
 def test_empty(device, batch, prompt, output):
     """Empty batches and lists are no-ops (no zero-size launch); a list alone still penalises."""
-    from kernels.penalties import apply_penalties as apply
     logits = torch.linspace(-2, 2, batch * 8, device=device).reshape(batch, 8)
     original = logits.clone()
     ids = [torch.arange(n, device=device).repeat(batch, 1) for n in (prompt, output)]

@@ -7,19 +7,19 @@ from pathlib import Path
 
 import pytest
 
-from properties import plugins
+from samplecheck.harness import plugins
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "external_topk"
 
 
 def test_backend_option_parses_and_reads_declared_support():
-    kernel, backend = plugins.parse_backend_option("top_k_top_p=kernels.top_k_top_p_torch:apply_top_k_top_p_torch")
+    kernel, backend = plugins.parse_backend_option("top_k_top_p=samplecheck.kernels.top_k_top_p_torch:apply_top_k_top_p_torch")
     assert (kernel, backend.name, backend.devices, backend.error_messages) == (
         "top_k_top_p", "apply_top_k_top_p_torch", ("cpu", "cuda"), False)
 
 
-@pytest.mark.parametrize("text", ["top_k_top_p", "top_k_top_p=", "top_k_top_p=kernels.top_k_top_p_torch"])
+@pytest.mark.parametrize("text", ["top_k_top_p", "top_k_top_p=", "top_k_top_p=samplecheck.kernels.top_k_top_p_torch"])
 def test_backend_option_rejects_malformed(text):
     with pytest.raises(ValueError, match="package.module:callable"):
         plugins.parse_backend_option(text)

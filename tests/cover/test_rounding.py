@@ -1,4 +1,4 @@
-"""`kernels.rounding`: `to_fp32` widens bf16/fp16/fp32 loads and `to_output_dtype` stores fp32 into
+"""`samplecheck.kernels.rounding`: `to_fp32` widens bf16/fp16/fp32 loads and `to_output_dtype` stores fp32 into
 bf16/fp16/fp32, both bit for bit like torch's `.to`."""
 
 import pytest
@@ -6,8 +6,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernels import rounding
-from kernels.runtime import is_interpreted
+from samplecheck.kernels import rounding
+from samplecheck.kernels.runtime import is_interpreted
 
 pytestmark = pytest.mark.interpreter
 

@@ -6,9 +6,9 @@ import pytest
 import torch
 from hypothesis import given, strategies as st
 
-from properties.checks import assert_outputs_bitwise, output_rows
-from properties.drawing import draw_case
-from properties.runner import prepare, run
+from samplecheck.judging.checks import assert_outputs_bitwise, output_rows
+from samplecheck.inputs.drawing import draw_case
+from samplecheck.harness.runner import prepare, run
 
 pytestmark = pytest.mark.interpreter
 

@@ -1,4 +1,4 @@
-"""Tests for properties.stats: planner numbers from the reference, G-test binning and power, the excess
+"""Tests for samplecheck.judging.stats: planner numbers from the reference, G-test binning and power, the excess
 test, support, seeds."""
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 import torch
 from scipy import stats
 
-from properties.stats import (
+from samplecheck.judging.stats import (
     SamplingPlan,
     check_samples,
     excess_test,

@@ -4,10 +4,10 @@ import pytest
 import torch
 from hypothesis import given, strategies as st
 
-from properties.checks import assert_bitwise_equal, assert_outputs_bitwise
-from properties.drawing import draw_case, with_regression_examples
-from properties.layouts import LAYOUTS
-from properties.runner import prepare, run
+from samplecheck.judging.checks import assert_bitwise_equal, assert_outputs_bitwise
+from samplecheck.inputs.drawing import draw_case, with_regression_examples
+from samplecheck.inputs.layouts import LAYOUTS
+from samplecheck.harness.runner import prepare, run
 
 pytestmark = pytest.mark.interpreter
 

@@ -8,11 +8,11 @@ import pytest
 import torch
 from hypothesis import given, strategies as st
 
-from oracles.top_k_top_p import top_k_top_p_reference
-from properties.drawing import draw_case
-from properties.infos.top_k_top_p import TopKTopPCase, top_k_top_p_cases
-from properties.recipes import LogitsRecipe
-from properties.runner import prepare, run
+from samplecheck.oracles.top_k_top_p import top_k_top_p_reference
+from samplecheck.inputs.drawing import draw_case
+from samplecheck.infos.top_k_top_p import TopKTopPCase, top_k_top_p_cases
+from samplecheck.inputs.recipes import LogitsRecipe
+from samplecheck.harness.runner import prepare, run
 
 pytestmark = pytest.mark.interpreter
 

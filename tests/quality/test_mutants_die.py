@@ -1,15 +1,15 @@
-"""The suite finds these bugs: every mutant in kernels.mutants fails the generic properties.
+"""The suite finds these bugs: every mutant in samplecheck.kernels.mutants fails the generic properties.
 
 Each mutant runs the fast suite (tests/cover) alone, in a subprocess, under the current
-device and Hypothesis profile, stopping at the first failure (`properties.killtable.hunt`,
-which `python -m properties.killtable` also uses for the kill table). A surviving mutant
+device and Hypothesis profile, stopping at the first failure (`samplecheck.tools.killtable.hunt`,
+which `python -m samplecheck.tools.killtable` also uses for the kill table). A surviving mutant
 means a property is missing: add the property, never delete the mutant.
 """
 
 import pytest
 
-from kernels.mutants import MUTANTS
-from properties.killtable import hunt
+from samplecheck.kernels.mutants import MUTANTS
+from samplecheck.tools.killtable import hunt
 
 
 @pytest.mark.parametrize("name", sorted(MUTANTS))

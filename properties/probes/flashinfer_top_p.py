@@ -1,9 +1,9 @@
 """How FlashInfer's `top_p_renorm_probs` compares with the nucleus (finding F6 in
 docs/findings.md), on randn fp32 rows of standard deviation 1 and 0.1, p up to 1 (off):
 
-    python -m properties.backends.flashinfer_top_p_probe      (GPU with flashinfer installed)
+    python -m samplecheck.probes.flashinfer_top_p      (GPU with flashinfer installed)
 
-Per (V, scale, p, seed), one row: the nucleus of the fp64 oracle (`oracles.top_k_top_p`:
+Per (V, scale, p, seed), one row: the nucleus of the fp64 oracle (`samplecheck.oracles.top_k_top_p`:
 keep x iff the mass strictly above it is < p) and the ids FlashInfer keeps (renormalised
 probability > 0) with `is_deterministic=True` (as our adapter calls it) and False, with the
 fp64 mass of each set and the nucleus ids each drops. Prints a markdown table.
@@ -13,7 +13,7 @@ import itertools
 
 import torch
 
-from oracles.top_k_top_p import top_k_top_p_reference
+from samplecheck.oracles.top_k_top_p import top_k_top_p_reference
 
 VOCABS = (4096, 32000, 151936)
 TOP_PS = (0.5, 0.9, 0.95, 0.99, 1.0)

@@ -1,6 +1,6 @@
 """Whether FlashInfer's seeded samplers repeat themselves (finding F8 in docs/findings.md):
 
-    python -m properties.backends.flashinfer_determinism_probe      (GPU with flashinfer installed)
+    python -m samplecheck.probes.flashinfer_determinism      (GPU with flashinfer installed)
 
 (tests/cover/test_repeatability.py asserts the same on every backend.) The input is the case
 on which `test_deterministic[top_k_top_p_sample-flashinfer_probs_top_k_first-fp16-contig]`
@@ -13,10 +13,10 @@ first call's, and the row and ids of the first difference.
 
 import torch
 
-from properties.infos.top_k_top_p import TopKTopPCase
-from properties.infos.top_k_top_p_sample import TOP_K_TOP_P_SAMPLE
-from properties.recipes import LogitsRecipe, materialize
-from properties.registry import DTYPE_NAMES
+from samplecheck.infos.top_k_top_p import TopKTopPCase
+from samplecheck.infos.top_k_top_p_sample import TOP_K_TOP_P_SAMPLE
+from samplecheck.inputs.recipes import LogitsRecipe, materialize
+from samplecheck.harness.registry import DTYPE_NAMES
 
 CASE = TopKTopPCase(LogitsRecipe(batch=49, vocab=202048, family="randn", scale=0.1, seed=49), None, None)
 REPEATS = 200

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from hypothesis import assume, example
 
-from properties.registry import REGISTRY, Combo, RegressionExample
+from samplecheck.harness.registry import REGISTRY, Combo, RegressionExample
 
 
 class ExampleCounter:

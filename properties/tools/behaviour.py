@@ -1,9 +1,9 @@
 """Did the dtype-preserving bf16 sampler change the distribution? (the vLLM #48641 question)
 
-    python -m properties.behaviour [--device auto|cpu|cuda] [--rows N] [--report FILE.md]
+    python -m samplecheck.tools.behaviour [--device auto|cpu|cuda] [--rows N] [--report FILE.md]
 
 For each setting (vocab size x temperature x top-k/top-p/min-p x penalties), the same
-bf16 logits go through `kernels.sampling_params.apply_sampling_params` twice: once in
+bf16 logits go through `samplecheck.kernels.sampling_params.apply_sampling_params` twice: once in
 place on the bf16 tensor (every intermediate stored in bf16), once on an fp32 copy (the
 pre-#48641 behaviour). Both processed tensors become fp64 softmax distributions p (bf16)
 and q (fp32 copy), compared exactly, without sampling:
@@ -11,7 +11,7 @@ and q (fp32 copy), compared exactly, without sampling:
 - the fraction of rows whose kept set (finite entries) differs,
 - the samples a user would need to notice: the smaller of the support-check count
   (ln(1/(1 - power)) / p-mass outside q's support) and the G-test count planned by
-  `properties.stats.plan_samples` (alpha 1e-6, power 0.99, df 20, the chi-square
+  `samplecheck.judging.stats.plan_samples` (alpha 1e-6, power 0.99, df 20, the chi-square
   divergence sum (p - q)^2 / q as per-sample noncentrality).
 Rows are LM-like logits (Gaussian, std 2.5, half of them with a dominant token), from
 fixed seeds. The table reports the median and the worst row of each setting.
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from properties.stats import plan_samples
+from samplecheck.judging.stats import plan_samples
 
 ALPHA, POWER, DF = 1e-6, 0.99, 20
 VOCABS = {"cpu": (32000, 50272), "cuda": (32000, 50272, 128256, 151936, 262144)}
@@ -67,7 +67,7 @@ def lm_logits(rows: int, vocab: int, device, seed: int) -> torch.Tensor:
 
 
 def batch_params(setting: Setting, rows: int, vocab: int, device, seed: int):
-    from kernels.sampling_params import SamplingBatch
+    from samplecheck.kernels.sampling_params import SamplingBatch
 
     def full(value, dtype=torch.float32):
         return None if value is None else torch.full((rows,), value, dtype=dtype, device=device)
@@ -95,7 +95,7 @@ def samples_to_notice(p: torch.Tensor, q: torch.Tensor) -> float:
 
 
 def compare(setting: Setting, vocab: int, rows: int, device, seed: int) -> dict:
-    from kernels.sampling_params import apply_sampling_params
+    from samplecheck.kernels.sampling_params import apply_sampling_params
 
     logits = lm_logits(rows, vocab, device, seed)
     params = batch_params(setting, rows, vocab, device, seed)
@@ -131,7 +131,7 @@ def main(argv=None) -> int:
     parser.add_argument("--rows", type=int, default=None, help="rows per setting (default: cpu 4, cuda 64)")
     parser.add_argument("--report", type=Path, default=None, help="also write the table to this markdown file")
     args = parser.parse_args(argv)
-    from kernels.runtime import use_device
+    from samplecheck.kernels.runtime import use_device
 
     device = torch.device(use_device(args.device))
     rows = args.rows or (64 if device.type == "cuda" else 4)

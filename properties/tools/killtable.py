@@ -1,9 +1,9 @@
 """The mutant kill table: every mutant against the fast suite, which property killed it, and when.
 
-    python -m properties.killtable [--device auto|cpu|cuda] [--profile gate] [--workers N]
+    python -m samplecheck.tools.killtable [--device auto|cpu|cuda] [--profile gate] [--workers N]
                                    [--report FILE.md] [MUTANT ...]
 
-Each mutant (kernels.mutants) runs `pytest tests/cover --mutant=NAME -x` (exact properties
+Each mutant (samplecheck.kernels.mutants) runs `pytest tests/cover --mutant=NAME -x` (exact properties
 first) in its own process
 (so its patched kernel module never meets the real one), under the given device and
 Hypothesis profile; the first failing test is the killer and the wall time of that process
@@ -19,7 +19,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from samplecheck.tools.suite import suite_path
+from samplecheck.kernels.mutants import MUTANTS
+from samplecheck.kernels.runtime import resolve_device
+
 # Exact checks first, the sampling test last: -x stops at the first kill, so a mutant that
 # an exact property catches never waits for the statistical one. The large-offset test (GPU
 # only, a few seconds per record, skipped on CPU) follows them: it is the only killer of an
@@ -43,16 +46,15 @@ class Hunt:
 
 def hunt(name: str, device: str, profile: str, timeout: float = 1800) -> Hunt:
     """Run the fast suite against mutant `name` alone, stopping at the first failure."""
-    from kernels.mutants import MUTANTS
-
     if device not in MUTANTS[name].devices:
         return Hunt(name, False, False, None, 0.0, f"changes behaviour only on {', '.join(MUTANTS[name].devices)}")
-    rest = sorted(f.name for f in (ROOT / "tests" / "cover").glob("test_*.py") if f.name not in FIRST)
-    command = [sys.executable, "-m", "pytest", *(f"tests/cover/{f}" for f in FIRST + tuple(rest)),
+    cover = suite_path()
+    rest = sorted(f.name for f in cover.glob("test_*.py") if f.name not in FIRST)
+    command = [sys.executable, "-m", "pytest", *(str(cover / f) for f in FIRST + tuple(rest)),
                f"--mutant={name}", f"--device={device}", f"--hypothesis-profile={profile}",
                "-x", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
     start = time.monotonic()
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     seconds = time.monotonic() - start
     failed = [line.split()[1] for line in result.stdout.splitlines() if line.startswith("FAILED ")]
     killed = result.returncode == 1 and bool(failed)
@@ -61,7 +63,6 @@ def hunt(name: str, device: str, profile: str, timeout: float = 1800) -> Hunt:
 
 
 def table(hunts: list[Hunt]) -> str:
-    from kernels.mutants import MUTANTS
 
     lines = ["| mutant | kernel | killed | killed by | time to kill | bug reproduced (reference) |",
              "|---|---|---|---|---|---|"]
@@ -82,8 +83,6 @@ def main(argv=None) -> int:
     parser.add_argument("--report", type=Path, default=None, help="also write the table to this Markdown file")
     parser.add_argument("mutants", nargs="*", help="names (default: all)")
     args = parser.parse_args(argv)
-    from kernels.mutants import MUTANTS
-    from kernels.runtime import resolve_device
 
     device = resolve_device(args.device)
     profile = args.profile or ("gate" if device == "cuda" else "ci")

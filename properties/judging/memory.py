@@ -6,11 +6,16 @@ temporaries. An fp32 copy of [B, V] logits is 4 * B * V bytes: any bound that is
 proves no such copy was made.
 """
 
-from pathlib import Path
+import os
 
 import torch
 
-REPO = str(Path(__file__).resolve().parents[1])
+import samplecheck
+import samplecheck.kernels
+
+# Frames of samplecheck's own code (a checkout's root, or the installed package) are named
+# first in allocation listings.
+REPO = os.path.commonpath([samplecheck.__path__[0], samplecheck.kernels.__path__[0]])
 SLACK_BYTES = 256 * 1024
 
 

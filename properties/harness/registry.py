@@ -15,7 +15,7 @@ from typing import Any, Callable
 import pytest
 import torch
 
-from properties.layouts import LAYOUTS
+from samplecheck.inputs.layouts import LAYOUTS
 
 DTYPE_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
 ALL_DTYPES = tuple(DTYPE_NAMES)
@@ -50,7 +50,10 @@ class Backend:
     not our wording. `accepts(case)`, when set, restricts the drawn cases to those the
     implementation covers (e.g. a top-k-only API in the top-k/top-p record).
     `extra_memory(logits, args)`, when set, is this implementation's own stated memory bound
-    (bytes beyond its inputs), replacing the record's (which states our kernel's)."""
+    (bytes beyond its inputs), replacing the record's (which states our kernel's).
+    `knobs`: keyword arguments beyond the record's contract that this implementation takes
+    (our kernels' launch knobs); properties and error inputs that pass a knob run only on
+    the backends that declare it, so a plug-in is called with contract arguments alone."""
 
     name: str
     target: str
@@ -61,6 +64,7 @@ class Backend:
     error_messages: bool = True
     accepts: Callable | None = None
     extra_memory: Callable | None = None
+    knobs: tuple[str, ...] = ()
 
     def resolve(self) -> Callable:
         module, _, attr = self.target.partition(":")
@@ -69,12 +73,14 @@ class Backend:
 
 @dataclass(frozen=True)
 class ErrorInput:
-    """Calling a backend with `make(device)` -> (args, kwargs) must raise `error` matching `match`."""
+    """Calling a backend with `make(device)` -> (args, kwargs) must raise `error` matching
+    `match`; an input that passes a launch knob (`knob`) is tried only on backends taking it."""
 
     description: str
     make: Callable[[str], tuple[tuple, dict]]
     error: type[Exception]
     match: str
+    knob: str | None = None
 
 
 def zeros_on(*shape, dtype=torch.float32):
@@ -112,7 +118,7 @@ class KernelInfo:
     check(original, output, reference, what): raises AssertionError on a mismatch;
     law(original, reference, **kwargs): (oracle probabilities fp64, ids that may be drawn,
     ids that must be drawn when likely enough), each [B, V], for kernels whose output logits
-    are sampled from and for samplers (`properties.laws`; None otherwise): checked exactly,
+    are sampled from and for samplers (`samplecheck.judging.laws`; None otherwise): checked exactly,
     without sampling, on the output's softmax or the `induced_law`.
     distribution_cases(budget): the cases for the sampling test, for the kernels with a law
     whose draws are tested (None: the law is only checked exactly).
@@ -127,7 +133,7 @@ class KernelInfo:
     tested by drawing; a masking kernel induces the softmax of its output).
     extra_memory(logits, args): the bytes a call may allocate on the GPU beyond its inputs
     (outputs and scratch included), as the kernel's docstring states it; None: nothing
-    beyond `properties.memory.SLACK_BYTES`.
+    beyond `samplecheck.judging.memory.SLACK_BYTES`.
     """
 
     name: str
@@ -205,13 +211,14 @@ def plug(backends: list[tuple[str, Backend]], *, only: bool) -> None:
 
 
 def combos(test: str, device: str, *, kernel=None, dtypes=None, layouts=None, sampled=False,
-           output_law=False) -> list:
+           output_law=False, knob=None) -> list:
     """pytest params for `test` over every registered combo, with skips/xfails as marks.
 
     kernel/dtypes/layouts restrict the matrix (kernel: one record, for kernel-specific
     tests); sampled=True keeps only kernels with `distribution_cases`; output_law=True only
     those with a law that their output shows without sampling: kernels with no own sampler
-    (the output's softmax) and samplers with an `induced_law`.
+    (the output's softmax) and samplers with an `induced_law`; knob=NAME only the backends
+    that declare that launch knob.
     """
     params = []
     for info in REGISTRY.values():
@@ -222,6 +229,8 @@ def combos(test: str, device: str, *, kernel=None, dtypes=None, layouts=None, sa
         if output_law and (info.law is None or info.sample is not None and info.induced_law is None):
             continue
         for backend in info.backends:
+            if knob is not None and knob not in backend.knobs:
+                continue
             for dtype in info.dtypes:
                 if dtypes is not None and dtype not in dtypes:
                     continue
@@ -251,7 +260,35 @@ def error_cases(device: str) -> list:
         for backend in info.backends:
             marks = [] if device in backend.devices else [
                 pytest.mark.skip(reason=f"backend {backend.name} runs on {', '.join(backend.devices)}")]
+            marks += [m.as_pytest_mark() for m in backend.marks
+                      if m.dtype is None and m.layout is None and m.applies("test_error_inputs", None, None, device)]
             for error in info.error_inputs:
+                if error.knob is not None and error.knob not in backend.knobs:
+                    continue
                 params.append(pytest.param((info, backend, error), marks=marks,
                                            id=f"{info.name}-{backend.name}-{error.description.replace(' ', '_')}"))
     return params
+
+
+def register_all() -> None:
+    """Register every record (importing samplecheck.infos registers each of its modules)."""
+    import samplecheck.infos  # noqa: F401
+
+
+def declarations() -> list[str]:
+    """One line per kernel: its backends and what each declares beyond the defaults (devices,
+    dtypes, layouts, own memory bound, knobs), for report headers."""
+    lines = []
+    for info in REGISTRY.values():
+        described = []
+        for b in info.backends:
+            parts = [f"devices={','.join(b.devices)}"] if b.devices != ("cpu", "cuda") else []
+            parts += [f"dtypes={','.join(DTYPE_NAMES[d] for d in b.dtypes)}"] if b.dtypes is not None else []
+            parts += [f"layouts={','.join(b.layouts)}"] if b.layouts is not None else []
+            parts += ["own memory bound"] if b.extra_memory is not None else []
+            parts += [f"knobs={','.join(b.knobs)}"] if b.knobs else []
+            parts += [m.reason for m in b.marks if m.kind == "skip" and m.test is None and m.dtype is None
+                      and m.layout is None and m.device is None]
+            described.append(b.name + (f" ({'; '.join(parts)})" if parts else ""))
+        lines.append(f"  {info.name}: {', '.join(described)}")
+    return ["samplecheck backends:"] + lines

@@ -2,10 +2,10 @@
 
 import torch
 
-from properties.checks import assert_bitwise_equal, output_tensors
-from properties.layouts import Placed, place
-from properties.recipes import materialize
-from properties.registry import Combo
+from samplecheck.judging.checks import assert_bitwise_equal, output_tensors
+from samplecheck.inputs.layouts import Placed, place
+from samplecheck.inputs.recipes import materialize
+from samplecheck.harness.registry import Combo
 
 POISONS = (float("nan"), float("inf"), 3e38)
 

@@ -2,7 +2,7 @@
 
 Shapes come from a device `Budget` (the CPU interpreter gets small rows; a GPU gets real
 vocab sizes and batches up to 1024). Strategies draw recipes, never tensors: see
-`properties.recipes`. Per-row parameters are drawn as a small pool that rows cycle
+`samplecheck.inputs.recipes`. Per-row parameters are drawn as a small pool that rows cycle
 through, so a 1024-row batch still costs a handful of draws and mixes enabled and
 disabled rows.
 """
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
-from properties.recipes import FAMILIES, LogitsRecipe
+from samplecheck.inputs.recipes import FAMILIES, LogitsRecipe
 
 REAL_VOCABS = (32000, 50257, 50272, 128256, 151936, 152064, 202048, 256000, 262144)
 ADVERSARIAL_VOCABS = (1, 2, 17, 1019, 8191, 8192, 8193, 65535, 65536, 65537)

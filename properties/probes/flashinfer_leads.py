@@ -1,6 +1,6 @@
 """Issue 6's leads about FlashInfer 0.7.4, probed on the raw APIs (not our adapters):
 
-    python -m properties.backends.flashinfer_leads_probe [SECTION ...]   (GPU with flashinfer)
+    python -m samplecheck.probes.flashinfer_leads [SECTION ...]   (GPU with flashinfer)
 
 SECTION: any of ties, short_rows, flat_bf16_row, nan_rows, fast_path (default: all, in that order).
 
@@ -10,7 +10,7 @@ Prints one markdown section per lead:
   draw frequencies of the sampling APIs over N_TIES repeated rows (keep-all-ties gives 0.4,
   0.3, 0.3; exactly-k by index never draws id 2).
 - **Rows summing to less than 1**: 0.9 * softmax of a randn row (V = 64), drawn N_SUM times
-  by each sampling API with its filter off; our sampling check (`properties.stats`, alpha
+  by each sampling API with its filter off; our sampling check (`samplecheck.judging.stats`, alpha
   1e-6) against the normalised row, and where the missing 10% of the uniform's range lands.
 - **A flat bf16 row from logits**: V = FLAT_V equal bf16 logits, whose bf16 softmax sums to
   0.99645, drawn N_SUM times by the from-logits APIs (k = V, p = 1) and, as a control, by
@@ -36,7 +36,7 @@ import sys
 
 import torch
 
-from properties.stats import SamplingPlan, check_samples
+from samplecheck.judging.stats import SamplingPlan, check_samples
 
 N_TIES = 20000
 N_SUM = 100000
@@ -222,7 +222,7 @@ def _top_k_first(x, top_k, bound):
 def fast_path(out) -> None:
     from flashinfer.jit.topk import gen_topk_module
 
-    from oracles.top_k_top_p import top_k_top_p_reference
+    from samplecheck.oracles.top_k_top_p import top_k_top_p_reference
 
     plan = SamplingPlan(alpha=1e-6)
     out("\n## The top_k_first fast path: V = 65536, k <= 256 (top_k_top_p_sampling_from_logits, p = 1)\n\n")

@@ -1,6 +1,6 @@
 """The verification sweep: every generic property over the whole registry, as one table.
 
-    python -m properties.sweep [--device auto|cpu|cuda] [--profile ci|gate|nightly|dev]
+    python -m samplecheck.tools.sweep [--device auto|cpu|cuda] [--profile ci|gate|nightly|dev]
                                [--workers N] [--report FILE.md] [-- extra pytest args]
 
 Runs tests/cover through pytest (so the sweep and the test suite share one code path)
@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from samplecheck.tools.suite import suite_path
+from samplecheck.kernels.runtime import resolve_device
+
 COLUMNS = ("oracle_equivalence", "strided_bitwise", "row_isolation", "deterministic", "exact_distribution",
            "distribution", "memory_bound")
 SYMBOL = {"passed": "pass", "failed": "FAIL", "skipped": "skip", "xfailed": "xfail", "xpassed": "XPASS"}
@@ -85,13 +87,12 @@ def main(argv=None) -> int:
     parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     args = parser.parse_args(argv)
 
-    from kernels.runtime import resolve_device
 
     device = resolve_device(args.device)
     profile = args.profile or ("gate" if device == "cuda" else "ci")
     report = SweepReport()
-    command = [str(ROOT / "tests" / "cover"), f"--device={device}", f"--hypothesis-profile={profile}",
-               "-q", "-p", "no:cacheprovider", "--rootdir", str(ROOT)]
+    command = [str(suite_path()), f"--device={device}", f"--hypothesis-profile={profile}",
+               "-q", "-p", "no:cacheprovider"]
     if args.workers != "0":
         command += ["-n", args.workers]
     started = time.monotonic()

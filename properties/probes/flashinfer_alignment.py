@@ -2,7 +2,7 @@
 contiguous fp32 view at storage offset 5 (20 bytes: not 16-byte aligned) and a row-padded
 view, calling the raw API (not our adapters, which refuse misaligned launches).
 
-    python -m properties.backends.flashinfer_probe      (GPU with flashinfer installed)
+    python -m samplecheck.probes.flashinfer_alignment      (GPU with flashinfer installed)
 
 Prints one line per (API, layout): "ok, equal to the contiguous call", "ok, DIFFERENT",
 "raised <error>", or "process died (rc)".

@@ -4,11 +4,11 @@
 - installed packages: entry points in the group `samplecheck.backends`, each named
   `KERNEL.BACKEND` with the value `package.module:callable`;
 - `pytest --backend-only`: test the plugged implementations alone;
-- `pytest --mutant NAME`: test one mutant of kernels.mutants alone.
+- `pytest --mutant NAME`: test one mutant of samplecheck.kernels.mutants alone.
 
 A plugged callable may declare what it supports with a `samplecheck` attribute, a dict
 with any of `devices` ("cpu", "cuda"), `dtypes` (torch dtypes), `layouts` (names from
-properties.layouts.LAYOUTS) and `extra_memory` (a callable (logits, args) -> bytes the call
+samplecheck.inputs.layouts.LAYOUTS) and `extra_memory` (a callable (logits, args) -> bytes the call
 may allocate beyond its inputs; undeclared: the record's bound, our kernel's); undeclared
 devices, dtypes and layouts mean everything. Combos outside the declaration
 are skipped with the reason shown. docs/backends.md documents each kernel's contract.
@@ -16,9 +16,13 @@ are skipped with the reason shown. docs/backends.md documents each kernel's cont
 
 from importlib.metadata import entry_points
 
-from properties.registry import Backend
+from samplecheck.harness.registry import REGISTRY, Backend, Mark
+from samplecheck.kernels.mutants import MUTANTS
+from samplecheck.harness.registry import REGISTRY
 
 ENTRY_POINT_GROUP = "samplecheck.backends"
+# Entry points that name no registered kernel, with the reason: reported, not tested.
+UNPLUGGED: list[str] = []
 
 
 def backend_from_target(name: str, target: str) -> Backend:
@@ -44,13 +48,26 @@ def parse_backend_option(text: str) -> tuple[str, Backend]:
 
 
 def installed_backends() -> list[tuple[str, Backend]]:
-    """Backends declared by installed packages' `samplecheck.backends` entry points."""
+    """Backends declared by installed packages' `samplecheck.backends` entry points. An entry
+    point that cannot be loaded (its module fails to import, its target or declaration is
+    wrong, its name is malformed) does not stop the run: it becomes a backend whose every
+    test is skipped with the package, the target and the error as the reason."""
     plugged = []
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         kernel, sep, name = ep.name.partition(".")
-        if not sep:
-            raise ValueError(f"entry point {ep.name!r} in {ENTRY_POINT_GROUP} must be named KERNEL.BACKEND")
-        plugged.append((kernel, backend_from_target(name, ep.value)))
+        try:
+            if not sep or kernel not in REGISTRY:
+                raise ValueError(f"entry point names must be KERNEL.BACKEND with KERNEL one of "
+                                 f"{', '.join(REGISTRY)}; got {ep.name!r}")
+            plugged.append((kernel, backend_from_target(name, ep.value)))
+        except Exception as err:  # noqa: BLE001 (any import-time error of third-party code)
+            package = ep.dist.name if ep.dist is not None else "an unknown package"
+            reason = (f"broken entry point {ep.name!r} = {ep.value!r} of package {package} "
+                      f"(group {ENTRY_POINT_GROUP}): {type(err).__name__}: {err}")
+            if kernel in REGISTRY:
+                plugged.append((kernel, Backend(name, ep.value, marks=(Mark("skip", reason),), error_messages=False)))
+            else:
+                UNPLUGGED.append(reason)
     return plugged
 
 
@@ -59,11 +76,9 @@ def mutant_backend(name: str) -> tuple[str, Backend]:
     backend it patches (so it runs exactly where the original would)."""
     import dataclasses
 
-    from kernels.mutants import MUTANTS
-    from properties.registry import REGISTRY
 
     if name not in MUTANTS:
         raise ValueError(f"--mutant must be one of {', '.join(MUTANTS)}; got {name!r}")
     mutant = MUTANTS[name]
     original = next(b for b in REGISTRY[mutant.kernel].backends if b.target == f"{mutant.module}:{mutant.entry}")
-    return mutant.kernel, dataclasses.replace(original, name=f"mutant-{name}", target=f"kernels.mutants:{name}")
+    return mutant.kernel, dataclasses.replace(original, name=f"mutant-{name}", target=f"samplecheck.kernels.mutants:{name}")

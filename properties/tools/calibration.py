@@ -1,9 +1,9 @@
 """Measured error rates of the sampling check, against what SamplingPlan states.
 
-    python -m properties.calibration [--runs 2000] [--power-runs 300] [--write docs/statistics.md]
+    python -m samplecheck.tools.calibration [--runs 2000] [--power-runs 300] [--write docs/statistics.md]
 
 False alarms: the full sampling check of tests/cover/test_distribution.py (support,
-reachability, G-test with remainder bucket; `properties.stats.check_samples`) on a correct
+reachability, G-test with remainder bucket; `samplecheck.judging.stats.check_samples`) on a correct
 law, repeated with fresh seeds at a large alpha (1e-2) so the count of rejections is
 meaningful; the observed rate is compared with alpha through a Clopper-Pearson interval.
 Power: the same check at the gate's alpha (1e-6) with the planned sample count, the sampled
@@ -20,8 +20,8 @@ import numpy as np
 import torch
 from scipy import stats as scipy_stats
 
-from oracles.top_k_top_p import top_k_top_p_reference
-from properties.stats import SamplingPlan, check_samples, g_test
+from samplecheck.oracles.top_k_top_p import top_k_top_p_reference
+from samplecheck.judging.stats import SamplingPlan, check_samples, g_test
 
 VOCAB = 512
 
