@@ -31,12 +31,12 @@ def backend_from_target(name: str, target: str) -> Backend:
         raise ValueError(f"backend target must be 'package.module:callable', got {target!r}")
     backend = Backend(name, target)
     declared = getattr(backend.resolve(), "samplecheck", {})
-    unknown = set(declared) - {"devices", "dtypes", "layouts", "extra_memory"}
+    unknown = set(declared) - {"devices", "dtypes", "layouts", "extra_memory", "accepts"}
     if unknown:
         raise ValueError(f"{target}: unknown keys in its samplecheck declaration: {sorted(unknown)}")
     return Backend(name, target, devices=tuple(declared.get("devices", ("cpu", "cuda"))),
                    dtypes=declared.get("dtypes"), layouts=declared.get("layouts"),
-                   extra_memory=declared.get("extra_memory"), error_messages=False)
+                   extra_memory=declared.get("extra_memory"), accepts=declared.get("accepts"), error_messages=False)
 
 
 def parse_backend_option(text: str) -> tuple[str, Backend]:

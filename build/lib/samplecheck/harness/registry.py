@@ -1,0 +1,294 @@
+"""The kernel registry: one declarative `KernelInfo` record per kernel (PyTorch OpInfo style).
+
+A record names its backends (implementations: our Triton kernel, our PyTorch fallback,
+later third-party and plugged-in ones), its oracle and input strategy, the dtypes and
+layouts it supports, its tolerances and semantics flags, its error inputs and its
+regression examples. The generic tests in tests/ iterate over `combos()`, so a kernel
+added here is covered by every generic property without new test code.
+"""
+
+import dataclasses
+import importlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import pytest
+import torch
+
+from samplecheck.inputs.layouts import LAYOUTS
+
+DTYPE_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
+ALL_DTYPES = tuple(DTYPE_NAMES)
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A skip or strict xfail, as data: applies where every given field matches."""
+
+    kind: str  # "skip" or "xfail"
+    reason: str
+    test: str | None = None
+    dtype: torch.dtype | None = None
+    layout: str | None = None
+    device: str | None = None
+
+    def applies(self, test: str, dtype: torch.dtype, layout: str, device: str) -> bool:
+        wanted = (self.test, self.dtype, self.layout, self.device)
+        return all(w is None or w == v for w, v in zip(wanted, (test, dtype, layout, device)))
+
+    def as_pytest_mark(self):
+        if self.kind == "skip":
+            return pytest.mark.skip(reason=self.reason)
+        return pytest.mark.xfail(reason=self.reason, strict=True)
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One implementation of a kernel. `target` is "package.module:callable", imported on
+    first use (so CPU runs can switch Triton to its interpreter first). With
+    `error_messages=False` (plugged-in code) error inputs check the exception type only,
+    not our wording. `accepts(case)`, when set, restricts the drawn cases to those the
+    implementation covers (e.g. a top-k-only API in the top-k/top-p record).
+    `extra_memory(logits, args)`, when set, is this implementation's own stated memory bound
+    (bytes beyond its inputs), replacing the record's (which states our kernel's).
+    `knobs`: keyword arguments beyond the record's contract that this implementation takes
+    (our kernels' launch knobs); properties and error inputs that pass a knob run only on
+    the backends that declare it, so a plug-in is called with contract arguments alone."""
+
+    name: str
+    target: str
+    devices: tuple[str, ...] = ("cpu", "cuda")
+    dtypes: tuple[torch.dtype, ...] | None = None
+    layouts: tuple[str, ...] | None = None
+    marks: tuple[Mark, ...] = ()
+    error_messages: bool = True
+    accepts: Callable | None = None
+    extra_memory: Callable | None = None
+    knobs: tuple[str, ...] = ()
+
+    def resolve(self) -> Callable:
+        module, _, attr = self.target.partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+@dataclass(frozen=True)
+class ErrorInput:
+    """Calling a backend with `make(device)` -> (args, kwargs) must raise `error` matching
+    `match`; an input that passes a launch knob (`knob`) is tried only on backends taking it."""
+
+    description: str
+    make: Callable[[str], tuple[tuple, dict]]
+    error: type[Exception]
+    match: str
+    knob: str | None = None
+
+
+def zeros_on(*shape, dtype=torch.float32):
+    """An ErrorInput argument: make(device) -> zeros of `shape` on the device."""
+    return lambda device: torch.zeros(shape, dtype=dtype, device=device)
+
+
+def tensor_on(values, dtype):
+    """An ErrorInput argument: make(device) -> tensor(values) on the device."""
+    return lambda device: torch.tensor(values, dtype=dtype, device=device)
+
+
+EXACT_TESTS = ("test_oracle_equivalence", "test_strided_bitwise", "test_exact_distribution")
+
+
+@dataclass(frozen=True)
+class RegressionExample:
+    """A fixed case replayed (as a Hypothesis @example) in the combos it names, by the test
+    templates in `tests` (default: the exact ones; sampling tests replay only the cases
+    meant for them)."""
+
+    ref: str
+    case: Any
+    dtypes: tuple[torch.dtype, ...]
+    layouts: tuple[str, ...]
+    tests: tuple[str, ...] = EXACT_TESTS
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """Everything the generic tests need to know about one kernel.
+
+    cases(budget): strategy of cases; make_args(case, logits): the keyword parameters;
+    reference(logits, semantics, tolerance, **kwargs): the oracle's verdict;
+    check(original, output, reference, what): raises AssertionError on a mismatch;
+    law(original, reference, **kwargs): (oracle probabilities fp64, ids that may be drawn,
+    ids that must be drawn when likely enough), each [B, V], for kernels whose output logits
+    are sampled from and for samplers (`samplecheck.judging.laws`; None otherwise): checked exactly,
+    without sampling, on the output's softmax or the `induced_law`.
+    distribution_cases(budget): the cases for the sampling test, for the kernels with a law
+    whose draws are tested (None: the law is only checked exactly).
+    targets(original, reference): {label: value} for hypothesis.target(), steering long
+    (nightly) runs towards the inputs where this kernel is most likely wrong.
+    sample(call, logits, args, rows, n, seed): int64 [rows, n], n draws for each of the
+    first `rows` rows, for kernels that sample themselves (`call` is the backend bound to
+    the in-place contract check); None for masking kernels, whose draws are
+    torch.multinomial over softmax(output).
+    induced_law(output, args): fp64 [B, V], the law a sampler's output commits it to, for
+    samplers that also return the logits they draw from (None: a sampler's law is only
+    tested by drawing; a masking kernel induces the softmax of its output).
+    extra_memory(logits, args): the bytes a call may allocate on the GPU beyond its inputs
+    (outputs and scratch included), as the kernel's docstring states it; None: nothing
+    beyond `samplecheck.judging.memory.SLACK_BYTES`.
+    """
+
+    name: str
+    backends: tuple[Backend, ...]
+    cases: Callable
+    make_args: Callable
+    reference: Callable
+    check: Callable
+    dtypes: tuple[torch.dtype, ...]
+    tolerance: dict[torch.dtype, float]
+    semantics: dict[str, Any]
+    error_inputs: tuple[ErrorInput, ...]
+    layouts: tuple[str, ...] = LAYOUTS
+    law: Callable | None = None
+    distribution_cases: Callable | None = None
+    examples: tuple[RegressionExample, ...] = ()
+    in_place: bool = True
+    targets: Callable | None = None
+    sample: Callable | None = None
+    induced_law: Callable | None = None
+    extra_memory: Callable | None = None
+
+
+@dataclass(frozen=True)
+class Combo:
+    """One (kernel, backend, dtype, layout) cell of the test matrix."""
+
+    info: KernelInfo
+    backend: Backend
+    dtype: torch.dtype
+    layout: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.info.name}-{self.backend.name}-{DTYPE_NAMES[self.dtype]}-{self.layout}"
+
+    def __repr__(self) -> str:
+        return f"Combo({self.id})"
+
+    def _repr_pretty_(self, printer, cycle) -> None:
+        """Hypothesis prints falsifying examples with its pretty-printer, which would spell
+        out every field of the record: the id says which cell failed."""
+        printer.text(repr(self))
+
+
+REGISTRY: dict[str, KernelInfo] = {}
+
+
+def register(info: KernelInfo) -> KernelInfo:
+    if info.name in REGISTRY:
+        raise ValueError(f"kernel {info.name!r} is already registered")
+    REGISTRY[info.name] = info
+    return info
+
+
+def plug(backends: list[tuple[str, Backend]], *, only: bool) -> None:
+    """Add (kernel, backend) pairs to the registry. With `only`, the plugged backends are
+    the only ones tested: other backends and kernels without a plug leave the registry."""
+    plugged: dict[str, list[Backend]] = {}
+    for kernel, backend in backends:
+        if kernel not in REGISTRY:
+            raise KeyError(f"unknown kernel {kernel!r}; registered: {', '.join(REGISTRY)}")
+        plugged.setdefault(kernel, []).append(backend)
+    for name in list(REGISTRY):
+        if name not in plugged:
+            if only:
+                del REGISTRY[name]
+            continue
+        info = REGISTRY[name]
+        names = [b.name for b in info.backends + tuple(plugged[name])]
+        if not only and len(set(names)) != len(names):
+            raise ValueError(f"kernel {name!r}: backend names must be unique, got {names}")
+        kept = () if only else info.backends
+        REGISTRY[name] = dataclasses.replace(info, backends=kept + tuple(plugged[name]))
+
+
+def combos(test: str, device: str, *, kernel=None, dtypes=None, layouts=None, sampled=False,
+           output_law=False, knob=None) -> list:
+    """pytest params for `test` over every registered combo, with skips/xfails as marks.
+
+    kernel/dtypes/layouts restrict the matrix (kernel: one record, for kernel-specific
+    tests); sampled=True keeps only kernels with `distribution_cases`; output_law=True only
+    those with a law that their output shows without sampling: kernels with no own sampler
+    (the output's softmax) and samplers with an `induced_law`; knob=NAME only the backends
+    that declare that launch knob.
+    """
+    params = []
+    for info in REGISTRY.values():
+        if kernel is not None and info.name != kernel:
+            continue
+        if sampled and info.distribution_cases is None:
+            continue
+        if output_law and (info.law is None or info.sample is not None and info.induced_law is None):
+            continue
+        for backend in info.backends:
+            if knob is not None and knob not in backend.knobs:
+                continue
+            for dtype in info.dtypes:
+                if dtypes is not None and dtype not in dtypes:
+                    continue
+                for layout in info.layouts:
+                    if layouts is not None and layout not in layouts:
+                        continue
+                    combo = Combo(info, backend, dtype, layout)
+                    params.append(pytest.param(combo, id=combo.id, marks=_marks(combo, test, device)))
+    return params
+
+
+def _marks(combo: Combo, test: str, device: str) -> list:
+    backend = combo.backend
+    if device not in backend.devices:
+        return [pytest.mark.skip(reason=f"backend {backend.name} runs on {', '.join(backend.devices)}, not {device}")]
+    if backend.dtypes is not None and combo.dtype not in backend.dtypes:
+        return [pytest.mark.skip(reason=f"backend {backend.name} does not declare {DTYPE_NAMES[combo.dtype]}")]
+    if backend.layouts is not None and combo.layout not in backend.layouts:
+        return [pytest.mark.skip(reason=f"backend {backend.name} does not declare layout {combo.layout}")]
+    return [m.as_pytest_mark() for m in backend.marks if m.applies(test, combo.dtype, combo.layout, device)]
+
+
+def error_cases(device: str) -> list:
+    """pytest params over (kernel, backend, error input) triples."""
+    params = []
+    for info in REGISTRY.values():
+        for backend in info.backends:
+            marks = [] if device in backend.devices else [
+                pytest.mark.skip(reason=f"backend {backend.name} runs on {', '.join(backend.devices)}")]
+            marks += [m.as_pytest_mark() for m in backend.marks
+                      if m.dtype is None and m.layout is None and m.applies("test_error_inputs", None, None, device)]
+            for error in info.error_inputs:
+                if error.knob is not None and error.knob not in backend.knobs:
+                    continue
+                params.append(pytest.param((info, backend, error), marks=marks,
+                                           id=f"{info.name}-{backend.name}-{error.description.replace(' ', '_')}"))
+    return params
+
+
+def register_all() -> None:
+    """Register every record (importing samplecheck.infos registers each of its modules)."""
+    import samplecheck.infos  # noqa: F401
+
+
+def declarations() -> list[str]:
+    """One line per kernel: its backends and what each declares beyond the defaults (devices,
+    dtypes, layouts, own memory bound, knobs), for report headers."""
+    lines = []
+    for info in REGISTRY.values():
+        described = []
+        for b in info.backends:
+            parts = [f"devices={','.join(b.devices)}"] if b.devices != ("cpu", "cuda") else []
+            parts += [f"dtypes={','.join(DTYPE_NAMES[d] for d in b.dtypes)}"] if b.dtypes is not None else []
+            parts += [f"layouts={','.join(b.layouts)}"] if b.layouts is not None else []
+            parts += ["own memory bound"] if b.extra_memory is not None else []
+            parts += [f"knobs={','.join(b.knobs)}"] if b.knobs else []
+            parts += [m.reason for m in b.marks if m.kind == "skip" and m.test is None and m.dtype is None
+                      and m.layout is None and m.device is None]
+            described.append(b.name + (f" ({'; '.join(parts)})" if parts else ""))
+        lines.append(f"  {info.name}: {', '.join(described)}")
+    return ["samplecheck backends:"] + lines

@@ -1,0 +1,55 @@
+"""Registry record for sampling one token per row under min-p (not in place).
+
+Contract: `fn(logits, *, min_p=None, seed: int) -> int64 ids [B]`; logits and min_p as in
+the `min_p` record (same validation and error inputs); the input is left bitwise
+unchanged; the same seed gives the same ids. Every id must lie in the `min_p` oracle's
+kept set (ambiguous entries admitted); the ids' law is that oracle's law. Cases, oracle,
+law and error inputs are the `min_p` record's.
+
+Band: FlashInfer's min_p_sampling_from_probs decides in probability space,
+p_i >= min_p * p_max on an fp32 softmax, ours in log space, l_i >= max + log(min_p): the
+same rule in exact arithmetic (p_i / p_max = exp(l_i - max)), different roundings. The fp32
+log-ratio log(p_i / p_max) is off by at most u (|l_i - max| + 10) (u = 2**-24: the
+subtraction of the max, two exps of a few ulp, the divisions by the row sum, the product
+min_p * p_max). Near the threshold |l_i - max| ~ |log(min_p)| <= scale = |log(min_p)| +
+|threshold|, so a relative band of 2**-16 of `scale` covers it whenever scale >= 0.04
+(min_p < 0.96, or a row max away from 0); the masking record's 2**-20 covers a log-space
+fp32 threshold only.
+"""
+
+import torch
+
+from samplecheck.backends.flashinfer import backend as flashinfer_backend
+from samplecheck.infos.min_p import (MIN_P, MIN_P_ERRORS, MIN_P_REGRESSIONS, min_p_args, min_p_cases,
+                                    min_p_distribution_cases, min_p_ref)
+from samplecheck.infos.top_k_top_p_sample import (TORCH_CPU_DISTRIBUTION, check_ids, sample_args,
+                                                 sample_by_repeating, sample_memory, with_seed, without_seed)
+from samplecheck.judging.laws import masked_input_law
+from samplecheck.harness.registry import Backend, KernelInfo, Mark, register
+
+TORCH_COPIES = Mark("skip", "the PyTorch path masks an fp32 clone and makes an fp32 softmax of [B, V] (by design)",
+                    test="test_memory_bound")
+
+MIN_P_SAMPLE = register(KernelInfo(
+    name="min_p_sample",
+    backends=(
+        Backend("torch", "samplecheck.kernels.sampling_torch:min_p_sample_torch", marks=(TORCH_COPIES, TORCH_CPU_DISTRIBUTION)),
+        flashinfer_backend("flashinfer_probs", "min_p_sampling_from_probs"),
+    ),
+    cases=min_p_cases,
+    make_args=sample_args(min_p_args),
+    reference=without_seed(min_p_ref),
+    check=check_ids,
+    dtypes=MIN_P.dtypes,
+    tolerance={dtype: 2**-16 for dtype in MIN_P.dtypes},
+    semantics={**MIN_P.semantics, "space": "log (probability-space backends: equal up to rounding, see band)",
+               "output": "int64 ids [B], one draw per row",
+               "seed": "same seed, same ids (stream follows the row index)"},
+    error_inputs=with_seed(MIN_P_ERRORS),
+    law=masked_input_law,
+    distribution_cases=min_p_distribution_cases,
+    examples=MIN_P_REGRESSIONS,
+    in_place=False,
+    sample=sample_by_repeating,
+    extra_memory=sample_memory,
+))

@@ -1,0 +1,53 @@
+"""Logits recipes: small drawable descriptions that materialise into big tensors.
+
+Hypothesis draws a `LogitsRecipe` (shape, family, scale, -inf fraction, torch seed), never
+the tensor itself; `materialize` builds the tensor from an explicit torch.Generator on the
+target device, so the same recipe gives the same logits on every run on that device.
+"""
+
+from dataclasses import dataclass
+
+import torch
+
+FAMILIES = ("randn", "peaked", "ties", "flat")
+
+
+@dataclass(frozen=True)
+class LogitsRecipe:
+    """batch x vocab logits.
+
+    family: randn (Gaussian of std `scale`); peaked (randn plus one dominant token per row,
+    holding about 40-99% of the mass); ties (values on 4 levels, so most entries tie);
+    flat (every entry equal). neg_inf_fraction: share of entries set to -inf, capped so
+    that each row keeps at least one finite entry.
+    """
+
+    batch: int
+    vocab: int
+    family: str = "randn"
+    scale: float = 1.0
+    neg_inf_fraction: float = 0.0
+    seed: int = 0
+
+
+def materialize(recipe: LogitsRecipe, dtype: torch.dtype, device) -> torch.Tensor:
+    """The contiguous [batch, vocab] logits of `recipe`, generated in fp32 then cast to `dtype`."""
+    if recipe.family not in FAMILIES:
+        raise ValueError(f"family must be one of {FAMILIES}, got {recipe.family!r}")
+    gen = torch.Generator(device=device).manual_seed(recipe.seed)
+    shape = (recipe.batch, recipe.vocab)
+    x = torch.randn(shape, generator=gen, device=device)
+    if recipe.family == "peaked":
+        top = torch.randint(0, recipe.vocab, (recipe.batch, 1), generator=gen, device=device)
+        x.scatter_add_(1, top, torch.full((recipe.batch, 1), 12.0, device=device))
+    elif recipe.family == "ties":
+        x = torch.randint(0, 4, shape, generator=gen, device=device).float()
+    elif recipe.family == "flat":
+        x = torch.zeros(shape, device=device)
+    x = x * recipe.scale
+    if recipe.neg_inf_fraction > 0 and recipe.vocab > 1:
+        u = torch.rand(shape, generator=gen, device=device)
+        keep = torch.randint(0, recipe.vocab, (recipe.batch, 1), generator=gen, device=device)
+        u.scatter_(1, keep, 2.0)
+        x = x.masked_fill(u < recipe.neg_inf_fraction, float("-inf"))
+    return x.to(dtype)

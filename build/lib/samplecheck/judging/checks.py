@@ -1,0 +1,74 @@
+"""Assertions shared by the generic properties. Each failure message says what differs and where."""
+
+import torch
+
+from samplecheck.inputs.layouts import as_bits
+
+
+def _first_positions(mask: torch.Tensor, limit: int = 5) -> list[tuple[int, ...]]:
+    return [tuple(int(i) for i in idx) for idx in mask.nonzero()[:limit].cpu()]
+
+
+def assert_bitwise_equal(actual: torch.Tensor, expected: torch.Tensor, what: str) -> None:
+    """Equal bytes (compared as integers), same shape and dtype."""
+    assert actual.shape == expected.shape, f"{what}: shape {tuple(actual.shape)} != {tuple(expected.shape)}"
+    assert actual.dtype == expected.dtype, f"{what}: dtype {actual.dtype} != {expected.dtype}"
+    differ = as_bits(actual) != as_bits(expected)
+    if bool(differ.any()):
+        where = _first_positions(differ)
+        values = [(float(actual[w]), float(expected[w])) for w in where]
+        raise AssertionError(
+            f"{what}: {int(differ.sum())} of {differ.numel()} elements differ bitwise; "
+            f"first at {where} (actual, expected) = {values}"
+        )
+
+
+def assert_masked_like(original: torch.Tensor, actual: torch.Tensor, kept: torch.Tensor,
+                       ambiguous: torch.Tensor, what: str) -> None:
+    """Every entry is either unchanged (bitwise) or -inf; it is unchanged exactly where
+    `kept`, except at `ambiguous` entries, where both are admissible."""
+    unchanged = as_bits(actual) == as_bits(original)
+    masked = actual == float("-inf")
+    stray = ~unchanged & ~masked
+    if bool(stray.any()):
+        where = _first_positions(stray)
+        raise AssertionError(f"{what}: entries neither kept bitwise nor set to -inf at {where}")
+    # An entry that was -inf already is both kept and masked.
+    wrong = (kept != unchanged) & ~ambiguous & ~(original == float("-inf"))
+    if bool(wrong.any()):
+        where = _first_positions(wrong)
+        detail = [f"{w}: value={float(original[w])}, oracle {'keeps' if kept[w] else 'masks'}" for w in where]
+        raise AssertionError(
+            f"{what}: kept set differs from the oracle at {int(wrong.sum())} entries "
+            f"(rows {sorted({w[0] for w in _first_positions(wrong, 50)})}); " + "; ".join(detail)
+        )
+
+
+def output_tensors(output) -> list[torch.Tensor]:
+    """The tensors of a backend's output, in order: a tensor, or a (named) tuple of
+    tensors, Nones and nested tuples."""
+    if isinstance(output, torch.Tensor):
+        return [output]
+    if isinstance(output, tuple):
+        return [t for item in output for t in output_tensors(item)]
+    if output is None:
+        return []
+    raise TypeError(f"a backend output must be a tensor or a tuple of tensors, got {type(output).__name__}")
+
+
+def output_rows(output, rows: list[int]):
+    """`output` with every tensor restricted to `rows` (its first dimension is the batch)."""
+    if isinstance(output, torch.Tensor):
+        return output[rows]
+    if isinstance(output, tuple):
+        items = [output_rows(item, rows) for item in output]
+        return type(output)(*items) if hasattr(output, "_fields") else tuple(items)
+    return output
+
+
+def assert_outputs_bitwise(actual, expected, what: str) -> None:
+    """`assert_bitwise_equal` on every tensor of two outputs of the same structure."""
+    got, want = output_tensors(actual), output_tensors(expected)
+    assert len(got) == len(want), f"{what}: {len(got)} output tensors != {len(want)}"
+    for i, (a, e) in enumerate(zip(got, want)):
+        assert_bitwise_equal(a, e, what if len(got) == 1 else f"{what} (output tensor {i})")

@@ -1,0 +1,205 @@
+"""Gumbel-max sampling keyed by (request seed, position, token id): the Triton kernel.
+
+Contract (the oracle `samplecheck.oracles.gumbel` states the semantics in full):
+- `logits` [B, V] fp32/bf16/fp16, V >= 1, any row stride, column stride 1; loads upcast to
+  fp32. NOT in place: the logits are only read (bitwise unchanged); the result is a new
+  int64 tensor [B] of token ids, always in [0, V).
+- `seeds` [B] int64 (any value: the request's seed), `positions` [B] int64 >= 0 (the
+  position of the token being sampled), `temperature` [B] float32, finite and >= 0
+  (None: all ones), all on the logits' device.
+- T == 0 (greedy): the lowest id among the row's maxima; no noise.
+- T > 0: s = l / T in fp32 (`tl.math.div_rn`, IEEE round-to-nearest; T == 1 divides by 1,
+  which is exact), score = s + g with Gumbel noise g = -log(-log(u)) in fp32, and the
+  result is the lowest id among the maximal scores.
+- Noise: a row key = murmur3_32 (seed `HASH_SEED`) of the 32-bit words (seed lo, seed hi,
+  position lo, position hi); per token h = fmix32(key ^ (id * 0x9E3779B9)) (wrapping uint32
+  arithmetic) and u = (2 * (h >> 9) + 1) / 2**24: a 2**23-point grid symmetric in (0, 1),
+  exact in fp32. So g lies in [-2.81, 16.64]: a token whose s is more than 19.45 nats below
+  the row's maximum is never drawn, and for huge |s| (tiny T) the fp32 sum coarsens or
+  absorbs the noise (see the oracle for both). u depends only on (seed, position, token
+  id): the result does not depend on the row's index, the batch, BLOCK_V, BLOCK_B or the
+  split count.
+- Non-finite entries: -inf and NaN entries (and s that overflow to -inf) never win; +inf
+  entries (or s that overflow to +inf) win, the lowest such id first. A row with no
+  finite or +inf entry (all -inf, all NaN) returns 0.
+
+Grid (cdiv(B, BLOCK_B), splits): a program takes BLOCK_B rows and one contiguous chunk
+of the vocab (a multiple of BLOCK_V), loops over it in [BLOCK_B, BLOCK_V] tiles keeping a
+per-lane best (score, id), then reduces the lanes. (BLOCK_B, BLOCK_V) come from a menu of
+four per device (`plan`) and the split count is a runtime argument, so default launches
+compile at most four variants per dtype and temperature flag, whatever B and V. With more
+than one split, the per-split bests go to a [B, splits] fp32 + int64 scratch and
+`torch.argmax` (first maximum, i.e. lowest chunk) picks among them. Extra memory
+(`extra_bytes`): 8 * B bytes (the result), and with splits 12 * B * splits (scratch) +
+16 * B (argmax, gather); no [B, V]-sized buffer. Row-stride gaps are never read.
+"""
+
+import contextlib
+
+import numpy as np
+import torch
+import triton
+import triton.language as tl
+
+from samplecheck.kernels.rounding import to_fp32
+from samplecheck.kernels.runtime import check_launchable, first_fitting, is_interpreted
+from samplecheck.kernels.validation import check_logits, check_range, check_row_param
+
+HASH_SEED = 0x5EED5A3D
+# Launch menu (`plan`): BLOCK_V is the first of BLOCK_V_MENU that holds the vocab, else the
+# last; BLOCK_B is TILE // BLOCK_V rows, at most FEW_ROWS for a batch of at most FEW_ROWS
+# rows: four (BLOCK_B, BLOCK_V) pairs per device. On a GPU a tile is one or two rows'
+# 1024-wide block, or up to eight rows of a small vocab. The interpreter pays per program
+# and per operation, so the CPU tile is large, its small block fits the sampling tests'
+# vocabs (<= 32; they call the kernel on ~18k copies of a row), and its few-rows tile fits
+# the other tests' batches.
+TILE = {"cuda": 2048, "cpu": 2**18}
+BLOCK_V_MENU = {"cuda": (256, 1024), "cpu": (32, 8192)}
+FEW_ROWS = {"cuda": 1, "cpu": 16}
+# Splits: enough programs to fill the device, each chunk at least SPLIT_COLUMNS wide.
+TARGET_PROGRAMS = {"cuda": 1056, "cpu": 4}
+# The widest tile a caller may ask for: a GPU takes minutes to compile a wider one.
+MAX_BLOCK_V = 8192
+SPLIT_COLUMNS = 8192
+
+
+def check_gumbel(logits, seeds, positions, temperature) -> None:
+    """seeds: int64 [B]; positions: int64 [B], >= 0; temperature: float32 [B], finite and
+    >= 0, or None; all on the logits' device. V >= 1."""
+    check_logits(logits)
+    if logits.size(1) == 0:
+        raise ValueError("logits must have vocab >= 1 (a sampled id lies in [0, vocab)); got vocab 0")
+    for name, value in (("seeds", seeds), ("positions", positions)):
+        if value is None:
+            raise TypeError(f"{name} is required: an int64 tensor of shape [batch]")
+    check_row_param("seeds", seeds, logits, (torch.int64,))
+    check_row_param("positions", positions, logits, (torch.int64,))
+    if positions.numel() and bool((positions < 0).any()):
+        raise ValueError(f"positions must be >= 0 (the token position being sampled); got {int(positions.min())}")
+    if temperature is not None:
+        check_row_param("temperature", temperature, logits, (torch.float32,))
+        check_range("temperature", temperature, torch.isfinite(temperature) & (temperature >= 0),
+                    "finite and >= 0 (0: greedy row)")
+
+
+@triton.jit
+def _fmix32(h):
+    """murmur3's 32-bit finaliser: a bijection of uint32 with full avalanche."""
+    h = (h ^ (h >> 16)) * 0x85EBCA6B
+    h = (h ^ (h >> 13)) * 0xC2B2AE35
+    return h ^ (h >> 16)
+
+
+@triton.jit
+def _row_key(seed, position, HASH_SEED: tl.constexpr):
+    """murmur3_32 (seed HASH_SEED) of the four little-endian words seed lo, seed hi,
+    position lo, position hi (int64 -> uint32 halves), per row."""
+    h = tl.full(seed.shape, HASH_SEED, tl.uint32)
+    for i in tl.static_range(4):
+        value = seed if i < 2 else position
+        k = ((value >> (32 * (i % 2))) & 0xFFFFFFFF).to(tl.uint32) * 0xCC9E2D51
+        k = ((k << 15) | (k >> 17)) * 0x1B873593
+        h = h ^ k
+        h = ((h << 13) | (h >> 19)) * 5 + 0xE6546B64
+    return _fmix32(h ^ 16)
+
+
+@triton.jit(do_not_specialize=["row_stride", "B", "V", "chunk", "splits"])
+def _gumbel_kernel(logits_ptr, row_stride, seeds_ptr, positions_ptr, temperature_ptr,
+                   ids_ptr, best_ptr, B, V, chunk, splits,
+                   HAS_TEMPERATURE: tl.constexpr, HASH_SEED: tl.constexpr,
+                   BLOCK_B: tl.constexpr, BLOCK_V: tl.constexpr):
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_B + tl.arange(0, BLOCK_B)
+    split = tl.program_id(1)
+    in_batch = rows < B
+    seed = tl.load(seeds_ptr + rows, mask=in_batch, other=0)
+    position = tl.load(positions_ptr + rows, mask=in_batch, other=0)
+    if HAS_TEMPERATURE:
+        t = tl.load(temperature_ptr + rows, mask=in_batch, other=1.0)
+    else:
+        t = tl.full([BLOCK_B], 1.0, tl.float32)
+    greedy = (t == 0.0)[:, None]
+    divisor = tl.broadcast_to(tl.where(t == 0.0, 1.0, t)[:, None], [BLOCK_B, BLOCK_V])
+    key = _row_key(seed, position, HASH_SEED)[:, None]
+
+    row_ptr = logits_ptr + rows[:, None] * row_stride
+    lo = split * chunk
+    hi = tl.minimum(lo + chunk, V)
+    lanes = tl.arange(0, BLOCK_V)[None, :]
+    best_score = tl.full([BLOCK_B, BLOCK_V], float("-inf"), tl.float32)
+    best_id = tl.zeros([BLOCK_B, BLOCK_V], tl.int32) + lo + lanes
+    for start in range(lo, hi, BLOCK_V):
+        cols = start + lanes
+        x = to_fp32(tl.load(row_ptr + cols, mask=in_batch[:, None] & (cols < hi), other=float("-inf")))
+        scaled = tl.math.div_rn(x, divisor)
+        h = _fmix32(key ^ (cols.to(tl.uint32) * 0x9E3779B9))
+        u = (((h >> 9) << 1) | 1).to(tl.float32) * 5.9604644775390625e-08  # (2k + 1) / 2**24
+        g = -tl.log(-tl.log(u))
+        noisy = tl.where(greedy, scaled, scaled + g)
+        # NaN never wins; -inf + g stays -inf.
+        score = tl.where(scaled > float("-inf"), noisy, float("-inf"))
+        # Strict: on a tie the earlier (lower) id of the lane stays.
+        better = score > best_score
+        best_score = tl.where(better, score, best_score)
+        best_id = tl.where(better, cols, best_id)
+    row_max = tl.max(best_score, axis=1)
+    idx = tl.min(tl.where(best_score == row_max[:, None], best_id, V), axis=1)
+    tl.store(ids_ptr + rows * splits + split, idx.to(tl.int64), mask=in_batch)
+    if splits > 1:
+        tl.store(best_ptr + rows * splits + split, row_max, mask=in_batch)
+
+
+def plan(batch: int, vocab: int, device_type: str, *, block_v: int | None = None,
+         splits: int | None = None) -> tuple[int, int, int, int]:
+    """(BLOCK_B, BLOCK_V, splits, chunk) for a launch; the result does not depend on them."""
+    if block_v is None:
+        block_v = first_fitting(BLOCK_V_MENU[device_type], vocab)
+    block_b = max(1, TILE[device_type] // block_v)
+    if batch <= FEW_ROWS[device_type]:
+        block_b = min(block_b, FEW_ROWS[device_type])
+    if splits is None:
+        want = triton.cdiv(TARGET_PROGRAMS[device_type], triton.cdiv(batch, block_b))
+        splits = max(1, min(want, triton.cdiv(vocab, SPLIT_COLUMNS)))
+    chunk = triton.cdiv(triton.cdiv(vocab, splits), block_v) * block_v
+    return block_b, block_v, triton.cdiv(vocab, chunk), chunk
+
+
+def extra_bytes(batch: int, vocab: int, device_type: str) -> int:
+    """The device memory a default call allocates: the ids and, with splits, the scratch."""
+    splits = plan(batch, vocab, device_type)[2]
+    return 8 * batch if splits == 1 else 12 * batch * splits + 16 * batch
+
+
+def gumbel_sample(logits: torch.Tensor, *, seeds: torch.Tensor, positions: torch.Tensor,
+                  temperature: torch.Tensor | None = None, block_v: int | None = None,
+                  splits: int | None = None) -> torch.Tensor:
+    """Sample one token id per row (module docstring); returns int64 [B]. `block_v` (a power
+    of two in [1, MAX_BLOCK_V]) and `splits` (>= 1) tune the launch only."""
+    check_gumbel(logits, seeds, positions, temperature)
+    if block_v is not None and not (1 <= block_v <= MAX_BLOCK_V and block_v & (block_v - 1) == 0):
+        raise ValueError(f"block_v must be a power of two in [1, {MAX_BLOCK_V}]; got {block_v}")
+    if splits is not None and splits < 1:
+        raise ValueError(f"splits must be >= 1; got {splits}")
+    batch, vocab = logits.shape
+    if batch == 0:
+        return torch.empty(0, dtype=torch.int64, device=logits.device)
+    check_launchable(_gumbel_kernel, logits)
+    block_b, block_v, splits, chunk = plan(batch, vocab, logits.device.type, block_v=block_v, splits=splits)
+    # One id per row, or per (row, split) with each split's best score beside it (else an
+    # empty placeholder of the same dtype, so the split count never changes the signature).
+    ids = torch.empty((batch, splits), dtype=torch.int64, device=logits.device)
+    best = torch.empty((batch, splits if splits > 1 else 0), dtype=torch.float32, device=logits.device)
+    if temperature is not None:
+        temperature = temperature.contiguous()
+    grid = (triton.cdiv(batch, block_b), splits)
+    # The interpreter computes with numpy, which warns when l / T overflows to +-inf: that
+    # is the specified quotient, not an error.
+    quiet = np.errstate(over="ignore") if is_interpreted(_gumbel_kernel) else contextlib.nullcontext()
+    with quiet:
+        _gumbel_kernel[grid](logits, logits.stride(0), seeds.contiguous(), positions.contiguous(), temperature,
+                             ids, best, batch, vocab, chunk, splits, HAS_TEMPERATURE=temperature is not None,
+                             HASH_SEED=HASH_SEED, BLOCK_B=block_b, BLOCK_V=block_v)
+    if splits == 1:
+        return ids.view(batch)
+    # The first maximum is the lowest split, whose ids are below every later split's.
+    return ids.gather(1, best.argmax(dim=1, keepdim=True)).view(batch)

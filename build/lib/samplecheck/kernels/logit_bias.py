@@ -1,0 +1,204 @@
+"""allowed_token_ids, logit_bias and min_tokens per row, in place (vLLM MRV2 `_bias_kernel`).
+
+Contract (the oracle `samplecheck.oracles.logit_bias` states the semantics in full):
+- `logits` [B, V] fp32/bf16/fp16, any row stride, column stride 1. Modified in place and
+  returned. Every part is optional; each row applies them in this order:
+  1. `allowed_token_ids` [B, A] int32/int64, right-padded with -1, A <= 1024: a row holding at
+     least one id masks (-inf) every other token; its allowed entries keep their exact bits.
+     A row of -1 only is unrestricted. Repeated allowed ids are harmless.
+  2. `logit_bias_ids` [B, K] int32/int64 (-1 padded, K <= 1024) with `logit_bias_values`
+     [B, K] float32 (finite where the id is not -1; values at -1 positions are ignored):
+     l[t] = round_to_dtype(fp32(l[t]) + b), one fp32 add, then round-to-nearest-even into
+     the logits' dtype (`samplecheck.kernels.rounding.to_output_dtype`); -inf + b stays -inf and an
+     fp16/bf16/fp32 overflow gives +-inf. Ids must be unique within a row (ValueError).
+  3. `stop_token_ids` [B, S] int32/int64 (-1 padded, S <= 128) with `min_tokens` [B] and
+     `output_len` [B] (int32/int64, >= 0; output_len = tokens generated so far): rows with
+     output_len < min_tokens mask every stop id to -inf. The three come together.
+- Every id is in [0, V) or -1 (ValueError otherwise: an id >= V would address the next row
+  or the row-stride gap, GHSA-wr27-mx79-rg6c). Only the listed entries, and the whole row of
+  a restricted row, are written; row-stride gaps never are.
+
+One program per row, no scratch: the allowed values are gathered into registers (one block
+of max(ALLOWED_FLOOR, next power of two of A) <= MAX_ALLOWED ids), the row is filled with
+-inf, and they are scattered back; the bias and stop entries, independent of each other, go
+in steps of LIST_BLOCK ids. A barrier separates each phase, since on a GPU different threads
+of the program store to the same entries in consecutive phases (#46245). So the launch
+constants do not follow the list widths: the flags, one of four allowlist blocks, LIST_BLOCK
+and BLOCK.
+"""
+
+import contextlib
+
+import numpy as np
+import torch
+import triton
+import triton.language as tl
+
+from samplecheck.kernels.rounding import to_fp32, to_output_dtype
+from samplecheck.kernels.runtime import check_launchable, is_interpreted
+from samplecheck.kernels.validation import INDEX_DTYPES, PAD_ID, check_logits, check_row_param, check_token_ids
+
+# Per-row caps of vLLM MRV2 (entries per list, padding included).
+MAX_ALLOWED = 1024
+MAX_BIAS = 1024
+MAX_STOP = 128
+# Entries per step of the -inf fill (the interpreter pays per operation, so the CPU block is wide).
+BLOCK = {"cuda": 1024, "cpu": 4096}
+# Ids per step of the bias and stop lists (narrow on the CPU, so that the suite's short lists
+# span several steps).
+LIST_BLOCK = {"cuda": 256, "cpu": 4}
+# Smallest allowlist block: widths up to MAX_ALLOWED take one of 128, 256, 512 or 1024.
+ALLOWED_FLOOR = 128
+
+
+def _check_width(name: str, ids: torch.Tensor, cap: int) -> None:
+    if ids.size(1) > cap:
+        raise ValueError(f"{name} may hold at most {cap} ids per row (padding included); got {ids.size(1)}")
+
+
+def _check_count(name: str, value: torch.Tensor, logits: torch.Tensor) -> None:
+    check_row_param(name, value, logits, INDEX_DTYPES)
+    if value.numel() and bool((value < 0).any()):
+        raise ValueError(f"{name} must be >= 0; got {int(value.min())}")
+
+
+def _check_pair(first: str, a, second: str, b) -> None:
+    if (a is None) != (b is None):
+        raise ValueError(f"{first} and {second} must be given together (or both None)")
+
+
+def check_logit_bias(logits, allowed_token_ids, logit_bias_ids, logit_bias_values,
+                     stop_token_ids, min_tokens, output_len) -> None:
+    """Shapes, dtypes, devices, id ranges, caps and values of every argument (module docstring)."""
+    check_logits(logits)
+    if allowed_token_ids is not None:
+        check_token_ids("allowed_token_ids", allowed_token_ids, logits)
+        _check_width("allowed_token_ids", allowed_token_ids, MAX_ALLOWED)
+    _check_pair("logit_bias_ids", logit_bias_ids, "logit_bias_values", logit_bias_values)
+    if logit_bias_ids is not None:
+        check_token_ids("logit_bias_ids", logit_bias_ids, logits)
+        _check_width("logit_bias_ids", logit_bias_ids, MAX_BIAS)
+        _check_bias_values(logit_bias_ids, logit_bias_values)
+    _check_pair("min_tokens", min_tokens, "stop_token_ids", stop_token_ids)
+    _check_pair("min_tokens", min_tokens, "output_len", output_len)
+    if stop_token_ids is not None:
+        check_token_ids("stop_token_ids", stop_token_ids, logits)
+        _check_width("stop_token_ids", stop_token_ids, MAX_STOP)
+        _check_count("min_tokens", min_tokens, logits)
+        _check_count("output_len", output_len, logits)
+
+
+def _check_bias_values(ids: torch.Tensor, values: torch.Tensor) -> None:
+    """float32 values shaped like the ids, finite where an id is given; ids unique per row."""
+    if not isinstance(values, torch.Tensor):
+        raise TypeError(f"logit_bias_values must be a torch.Tensor [batch, length], got {type(values).__name__}")
+    if values.dtype != torch.float32:
+        raise TypeError(f"logit_bias_values dtype must be float32; got {values.dtype}")
+    if values.shape != ids.shape:
+        raise ValueError(f"logit_bias_values must have the shape of logit_bias_ids {tuple(ids.shape)}, "
+                         f"got {tuple(values.shape)}")
+    if values.device != ids.device:
+        raise ValueError(f"logit_bias_values is on {values.device} but logit_bias_ids on {ids.device}")
+    if not ids.numel():
+        return
+    given = ids != PAD_ID
+    bad = given & ~torch.isfinite(values)
+    if bool(bad.any()):
+        raise ValueError("logit_bias_values must be finite where logit_bias_ids is not -1; "
+                         f"got {values[bad][0].item()}")
+    ordered = ids.sort(dim=1).values
+    repeated = (ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] != PAD_ID)
+    if bool(repeated.any()):
+        row = int(repeated.any(dim=1).nonzero()[0])
+        raise ValueError(f"logit_bias_ids must not repeat an id within a row; row {row} repeats "
+                         f"{int(ordered[:, 1:][repeated][0])}")
+
+
+@triton.jit
+def _fill_row(row_ptr, V, BLOCK: tl.constexpr):
+    """Store -inf into entries [0, V) of the row."""
+    offs = tl.arange(0, BLOCK)
+    neg_inf = tl.full([BLOCK], float("-inf"), tl.float32).to(row_ptr.dtype.element_ty)
+    for start in range(0, V, BLOCK):
+        idx = start + offs
+        tl.store(row_ptr + idx, neg_inf, mask=idx < V)
+
+
+@triton.jit
+def _load_ids(ids_ptr, k, length):
+    """Entries k of the row's id list as int64, -1 at k >= `length`."""
+    return tl.load(ids_ptr + k, mask=k < length, other=-1).to(tl.int64)
+
+
+@triton.jit(do_not_specialize=["row_stride", "V", "A", "K", "S"])
+def _logit_bias_kernel(logits_ptr, row_stride, V,
+                       allowed_ptr, A, bias_ids_ptr, bias_values_ptr, K,
+                       stop_ptr, S, min_tokens_ptr, output_len_ptr,
+                       HAS_ALLOWED: tl.constexpr, A_BLOCK: tl.constexpr, HAS_BIAS: tl.constexpr,
+                       HAS_MIN_TOKENS: tl.constexpr, LIST_BLOCK: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    row_ptr = logits_ptr + row * row_stride
+    if HAS_ALLOWED:
+        # A <= A_BLOCK: the whole allowlist is held across the fill.
+        allowed = _load_ids(allowed_ptr + row * A, tl.arange(0, A_BLOCK), A)
+        keep = allowed >= 0
+        saved = tl.load(row_ptr + allowed, mask=keep)
+        tl.debug_barrier()
+        if tl.max(keep.to(tl.int32), axis=0) > 0:
+            _fill_row(row_ptr, V, BLOCK)
+        tl.debug_barrier()
+        tl.store(row_ptr + allowed, saved, mask=keep)
+        tl.debug_barrier()
+    if HAS_BIAS:
+        # Bias ids are unique within a row: no step reads an entry another step writes.
+        for start in range(0, K, LIST_BLOCK):
+            k = start + tl.arange(0, LIST_BLOCK)
+            ids = _load_ids(bias_ids_ptr + row * K, k, K)
+            given = ids >= 0
+            b = tl.load(bias_values_ptr + row * K + k, mask=given, other=0.0)
+            x = to_fp32(tl.load(row_ptr + ids, mask=given, other=0.0))
+            tl.store(row_ptr + ids, to_output_dtype(x + b, logits_ptr.dtype.element_ty), mask=given)
+        tl.debug_barrier()
+    if HAS_MIN_TOKENS:
+        if tl.load(output_len_ptr + row) < tl.load(min_tokens_ptr + row):
+            neg_inf = tl.full([LIST_BLOCK], float("-inf"), tl.float32).to(logits_ptr.dtype.element_ty)
+            for start in range(0, S, LIST_BLOCK):
+                stop = _load_ids(stop_ptr + row * S, start + tl.arange(0, LIST_BLOCK), S)
+                tl.store(row_ptr + stop, neg_inf, mask=stop >= 0)
+
+
+def _ids_arg(ids: torch.Tensor | None, like: torch.Tensor):
+    """(tensor, width) for the kernel: a contiguous id list, or a placeholder when absent or
+    empty (width 0)."""
+    if ids is None or ids.size(1) == 0:
+        return like, 0
+    return ids.contiguous(), ids.size(1)
+
+
+def apply_logit_bias(logits: torch.Tensor, *, allowed_token_ids: torch.Tensor | None = None,
+                     logit_bias_ids: torch.Tensor | None = None, logit_bias_values: torch.Tensor | None = None,
+                     stop_token_ids: torch.Tensor | None = None, min_tokens: torch.Tensor | None = None,
+                     output_len: torch.Tensor | None = None) -> torch.Tensor:
+    """Apply the allowlist, the biases and the min_tokens stop mask in place (module docstring);
+    returns `logits`."""
+    check_logit_bias(logits, allowed_token_ids, logit_bias_ids, logit_bias_values,
+                     stop_token_ids, min_tokens, output_len)
+    batch, vocab = logits.shape
+    allowed, A = _ids_arg(allowed_token_ids, logits)
+    bias_ids, K = _ids_arg(logit_bias_ids, logits)
+    stop, S = _ids_arg(stop_token_ids, logits)
+    if batch == 0 or vocab == 0 or A + K + S == 0:
+        return logits
+    bias_values = logit_bias_values.contiguous() if K else logits
+    check_launchable(_logit_bias_kernel, logits)
+    # The interpreter computes with numpy, which warns when l + b overflows (or its fp16
+    # store does): that is the specified result, not an error.
+    quiet = np.errstate(over="ignore") if is_interpreted(_logit_bias_kernel) else contextlib.nullcontext()
+    with quiet:
+        _logit_bias_kernel[(batch,)](
+            logits, logits.stride(0), vocab,
+            allowed, A, bias_ids, bias_values, K,
+            stop, S, min_tokens.contiguous() if S else logits, output_len.contiguous() if S else logits,
+            HAS_ALLOWED=A > 0, A_BLOCK=max(ALLOWED_FLOOR, triton.next_power_of_2(A)), HAS_BIAS=K > 0,
+            HAS_MIN_TOKENS=S > 0, LIST_BLOCK=LIST_BLOCK[logits.device.type], BLOCK=BLOCK[logits.device.type])
+    return logits

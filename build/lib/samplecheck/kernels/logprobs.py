@@ -1,0 +1,149 @@
+"""Logprobs of the sampled token and of the top-k tokens (vLLM `num_logprobs`), NOT in place.
+
+Contract (the oracle `samplecheck.oracles.logprobs` states the semantics in full):
+- `logits` [B, V] fp32/bf16/fp16, any row stride, column stride 1. Never written: the input
+  is left bitwise unchanged (row-stride gaps are never read or written either).
+- `sampled` [B] int64 on the logits' device, in [0, V): the token sampled in each row.
+- `num_logprobs` (a Python int or None) picks the columns:
+  None -> returns None; 0 -> one column, the sampled token; k in 1..V -> k + 1 columns, the
+  sampled token then the ids of `torch.topk(logits, k)` (non-increasing value; which of the
+  ids tied with the k-th value are chosen, and their order, is unspecified); -1 -> V + 1
+  columns, the sampled token then ids 0..V-1 in vocab order. The sampled token may appear
+  twice (column 0 and among the top-k), as in vLLM.
+- Returns `Logprobs(token_ids, logprobs, ranks)`, new tensors on the logits' device:
+  token_ids int64 [B, n + 1], logprobs float32 [B, n + 1], ranks int64 [B].
+- logprobs[b, j] = log_softmax(l_b)[token_ids[b, j]], computed in fp32 from exactly upcast
+  values: m = max(l_b), s = sum(exp(l_b - m)), lse = m + log(s), logprob = l - lse. -inf
+  logits give -inf. An all -inf row gives NaN in every column (lse = -inf and
+  -inf - -inf = NaN, as torch.log_softmax) and rank V. NaN or +inf logits: unspecified
+  (the result stays inside the row).
+- ranks[b] = #{i : l_b[i] >= l_b[sampled_b]}: 1-based, ties counted against the sampled
+  token, exact (fp32 comparisons of exactly upcast values).
+
+Kernel: one program per row. Pass 1: the row max, BLOCK (1024) lanes per step. Pass 2: the
+sum of exp(l - m) per lane, then a tree over the lanes, plus the rank count. Then the gather
+of the row's n + 1 requested columns, `gather_block` (<= 1024) columns per step, so the
+tile never grows with n (vllm#46746: a next_pow2(n + 1) tile is 262144 lanes at V ~ 152k).
+The gathered values do not depend on `gather_block` (bitwise); the sum order depends on
+BLOCK, which is fixed.
+
+Memory: the outputs ([B, n + 1] fp32 and int64, [B] int64), no [B, V]-sized scratch and no
+fp32 copy of the logits. For k >= 1, `torch.topk` (whose workspace torch does not bound: up
+to a sort's [B, V] values and ids) returns [B, k] values in the logits' dtype
+and [B, k] int64 ids, freed once the ids are copied into `token_ids`. For n = -1 the outputs
+are [B, V + 1] fp32 plus [B, V + 1] int64, plus an O(V) arange and O(B) scratch.
+"""
+
+import contextlib
+from typing import NamedTuple
+
+import numpy as np
+import torch
+import triton
+import triton.language as tl
+
+from samplecheck.kernels.rounding import to_fp32
+from samplecheck.kernels.runtime import check_launchable, is_interpreted
+from samplecheck.kernels.validation import check_logits, check_row_param
+
+BLOCK = 1024  # lanes per step of the max and sum passes
+GATHER_BLOCK = 1024  # default columns per step of the gather (the `gather_block` keyword)
+
+
+class Logprobs(NamedTuple):
+    token_ids: torch.Tensor  # int64 [B, n + 1]: the sampled token, then the requested ids
+    logprobs: torch.Tensor  # float32 [B, n + 1]: log_softmax of the logits at token_ids
+    ranks: torch.Tensor  # int64 [B]: count of logits >= the sampled token's
+
+
+def check_logprobs_args(logits: torch.Tensor, sampled: torch.Tensor, num_logprobs, gather_block: int) -> None:
+    """sampled: int64 [batch] in [0, V); num_logprobs: None or an int in [-1, V];
+    gather_block: a power of two in [16, 1024]."""
+    check_logits(logits)
+    vocab = logits.size(1)
+    check_row_param("sampled", sampled, logits, (torch.int64,))
+    if sampled.numel():
+        bad = (sampled < 0) | (sampled >= vocab)
+        if bool(bad.any()):
+            raise ValueError(f"sampled must hold token ids in [0, {vocab}); got {int(sampled[bad][0])}")
+    if num_logprobs is not None:
+        if not isinstance(num_logprobs, int) or isinstance(num_logprobs, bool):
+            raise TypeError(f"num_logprobs must be None or an int in [-1, vocab]; got {type(num_logprobs).__name__}")
+        if not -1 <= num_logprobs <= vocab:
+            raise ValueError(f"num_logprobs must be None, -1 (whole vocab), 0 (sampled token only) "
+                             f"or in [1, vocab = {vocab}]; got {num_logprobs}")
+    if not isinstance(gather_block, int) or gather_block not in [2**i for i in range(4, 11)]:
+        raise ValueError(f"gather_block must be a power of two in [16, 1024]; got {gather_block!r}")
+
+
+@triton.jit(do_not_specialize=["row_stride", "V", "n_cols"])
+def _logprobs_kernel(logits_ptr, row_stride, V, ids_ptr, out_ptr, ranks_ptr, n_cols,
+                     BLOCK: tl.constexpr, GATHER_BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    row_ptr = logits_ptr + row * row_stride
+    out_row = row * n_cols  # ids and logprobs are contiguous [B, n_cols]; column 0 is the sampled token
+    offs = tl.arange(0, BLOCK)
+    # Pass 1: the row max (elementwise over blocks, then one reduction).
+    lane_max = tl.full([BLOCK], float("-inf"), tl.float32)
+    for start in range(0, V, BLOCK):
+        cols = start + offs
+        x = to_fp32(tl.load(row_ptr + cols, mask=cols < V, other=float("-inf")))
+        lane_max = tl.maximum(lane_max, x)
+    row_max = tl.max(lane_max, axis=0)
+    # Pass 2: sum of exp(x - max) per lane, and the rank: entries >= the sampled token's value.
+    sampled_value = to_fp32(tl.load(row_ptr + tl.load(ids_ptr + out_row)))
+    lane_sum = tl.zeros([BLOCK], tl.float32)
+    lane_rank = tl.zeros([BLOCK], tl.int32)
+    for start in range(0, V, BLOCK):
+        cols = start + offs
+        in_row = cols < V
+        x = to_fp32(tl.load(row_ptr + cols, mask=in_row, other=float("-inf")))
+        lane_sum += tl.exp(x - row_max)
+        lane_rank += (in_row & (x >= sampled_value)).to(tl.int32)
+    lse = row_max + tl.log(tl.sum(lane_sum, axis=0))
+    tl.store(ranks_ptr + row, tl.sum(lane_rank, axis=0).to(tl.int64))
+    # Gather: x - lse at the row's requested ids, GATHER_BLOCK columns per step.
+    gather_offs = tl.arange(0, GATHER_BLOCK)
+    for start in range(0, n_cols, GATHER_BLOCK):
+        cols = start + gather_offs
+        in_cols = cols < n_cols
+        ids = tl.load(ids_ptr + out_row + cols, mask=in_cols, other=0)
+        x = to_fp32(tl.load(row_ptr + ids, mask=in_cols, other=0.0))
+        tl.store(out_ptr + out_row + cols, x - lse, mask=in_cols)
+
+
+def _token_ids(logits: torch.Tensor, sampled: torch.Tensor, num_logprobs: int) -> torch.Tensor:
+    """int64 [B, n + 1]: the sampled token, then the top-k ids (k >= 1) or 0..V-1 (-1)."""
+    batch, vocab = logits.shape
+    if num_logprobs >= 1:
+        top = torch.topk(logits, num_logprobs, dim=-1).indices
+        return torch.cat([sampled[:, None], top], dim=1)
+    ids = torch.empty((batch, 1 + (vocab if num_logprobs == -1 else 0)), dtype=torch.int64, device=logits.device)
+    ids[:, 0] = sampled
+    if num_logprobs == -1:
+        ids[:, 1:] = torch.arange(vocab, dtype=torch.int64, device=logits.device)
+    return ids
+
+
+def compute_logprobs(logits: torch.Tensor, *, sampled: torch.Tensor, num_logprobs: int | None,
+                     gather_block: int = GATHER_BLOCK) -> Logprobs | None:
+    """Logprobs of the sampled token and of the requested columns (module docstring); the
+    logits are not modified. `gather_block` only sets the gather's step width."""
+    check_logprobs_args(logits, sampled, num_logprobs, gather_block)
+    if num_logprobs is None:
+        return None
+    token_ids = _token_ids(logits, sampled, num_logprobs)
+    batch, vocab = logits.shape
+    n_cols = token_ids.size(1)
+    values = torch.empty((batch, n_cols), dtype=torch.float32, device=logits.device)
+    ranks = torch.empty((batch,), dtype=torch.int64, device=logits.device)
+    if batch == 0:
+        return Logprobs(token_ids, values, ranks)
+    check_launchable(_logprobs_kernel, logits)
+    # The interpreter computes with numpy, which warns on -inf - -inf (an all -inf row's NaN
+    # result, as specified).
+    quiet = np.errstate(invalid="ignore") if is_interpreted(_logprobs_kernel) else contextlib.nullcontext()
+    with quiet:
+        _logprobs_kernel[(batch,)](logits, logits.stride(0), vocab, token_ids, values, ranks, n_cols,
+                                   BLOCK=BLOCK, GATHER_BLOCK=gather_block)
+    return Logprobs(token_ids, values, ranks)

@@ -1,0 +1,72 @@
+"""Deliberately broken copies of our kernels, each reproducing a real bug.
+
+Mutants live in one module per kernel (`kernels/mutants/<kernel>.py`, a `MUTANTS`
+tuple), collected here. A mutant is a source patch of one kernel module: find -> replace,
+then any further (find, replace) edits in order, each `find` occurring exactly once. The patched module is written to a temporary file and imported from
+there, so Triton's JIT (which reads function source) compiles it on a GPU and the
+interpreter runs it on CPU. `samplecheck.kernels.mutants:<name>` resolves to the mutant's entry
+point, so a mutant plugs into the registry like any backend (`pytest --mutant=<name>`).
+"""
+
+import functools
+import importlib
+import importlib.util
+import pkgutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    kernel: str  # registry record it is a backend of
+    module: str
+    entry: str
+    find: str
+    replace: str
+    description: str
+    ref: str
+    devices: tuple[str, ...] = ("cpu", "cuda")  # where the patch changes behaviour
+    then: tuple[tuple[str, str], ...] = ()  # further (find, replace) edits, applied in order
+
+    def patched_source(self) -> str:
+        source = Path(importlib.util.find_spec(self.module).origin).read_text()
+        for find, replace in ((self.find, self.replace), *self.then):
+            count = source.count(find)
+            if count != 1:
+                raise ValueError(f"mutant {self.name}: patch target occurs {count} times in {self.module}, expected 1")
+            source = source.replace(find, replace)
+        return source
+
+
+def _collect() -> dict[str, Mutant]:
+    """Every `MUTANTS` tuple of the modules in this package (one per kernel), by name."""
+    found: dict[str, Mutant] = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        for mutant in importlib.import_module(f"{__name__}.{info.name}").MUTANTS:
+            if mutant.name in found:
+                raise ValueError(f"mutant name {mutant.name!r} is defined twice")
+            found[mutant.name] = mutant
+    return found
+
+
+MUTANTS = _collect()
+
+
+@functools.cache
+def load(name: str):
+    """The mutant's entry point, from its patched module."""
+    mutant = MUTANTS[name]
+    path = Path(tempfile.mkdtemp(prefix="samplecheck-mutant-")) / f"{mutant.name}.py"
+    path.write_text(mutant.patched_source())
+    spec = importlib.util.spec_from_file_location(f"samplecheck_mutant_{mutant.name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return getattr(module, mutant.entry)
+
+
+def __getattr__(name: str):
+    if name in MUTANTS:
+        return load(name)
+    raise AttributeError(name)

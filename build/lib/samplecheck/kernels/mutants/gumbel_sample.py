@@ -1,0 +1,48 @@
+"""Mutants of the Gumbel-max sampling kernel."""
+
+from samplecheck.kernels.mutants import Mutant
+
+_MODULE, _ENTRY = "samplecheck.kernels.gumbel", "gumbel_sample"
+
+MUTANTS = (
+    Mutant(
+        name="gumbel_noise_by_batch_row", kernel="gumbel_sample", module=_MODULE, entry=_ENTRY,
+        find="seed = tl.load(seeds_ptr + rows, mask=in_batch, other=0)",
+        replace="seed = rows",
+        description="noise keyed by the batch row instead of the request's seed: a request's token "
+                    "changes with its batch mates and row index",
+        ref="FlashInfer's Philox subsequence is the output row (sampling-semantics.md §8): not batch invariant",
+    ),
+    Mutant(
+        name="gumbel_seed_ignores_position", kernel="gumbel_sample", module=_MODULE, entry=_ENTRY,
+        find="position = tl.load(positions_ptr + rows, mask=in_batch, other=0)",
+        replace="position = tl.zeros([BLOCK_B], tl.int64)",
+        description="noise keyed by the seed alone: every decoding step of a request reuses the same noise",
+        ref="MRV2 keys the noise by (seed, position) (sampling-semantics.md §8); cf. vllm#50440 (one "
+            "seed broadcast to many prompts gives identical noise)",
+    ),
+    Mutant(
+        name="gumbel_greedy_ties_highest", kernel="gumbel_sample", module=_MODULE, entry=_ENTRY,
+        find="idx = tl.min(tl.where(best_score == row_max[:, None], best_id, V), axis=1)",
+        replace="idx = tl.max(tl.where(best_score == row_max[:, None], best_id, -1), axis=1)",
+        description="tied maxima resolved to the highest lane's id instead of the lowest id",
+        ref="tie policy: MRV2 and torch.argmax take the first (lowest) maximum (sampling-semantics.md §8, "
+            "mstar#254 greedy tie non-determinism)",
+    ),
+    Mutant(
+        name="gumbel_neg_inf_noised", kernel="gumbel_sample", module=_MODULE, entry=_ENTRY,
+        find="scaled = tl.math.div_rn(x, divisor)",
+        replace="scaled = tl.maximum(tl.math.div_rn(x, divisor), -65504.0)",
+        description="-inf logits clamped to fp16's lowest finite value before the noise is added: masked "
+                    "tokens get finite scores and can be drawn",
+        ref="MRV2 scores only finite entries (-inf elsewhere, sampling-semantics.md §8); finite "
+            "'-inf' fills (finfo.min) are a classic masking bug",
+    ),
+    Mutant(
+        name="gumbel_last_block_skipped", kernel="gumbel_sample", module=_MODULE, entry=_ENTRY,
+        find="for start in range(lo, hi, BLOCK_V):",
+        replace="for start in range(lo, hi - BLOCK_V + 1, BLOCK_V):",
+        description="the loop over the vocab stops before the last partial block: its tokens are never drawn",
+        ref="fault class: wrong last partial block (issue's mutant list)",
+    ),
+)

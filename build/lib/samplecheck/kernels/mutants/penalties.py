@@ -1,0 +1,46 @@
+"""Mutants of the penalties kernel."""
+
+from samplecheck.kernels.mutants import Mutant
+
+MUTANTS = (
+    Mutant(
+        name="penalties_repetition_output_only", kernel="penalties",
+        module="samplecheck.kernels.penalties", entry="apply_penalties",
+        find="x = tl.where(x > 0.0, tl.math.div_rn(x, tl.broadcast_to(r, [BLOCK])), x * r)",
+        replace="x = tl.where(seen & (x > 0.0), tl.math.div_rn(x, tl.broadcast_to(r, [BLOCK])),"
+                " tl.where(seen, x * r, x))",
+        description="repetition penalty applied to output tokens only: ids seen only in the prompt keep their logit",
+        ref="sampling-semantics.md §5: repetition acts on prompt ∪ output (HF/vLLM), unlike frequency/presence",
+    ),
+    Mutant(
+        name="penalties_counts_include_prompt", kernel="penalties",
+        module="samplecheck.kernels.penalties", entry="apply_penalties",
+        find='counts.sub_(torch.searchsorted(keys, out_key, side="left", out_int32=True))',
+        replace='counts.sub_(torch.searchsorted(keys, out_key - 1, side="left", out_int32=True))',
+        description="frequency/presence counts include prompt occurrences",
+        ref="sampling-semantics.md §5: c_out counts output tokens only (OpenAI definition)",
+    ),
+    Mutant(
+        name="penalties_sign_rule_swapped", kernel="penalties",
+        module="samplecheck.kernels.penalties", entry="apply_penalties",
+        find="x = tl.where(x > 0.0, tl.math.div_rn(",
+        replace="x = tl.where(x < 0.0, tl.math.div_rn(",
+        description="repetition divides negative logits and multiplies positive ones (r > 1 then boosts)",
+        ref="classic sign fault of the HF repetition penalty (divide if l > 0, else multiply)",
+    ),
+    Mutant(
+        name="penalties_ids_wrap_around", kernel="penalties",
+        module="samplecheck.kernels.penalties", entry="apply_penalties",
+        find="keys.masked_fill_((keys < 0) | (keys >= 2 * vocab), 2 * vocab)",
+        replace="keys.remainder_(2 * vocab)",
+        description="ids taken modulo V: the -1 placeholder penalises token V - 1 and the pad id V token 0",
+        ref="vLLM #27910 (-1 async placeholders reached scatter_add as an index) and #49081 (ids >= V unchecked)",
+    ),
+    Mutant(
+        name="penalties_row0_parameter", kernel="penalties",
+        module="samplecheck.kernels.penalties", entry="apply_penalties",
+        find="f = tl.load(frequency_ptr + row)", replace="f = tl.load(frequency_ptr)",
+        description="per-row frequency penalty read from row 0 for every row",
+        ref="fault class: per-row parameters read from row 0 (issue 5)",
+    ),
+)

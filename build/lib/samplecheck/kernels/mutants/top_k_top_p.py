@@ -1,0 +1,59 @@
+"""Mutants of the top_k_top_p kernel."""
+
+from samplecheck.kernels.mutants import Mutant
+
+MUTANTS = (
+    Mutant(
+        name="triton_row_stride_ignored", kernel="top_k_top_p",
+        module="samplecheck.kernels.top_k_top_p", entry="apply_top_k_top_p",
+        find="row_ptr = logits_ptr + row * row_stride", replace="row_ptr = logits_ptr + row * V",
+        description="rows addressed as row * V, ignoring stride(0) (padded vocab views read the wrong row)",
+        ref="vllm#42684, fixed by vllm#42739",
+    ),
+    Mutant(
+        name="torch_softmax_in_bf16", kernel="top_k_top_p",
+        module="samplecheck.kernels.top_k_top_p_torch", entry="apply_top_k_top_p_torch",
+        find="survivors.softmax(dim=-1, dtype=torch.float32)", replace="survivors.softmax(dim=-1)",
+        description="top-p softmax and cumulative mass accumulated in the logits' dtype (bf16)",
+        ref="vllm#48641 (the fix upcasts the top-p fallback's softmax)",
+    ),
+    Mutant(
+        name="torch_top_p_one_extra_token", kernel="top_k_top_p",
+        module="samplecheck.kernels.top_k_top_p_torch", entry="apply_top_k_top_p_torch",
+        find="last = ((mass_before < p[:, None]).sum(dim=-1, keepdim=True) - 1).clamp(min=0)",
+        replace="last = (mass_before < p[:, None]).sum(dim=-1, keepdim=True).clamp(max=vocab - 1)",
+        description="top-p cut one sorted position too low: keeps one token past the crossing token",
+        ref="off-by-one at the top-p boundary (cf. fi#2202, the opposite direction)",
+    ),
+    Mutant(
+        name="triton_int32_row_offset", kernel="top_k_top_p",
+        module="samplecheck.kernels.top_k_top_p", entry="apply_top_k_top_p",
+        find="row = tl.program_id(0).to(tl.int64)\n    row_ptr = logits_ptr + row * row_stride",
+        replace="row = tl.program_id(0)\n    row_ptr = logits_ptr + row * row_stride",
+        description="row offset row * row_stride computed in int32: wraps once it passes 2**31 elements",
+        ref="fault class: an int32 offset overflow at large B x V (issue 5); GPU-only (needs a > 4 GiB buffer)",
+        devices=("cuda",),
+    ),
+    Mutant(
+        name="torch_masked_fill_zero", kernel="top_k_top_p",
+        module="samplecheck.kernels.top_k_top_p_torch", entry="apply_top_k_top_p_torch",
+        find='logits.masked_fill_(logits < cut, float("-inf"))', replace="logits.masked_fill_(logits < cut, 0.0)",
+        description="dropped tokens set to 0 instead of -inf (they keep probability exp(0) / Z)",
+        ref="fault class: masked fill 0 instead of -inf (issue 5)",
+    ),
+    Mutant(
+        name="torch_top_k_first_of_ties", kernel="top_k_top_p",
+        module="samplecheck.kernels.top_k_top_p_torch", entry="apply_top_k_top_p_torch",
+        find='logits.masked_fill_(logits < cut, float("-inf"))',
+        replace=("keep = logits > cut\n"
+                 "    if k is not None:\n"
+                 "        ties = logits == cut\n"
+                 "        room = torch.where(k_on, k, vocab)[:, None] - keep.sum(dim=-1, keepdim=True)\n"
+                 "        keep |= ties & (ties.cumsum(dim=-1) <= room)\n"
+                 "    else:\n"
+                 "        keep |= logits == cut\n"
+                 '    logits.masked_fill_(~keep, float("-inf"))'),
+        description="exactly k survivors: ties at the k-th value kept in column order up to k, the rest dropped",
+        ref="vllm#50979 (a path keeping exactly k at the k-th value ties) and fi PR #3774 (tie policy differences)",
+    ),
+)

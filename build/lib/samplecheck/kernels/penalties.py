@@ -1,0 +1,138 @@
+"""Repetition, frequency and presence penalties, in place: a sparse update of the ids in
+each row's prompt and output lists.
+
+Contract (the oracle `samplecheck.oracles.penalties` states the semantics in full):
+- `logits` [B, V] fp32/bf16/fp16, any row stride, column stride 1; loads upcast to fp32.
+  Modified in place and returned.
+- `prompt_token_ids` [B, P] and `output_token_ids` [B, O], int32/int64 on the logits'
+  device (P, O >= 0). Entries are ids in [0, V), -1 (padding, or an async-scheduling
+  placeholder, anywhere in a list) or V (the pad id); -1 and V are ignored wherever they
+  appear. Anything else is a ValueError.
+- `repetition_penalty` [B] float32, finite and > 0 (1: off); `frequency_penalty` and
+  `presence_penalty` [B] float32 in [-2, 2] (0: off); all on the logits' device.
+- Per row, for each distinct id t of prompt ∪ output, with c = its count in the output
+  list only, in fp32 and in this order:
+    l = div_rn(l, r) if l > 0 else l * r      (repetition; 0 and -inf are fixed points)
+    l = fma(-f, c, l)                          (frequency, only where c > 0: one rounding)
+    l = l - q                                  (presence, only where c > 0)
+  then stored with round-to-nearest-even in the logits' dtype (`samplecheck.kernels.rounding`).
+  Every operation is a single IEEE round-to-nearest step, so the result is the same bits
+  on a GPU and in the interpreter: division is `tl.math.div_rn` (Triton's `/` is
+  approximate on NVIDIA), and the frequency step is an explicit fma, so the compiler's
+  mul+add contraction has nothing to change. No clamp: l * r or l / r may overflow to +-inf.
+- Rows with r == 1, f == 0 and q == 0 are never written. Ids outside prompt ∪ output are
+  never read or written, so they stay bitwise unchanged; row-stride gaps are untouched.
+
+Design: no [B, V] scratch (no counts, no masks, no fp32 copy). On the host, each row's
+entries become keys 2*id (prompt) and 2*id + 1 (output), ignored entries 2*V; the keys are
+sorted per row, torch.searchsorted counts each key's output occurrences (keys equal to
+2*id + 1), and every key but the first of its id is replaced by the ignored id V. The
+kernel (grid B x cdiv(P + O, BLOCK)) then updates the logit of each remaining id: every id
+is updated exactly once, so programs never race. Scratch: a few [B, P + O] int tensors, at
+most SCRATCH_BYTES_PER_ID bytes per list entry (sort values and indices, searchsorted
+results, the device sort's workspace).
+"""
+
+import contextlib
+
+import numpy as np
+import torch
+import triton
+import triton.language as tl
+
+from samplecheck.kernels.rounding import to_fp32, to_output_dtype
+from samplecheck.kernels.runtime import check_launchable, is_interpreted
+from samplecheck.kernels.validation import check_logits, check_range, check_row_param, check_token_ids
+
+# List entries per program (the result does not depend on it). The interpreter pays per
+# program, so the CPU block holds a drawn row's lists whole; the full-size regression
+# example's lists span several blocks.
+BLOCK = {"cuda": 256, "cpu": 128}
+# Upper bound on the host scratch per list entry (P + O entries per row), in bytes.
+SCRATCH_BYTES_PER_ID = 64
+
+
+def check_penalties(logits, prompt_token_ids, output_token_ids, repetition_penalty, frequency_penalty,
+                    presence_penalty) -> None:
+    """Shapes, dtypes, devices and ranges (module docstring); each error names its parameter."""
+    check_logits(logits)
+    vocab = logits.size(1)
+    check_token_ids("prompt_token_ids", prompt_token_ids, logits, ignored=(vocab,))
+    check_token_ids("output_token_ids", output_token_ids, logits, ignored=(vocab,))
+    check_row_param("repetition_penalty", repetition_penalty, logits, (torch.float32,))
+    check_row_param("frequency_penalty", frequency_penalty, logits, (torch.float32,))
+    check_row_param("presence_penalty", presence_penalty, logits, (torch.float32,))
+    if logits.size(0) == 0:
+        return
+    check_range("repetition_penalty", repetition_penalty,
+                torch.isfinite(repetition_penalty) & (repetition_penalty > 0), "finite and > 0 (1 turns it off)")
+    for name, value in (("frequency_penalty", frequency_penalty), ("presence_penalty", presence_penalty)):
+        check_range(name, value, value.abs() <= 2, "in [-2, 2] (0 turns it off)")
+
+
+def sorted_keys(prompt_token_ids: torch.Tensor, output_token_ids: torch.Tensor, vocab: int) -> torch.Tensor:
+    """[B, P + O] per row ascending: 2*id for prompt entries, 2*id + 1 for output entries,
+    2*V for ignored entries (-1 and V), which sort after every real id."""
+    dtype = torch.int32 if 2 * vocab + 1 < 2**31 else torch.int64
+    keys = torch.cat((prompt_token_ids.to(dtype) * 2, output_token_ids.to(dtype) * 2 + 1), dim=1)
+    keys.masked_fill_((keys < 0) | (keys >= 2 * vocab), 2 * vocab)
+    return keys.sort(dim=1).values
+
+
+def first_occurrences(prompt_token_ids: torch.Tensor, output_token_ids: torch.Tensor,
+                      vocab: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(tokens, counts), both [B, P + O]: each id of prompt ∪ output once per row (V in every
+    other slot), and int32 counts, where counts[b, j] is how often tokens[b, j] occurs in the
+    output list (the number of keys 2*id + 1 in its row)."""
+    keys = sorted_keys(prompt_token_ids, output_token_ids, vocab)
+    out_key = keys | 1
+    counts = torch.searchsorted(keys, out_key, side="right", out_int32=True)
+    counts.sub_(torch.searchsorted(keys, out_key, side="left", out_int32=True))
+    tokens = keys.bitwise_right_shift_(1)
+    repeated = tokens[:, 1:] == tokens[:, :-1]
+    tokens[:, 1:].masked_fill_(repeated, vocab)
+    return tokens, counts
+
+
+@triton.jit(do_not_specialize=["row_stride", "V", "L"])
+def _penalties_kernel(logits_ptr, row_stride, tokens_ptr, counts_ptr, L, repetition_ptr, frequency_ptr,
+                      presence_ptr, V, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    r = tl.load(repetition_ptr + row)
+    f = tl.load(frequency_ptr + row)
+    q = tl.load(presence_ptr + row)
+    if (r != 1.0) | (f != 0.0) | (q != 0.0):
+        cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+        token = tl.load(tokens_ptr + row * L + cols, mask=cols < L, other=V)
+        hit = token < V
+        count = tl.load(counts_ptr + row * L + cols, mask=hit, other=0)
+        seen = count > 0
+        ptrs = logits_ptr + row * row_stride + token
+        x = to_fp32(tl.load(ptrs, mask=hit, other=0.0))
+        x = tl.where(x > 0.0, tl.math.div_rn(x, tl.broadcast_to(r, [BLOCK])), x * r)
+        x = tl.where(seen, tl.math.fma(tl.broadcast_to(-f, [BLOCK]), count.to(tl.float32), x), x)
+        x = tl.where(seen, x - q, x)
+        tl.store(ptrs, to_output_dtype(x, logits_ptr.dtype.element_ty), mask=hit)
+
+
+def apply_penalties(logits: torch.Tensor, *, prompt_token_ids: torch.Tensor, output_token_ids: torch.Tensor,
+                    repetition_penalty: torch.Tensor, frequency_penalty: torch.Tensor,
+                    presence_penalty: torch.Tensor) -> torch.Tensor:
+    """Apply the penalties to `logits` in place (module docstring) and return it."""
+    check_penalties(logits, prompt_token_ids, output_token_ids, repetition_penalty, frequency_penalty,
+                    presence_penalty)
+    batch, vocab = logits.shape
+    length = prompt_token_ids.size(1) + output_token_ids.size(1)
+    if batch == 0 or vocab == 0 or length == 0:
+        return logits
+    tokens, counts = first_occurrences(prompt_token_ids, output_token_ids, vocab)
+    check_launchable(_penalties_kernel, logits)
+    block = BLOCK[logits.device.type]
+    # The interpreter computes with numpy, which warns when l / r or l * r overflows to
+    # +-inf (or the fp16 store does): that is the specified result, not an error.
+    quiet = np.errstate(over="ignore") if is_interpreted(_penalties_kernel) else contextlib.nullcontext()
+    with quiet:
+        _penalties_kernel[(batch, triton.cdiv(length, block))](
+            logits, logits.stride(0), tokens, counts, length, repetition_penalty, frequency_penalty,
+            presence_penalty, vocab, BLOCK=block)
+    return logits

@@ -1,0 +1,107 @@
+"""`apply_sampling_params`: the whole sampler, composed from our Triton kernels.
+
+Order (vLLM Model Runner V2's): allowed_token_ids -> logit_bias -> min_tokens
+(`samplecheck.kernels.logit_bias`), penalties, bad words, temperature, min_p, top-k/top-p, Gumbel-max
+sampling, logprobs. Every step works in place on the logits, in their own dtype; there is
+no fp32 copy. The only clone is the raw tensor, taken (in the logits' dtype) when
+`num_logprobs` is set and the mode is `raw_logprobs` or `raw_logits`.
+
+Contract:
+- `logits` [B, V] fp32/bf16/fp16, any row stride, column stride 1: on return it holds
+  the processed logits (masked entries -inf); row-stride gaps are never touched.
+- Greedy rows (temperature 0) are left undivided and take the argmax (lowest id on ties)
+  of the processed logits; min_p and top-k/top-p still apply to them (the maximum always
+  survives).
+- Returns `SamplerOutput(sampled int64 [B], processed_logits (the input tensor),
+  logprobs)`, where logprobs is None when `num_logprobs` is None, else
+  `samplecheck.kernels.logprobs.Logprobs` computed on the tensor the mode names: the raw clone or the
+  processed logits, as log-softmax values (`*_logprobs`) or the logit values themselves
+  (`*_logits`). Ranks count entries >= the sampled one in that tensor.
+- Memory beyond the output: the raw clone (B * V * element size, only in raw modes), the
+  top-k/top-p scratch ([B, 1024] fp32) and O(B * list length) for token lists.
+"""
+
+from dataclasses import dataclass, fields
+from typing import NamedTuple
+
+import torch
+
+from samplecheck.kernels.bad_words import apply_bad_words
+from samplecheck.kernels.gumbel import gumbel_sample
+from samplecheck.kernels.logit_bias import apply_logit_bias
+from samplecheck.kernels.logprobs import Logprobs, compute_logprobs
+from samplecheck.kernels.min_p import apply_min_p
+from samplecheck.kernels.penalties import apply_penalties
+from samplecheck.kernels.temperature import apply_temperature
+from samplecheck.kernels.top_k_top_p import apply_top_k_top_p
+
+LOGPROBS_MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
+
+
+@dataclass(frozen=True)
+class SamplingBatch:
+    """Per-row sampling parameters of a batch, as tensors on the logits' device (see each
+    op's module for shapes and ranges). A None field turns its op off for every row;
+    within a group (bias ids and values; min_tokens, output_len and stop ids; prompt and
+    output ids with the three penalties) the fields come together."""
+
+    seeds: torch.Tensor
+    positions: torch.Tensor
+    temperature: torch.Tensor | None = None
+    allowed_token_ids: torch.Tensor | None = None
+    logit_bias_ids: torch.Tensor | None = None
+    logit_bias_values: torch.Tensor | None = None
+    stop_token_ids: torch.Tensor | None = None
+    min_tokens: torch.Tensor | None = None
+    output_len: torch.Tensor | None = None
+    prompt_token_ids: torch.Tensor | None = None
+    output_token_ids: torch.Tensor | None = None
+    repetition_penalty: torch.Tensor | None = None
+    frequency_penalty: torch.Tensor | None = None
+    presence_penalty: torch.Tensor | None = None
+    bad_words: torch.Tensor | None = None
+    min_p: torch.Tensor | None = None
+    top_k: torch.Tensor | None = None
+    top_p: torch.Tensor | None = None
+    num_logprobs: int | None = None
+    logprobs_mode: str = "raw_logprobs"
+
+    def __repr__(self) -> str:
+        set_fields = [f.name for f in fields(self) if getattr(self, f.name) is not None]
+        return f"SamplingBatch({', '.join(set_fields)}, num_logprobs={self.num_logprobs}, mode={self.logprobs_mode})"
+
+
+class SamplerOutput(NamedTuple):
+    sampled: torch.Tensor
+    processed_logits: torch.Tensor
+    logprobs: Logprobs | None
+
+
+def apply_sampling_params(logits: torch.Tensor, params: SamplingBatch) -> SamplerOutput:
+    """Process `logits` in place and sample one token per row (module docstring)."""
+    if params.logprobs_mode not in LOGPROBS_MODES:
+        raise ValueError(f"logprobs_mode must be one of {', '.join(LOGPROBS_MODES)}; got {params.logprobs_mode!r}")
+    raw = logits.clone() if params.num_logprobs is not None and params.logprobs_mode.startswith("raw") else None
+    p = params
+    apply_logit_bias(logits, allowed_token_ids=p.allowed_token_ids, logit_bias_ids=p.logit_bias_ids,
+                     logit_bias_values=p.logit_bias_values, stop_token_ids=p.stop_token_ids,
+                     min_tokens=p.min_tokens, output_len=p.output_len)
+    if p.repetition_penalty is not None:
+        apply_penalties(logits, prompt_token_ids=p.prompt_token_ids, output_token_ids=p.output_token_ids,
+                        repetition_penalty=p.repetition_penalty, frequency_penalty=p.frequency_penalty,
+                        presence_penalty=p.presence_penalty)
+    if p.bad_words is not None:
+        apply_bad_words(logits, bad_words=p.bad_words, output_token_ids=p.output_token_ids)
+    apply_temperature(logits, p.temperature)
+    apply_min_p(logits, p.min_p)
+    apply_top_k_top_p(logits, p.top_k, p.top_p)
+    greedy = None if p.temperature is None else (p.temperature != 0).to(torch.float32)
+    sampled = gumbel_sample(logits, seeds=p.seeds, positions=p.positions, temperature=greedy)
+    return SamplerOutput(sampled, logits, _logprobs(raw if raw is not None else logits, sampled, p))
+
+
+def _logprobs(source: torch.Tensor, sampled: torch.Tensor, params: SamplingBatch) -> Logprobs | None:
+    result = compute_logprobs(source, sampled=sampled, num_logprobs=params.num_logprobs)
+    if result is None or params.logprobs_mode.endswith("logprobs"):
+        return result
+    return result._replace(logprobs=source.gather(1, result.token_ids).to(torch.float32))

@@ -1,0 +1,93 @@
+"""Temperature scaling `l' = l / T`, in place: the Triton kernel and its PyTorch fallback.
+
+Contract (the oracle `samplecheck.oracles.temperature` states the semantics in full):
+- `logits` [B, V] fp32/bf16/fp16, any row stride, column stride 1.
+- `temperature` [B] float32 on the logits' device, finite and >= 0 (None: no-op).
+- Rows with 0 < T != 1: every entry becomes l / T, divided in fp32 with IEEE
+  round-to-nearest (`tl.math.div_rn`; Triton's plain `/` is an approximate division on
+  NVIDIA GPUs) and stored in the logits' dtype with round-to-nearest-even
+  (`samplecheck.kernels.rounding.to_output_dtype`).
+- T == 0 marks a greedy row: it is left untouched (never divided, never written).
+  T == 1 rows are skipped, so they are bitwise the input.
+- No clamp: like vLLM's kernels, a tiny T may overflow l / T to +-inf (fp16 overflows
+  above 65504, e.g. any |l| > 0.066 at T = 1e-6). -inf stays -inf, 0 stays 0 (sign kept),
+  and a finite logit never becomes NaN for a valid T. Callers that sample from the
+  result clamp T upstream (vLLM clamps 0 < T < 0.01 to 0.01).
+- Only the [B, V] view is written: row-stride gaps are never touched.
+
+The kernel is elementwise: grid (B, cdiv(V, BLOCK)), one block of one row per program,
+one load and one store per entry; no fp32 copy of the logits.
+"""
+
+import contextlib
+
+import numpy as np
+import torch
+import triton
+import triton.language as tl
+
+from samplecheck.kernels.rounding import to_fp32, to_output_dtype
+from samplecheck.kernels.runtime import check_launchable, is_interpreted
+from samplecheck.kernels.validation import check_logits, check_range, check_row_param
+
+# Entries per program; the result does not depend on BLOCK. The suite's vocab sizes
+# 8191-8193 and the full-size regression example (50272) span several column blocks, so
+# the program_id(1) addressing is exercised on CPU too.
+BLOCK = 4096
+
+
+def check_temperature(logits: torch.Tensor, temperature: torch.Tensor | None) -> None:
+    """temperature: per-row float32 [batch] on the logits' device, finite and >= 0, or None."""
+    check_logits(logits)
+    if temperature is None:
+        return
+    check_row_param("temperature", temperature, logits, (torch.float32,))
+    check_range("temperature", temperature, torch.isfinite(temperature) & (temperature >= 0),
+                "finite and >= 0 (0: greedy row, left unchanged; 1: no-op)")
+
+
+@triton.jit(do_not_specialize=["row_stride", "V"])
+def _temperature_kernel(logits_ptr, row_stride, temperature_ptr, V, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    t = tl.load(temperature_ptr + row).to(tl.float32)
+    if (t != 0.0) & (t != 1.0):
+        cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+        in_row = cols < V
+        ptrs = logits_ptr + row * row_stride + cols
+        x = to_fp32(tl.load(ptrs, mask=in_row, other=0.0))
+        # IEEE round-to-nearest division (div.rn.f32): Triton's `/` is an approximate
+        # division on NVIDIA GPUs, and `tl.math.fdiv(..., ieee_rounding=True)` ignores the
+        # flag in triton 3.6: on an H200 both differ from the correctly rounded quotient for
+        # ~28% of typical logits / T, div_rn for none (subnormal results included).
+        scaled = tl.math.div_rn(x, tl.broadcast_to(t, [BLOCK]))
+        tl.store(ptrs, to_output_dtype(scaled, logits_ptr.dtype.element_ty), mask=in_row)
+
+
+def apply_temperature(logits: torch.Tensor, temperature: torch.Tensor | None = None) -> torch.Tensor:
+    """Divide each row of `logits` by its temperature in place (module docstring) and return it."""
+    check_temperature(logits, temperature)
+    batch, vocab = logits.shape
+    if batch == 0 or vocab == 0 or temperature is None:
+        return logits
+    check_launchable(_temperature_kernel, logits)
+    grid = (batch, triton.cdiv(vocab, BLOCK))
+    # The interpreter computes with numpy, which warns when l / T overflows to inf (or the
+    # fp16 store does): that is the specified result, not an error.
+    quiet = np.errstate(over="ignore") if is_interpreted(_temperature_kernel) else contextlib.nullcontext()
+    with quiet:
+        _temperature_kernel[grid](logits, logits.stride(0), temperature, vocab, BLOCK=BLOCK)
+    return logits
+
+
+def apply_temperature_torch(logits: torch.Tensor, temperature: torch.Tensor | None = None) -> torch.Tensor:
+    """PyTorch fallback with the same contract: fp32 division (IEEE on CPU and CUDA), then
+    `Tensor.to(dtype)` (round-to-nearest-even) into the rows with 0 < T != 1."""
+    check_temperature(logits, temperature)
+    if logits.numel() == 0 or temperature is None:
+        return logits
+    active = (temperature != 0) & (temperature != 1)
+    rows = active.nonzero().flatten()
+    if rows.numel():
+        scaled = logits.index_select(0, rows).to(torch.float32) / temperature.index_select(0, rows)[:, None]
+        logits.index_copy_(0, rows, scaled.to(logits.dtype))
+    return logits

@@ -1,0 +1,329 @@
+"""Triton top-k then top-p masking, in place, with the keep-all-ties policy.
+
+Contract (the oracle `samplecheck.oracles.top_k_top_p` states the semantics in full):
+- `logits` [B, V] fp32/bf16/fp16, any row stride, column stride 1. Loads upcast to fp32;
+  no fp32 copy is made. Masked entries are set to -inf in place; kept entries and the
+  row-stride gaps are never written.
+- `k` [B] int32/int64 or None: k <= 0 or k >= V turns top-k off for that row.
+- `p` [B] float32 or None, in (0, 1]: p == 1 turns top-p off for that row.
+- Top-p applies after top-k, on the renormalised survivors.
+- Scratch: each call allocates a [B, CAP] fp32 buffer (CAP from LAUNCH_CONFIG: 4 KiB a
+  row on a GPU) for the candidates described below; nothing is cached between calls.
+
+Algorithm, per row (one program), no sort. Every fp32 value maps to an int32 key with the
+same order. The kept set is always {x : key(x) >= c} for a cut key c, the smallest key at
+which a monotone predicate holds:
+- top-k: #(key > c) < k;
+- top-p: mass(key > c) < p * mass(top-k survivors), mass = sum of exp(x - row max).
+Each cut lies in a bracket [lo, hi] of keys, hi = the row max's key:
+1. Pass 1 reads the row max, the min key and the lane maxima (lane j sees the columns
+   j mod BLOCK; merged to LANES lanes of adjacent columns).
+2. Lower bounds raise lo. Top-k with k <= LANES: the lane maxima are distinct entries, so
+   the k-th largest of them is <= the cut; BOUND_STEPS NUM_PIVOTS-ary search steps over
+   them (in registers) give a key at or below it. Top-p: the entries below
+   max - ln(V / (1 - p)) - 1 hold less than (1 - p) of the survivors' mass, so they are
+   all masked.
+3. Candidates: one pass copies the entries with key in [lo, hi] to the row's scratch in
+   column order (positions from cumsums) and counts them; the top-p stage's pass also
+   weighs the survivors. If more than CAP fall in the bracket, search steps over the whole
+   row (one pass each, counting and weighing the entries above NUM_PIVOTS pivots in
+   [TILE, NUM_PIVOTS] compare tiles) shrink it until it is one key or holds at most CAP
+   entries, which are then copied.
+4. The cut is the smallest candidate key at which the predicate holds: the count and mass
+   above every candidate come from [RANK_ROWS, RANK_COLS] compare tiles over the scratch.
+   Top-p reuses the top-k candidates when they hold every top-k survivor.
+5. A last pass writes -inf below the cut.
+With k = 50, or a top-p whose bound is tight, that is three passes over the row (max,
+candidates, write) and a few hundred compares per candidate.
+
+Exactness and determinism: masses are sums of exp(x - max) in 2**-40 fixed point (int64).
+Integer sums are exact in any order, so the cut depends neither on the summation order
+(hence not on the row stride, the launch parameters or which path found it) nor on the
+layouts Triton picks; the truncation costs < V * 2**-40 of the mass (< 3e-7 for
+V <= 2**18), far inside the oracle's 1e-5 top-p band. Counts and key compares are exact.
+row_stride and V are specialized on divisibility by 16 so that aligned rows move as
+16-byte vectors; V == 1 is specialized to a constant.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+from samplecheck.kernels.rounding import to_fp32
+from samplecheck.kernels.runtime import check_launchable
+from samplecheck.kernels.validation import check_top_k_top_p
+
+# Launch parameters by device. BLOCK: columns per step of the streaming passes (max,
+# candidates, write), NUM_STAGES: their software pipelining depth; LANES: lane maxima kept
+# for the top-k bound; TILE and NUM_PIVOTS: the compare tile of a full-row search step;
+# CAP: scratch entries per row; RANK_ROWS x RANK_COLS: the candidates' compare tile. On a
+# GPU the tiles must fit in registers (80 a thread at 8 warps for bf16, 3 programs per
+# SM); the CPU interpreter pays per operation, so it takes wide tiles, and a small CAP so
+# that its small rows exercise both the candidate and the full-row search. The result
+# depends on none of these.
+LAUNCH_CONFIG = {
+    "cuda": dict(BLOCK=2048, NUM_STAGES=3, LANES=512, BOUND_STEPS=3, TILE=256, NUM_PIVOTS=16, CAP=1024,
+                 RANK_ROWS=64, RANK_COLS=32, num_warps=8),
+    "cpu": dict(BLOCK=4096, NUM_STAGES=1, LANES=1024, BOUND_STEPS=2, TILE=4096, NUM_PIVOTS=256, CAP=256,
+                RANK_ROWS=128, RANK_COLS=128),
+}
+
+
+@triton.jit
+def _order_key(x):
+    """int32 key with key(a) < key(b) iff a < b for fp32 a, b (-0.0 folded into +0.0)."""
+    x = tl.where(x == 0.0, 0.0, x)
+    bits = x.to(tl.int32, bitcast=True)
+    return bits ^ ((bits >> 31) & 0x7FFFFFFF)
+
+
+@triton.jit
+def _weight(x, row_max):
+    """exp(x - row_max) in 2**-40 fixed point: masses are int64 sums, exact in any order."""
+    return (tl.exp(x - row_max) * 1099511627776.0).to(tl.int64)
+
+
+@triton.jit
+def _pivots(lo, hi, NUM_PIVOTS: tl.constexpr):
+    """NUM_PIVOTS int32 keys spread over [lo, hi), the first one lo (all lo if lo == hi)."""
+    lo64 = lo.to(tl.int64)
+    steps = tl.arange(0, NUM_PIVOTS).to(tl.int64)
+    return (lo64 + ((hi.to(tl.int64) - lo64) * steps) // NUM_PIVOTS).to(tl.int32)
+
+
+@triton.jit
+def _kth_largest_bound(keys, k, lo, hi, STEPS: tl.constexpr, NUM_PIVOTS: tl.constexpr):
+    """A key c with #(keys >= c) >= k, close below the k-th largest of `keys` (in registers,
+    all in [lo, hi]): STEPS NUM_PIVOTS-ary search steps, each keeping that invariant."""
+    for _ in tl.static_range(STEPS):
+        pivots = _pivots(lo, hi, NUM_PIVOTS)
+        count = tl.sum((keys[:, None] > pivots[None, :]).to(tl.int32), axis=0)
+        holds = count < k
+        new_hi = tl.min(tl.where(holds, pivots, hi), axis=0)
+        lo = tl.max(tl.where(holds, lo, pivots + 1), axis=0)
+        hi = new_hi
+    return lo
+
+
+@triton.jit
+def _narrow(row_ptr, V, lo, hi, pop, max_pop, row_max, k, mass_limit, BY_MASS: tl.constexpr,
+            TILE: tl.constexpr, NUM_PIVOTS: tl.constexpr, NUM_STAGES: tl.constexpr):
+    """Shrink the cut's bracket [lo, hi] (hi: the row max's key) until it is one key or
+    holds at most max_pop entries (pop: its population, or anything above max_pop). Each
+    step is one pass over the row counting (and weighing) the entries above NUM_PIVOTS
+    pivots. Returns the new lo, hi, pop and the count and mass of the entries above hi."""
+    offs = tl.arange(0, TILE)
+    count_hi = tl.zeros([], dtype=tl.int32)
+    mass_hi = tl.zeros([], dtype=tl.int64)
+    while (lo < hi) & (pop > max_pop):
+        pivots = _pivots(lo, hi, NUM_PIVOTS)
+        count = tl.zeros([NUM_PIVOTS], dtype=tl.int32)
+        mass = tl.zeros([NUM_PIVOTS], dtype=tl.int64)
+        for start in tl.range(0, V, TILE, num_stages=NUM_STAGES):
+            idx = start + offs
+            x = to_fp32(tl.load(row_ptr + idx, mask=idx < V, other=float("-inf")))
+            above = _order_key(x)[:, None] > pivots[None, :]
+            count += tl.sum(above.to(tl.int32), axis=0)
+            if BY_MASS:
+                mass += tl.sum(tl.where(above, _weight(x, row_max)[:, None], 0), axis=0)
+        if BY_MASS:
+            holds = mass.to(tl.float32) < mass_limit
+        else:
+            holds = count < k
+        # Counts and masses fall as the pivot rises: the smallest holding pivot is the new
+        # hi, one past the largest failing pivot the new lo (pivot lo fails unless lo is
+        # the cut, which ends the loop).
+        new_hi = tl.min(tl.where(holds, pivots, hi), axis=0)
+        count_lo = tl.min(tl.where(holds, 2147483647, count), axis=0)
+        count_hi = tl.max(tl.where(holds, count, count_hi), axis=0)
+        mass_hi = tl.max(tl.where(holds, mass, mass_hi), axis=0)
+        lo = tl.max(tl.where(holds, lo, pivots + 1), axis=0)
+        hi = new_hi
+        pop = count_lo - count_hi
+    return lo, hi, pop, count_hi, mass_hi
+
+
+@triton.jit
+def _collect(row_ptr, V, lo, hi, scratch_ptr, row_max, mass_floor, WITH_MASS: tl.constexpr,
+             CAP: tl.constexpr, BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr):
+    """One pass: copy the entries with key in [lo, hi] to scratch in column order (the
+    first CAP of them) and count them; WITH_MASS, also sum the mass of key >= mass_floor."""
+    # Columns go in groups of 8 (one thread's vector): a scan over the groups' counts and
+    # one within each group give every entry its position.
+    groups = tl.arange(0, BLOCK // 8)[:, None] * 8 + tl.arange(0, 8)[None, :]
+    n = tl.zeros([], dtype=tl.int32)
+    mass = tl.zeros([], dtype=tl.int64)
+    tl.debug_barrier()  # earlier reads of the scratch are done before it is overwritten
+    for start in tl.range(0, V, BLOCK, num_stages=NUM_STAGES):
+        idx = start + groups
+        in_row = idx < V
+        x = to_fp32(tl.load(row_ptr + idx, mask=in_row, other=float("-inf")))
+        key = _order_key(x)
+        take = (in_row & (key >= lo) & (key <= hi)).to(tl.int32)
+        group_count = tl.sum(take, axis=1)
+        group_end = tl.cumsum(group_count, axis=0)
+        pos = n + (group_end - group_count)[:, None] + tl.cumsum(take, axis=1) - 1
+        tl.store(scratch_ptr + pos, x, mask=(take == 1) & (pos < CAP))
+        n += tl.sum(group_count, axis=0)
+        if WITH_MASS:
+            weight = tl.where(in_row & (key >= mass_floor), _weight(x, row_max), 0)
+            mass += tl.sum(tl.sum(weight, axis=1), axis=0)
+    tl.debug_barrier()  # the scratch is written before any thread reads it
+    return n, mass
+
+
+@triton.jit
+def _rank_cut(scratch_ptr, n, lo, hi, count_hi, mass_hi, row_max, k, mass_limit,
+              BY_MASS: tl.constexpr, RANK_ROWS: tl.constexpr, RANK_COLS: tl.constexpr):
+    """The cut from the n scratch entries, which include every entry with key in [lo, hi]
+    (and maybe some below lo); count_hi and mass_hi: count and mass of the row's entries
+    above hi. The predicate only changes at entries' keys, so the cut is the smallest
+    entry key in [lo, hi] at which it holds (hi if there is none). Counts and masses above
+    RANK_ROWS entries at a time accumulate over [RANK_ROWS, RANK_COLS] compare tiles."""
+    rows = tl.arange(0, RANK_ROWS)
+    cols = tl.arange(0, RANK_COLS)
+    cut = hi
+    for i in range(0, n, RANK_ROWS):
+        xi = tl.load(scratch_ptr + i + rows, mask=i + rows < n, other=float("-inf"))
+        key_i = _order_key(xi)
+        count = tl.zeros([RANK_ROWS, RANK_COLS], dtype=tl.int32)
+        mass = tl.zeros([RANK_ROWS, RANK_COLS], dtype=tl.int64)
+        for j in range(0, n, RANK_COLS):
+            xj = tl.load(scratch_ptr + j + cols, mask=j + cols < n, other=float("-inf"))
+            above = _order_key(xj)[None, :] > key_i[:, None]
+            count += above.to(tl.int32)
+            if BY_MASS:
+                mass += tl.where(above, _weight(xj, row_max)[None, :], 0)
+        if BY_MASS:
+            holds = (tl.sum(mass, axis=1) + mass_hi).to(tl.float32) < mass_limit
+        else:
+            holds = tl.sum(count, axis=1) + count_hi < k
+        holds &= (i + rows < n) & (key_i >= lo) & (key_i <= hi)
+        cut = tl.minimum(cut, tl.min(tl.where(holds, key_i, hi), axis=0))
+    return cut
+
+
+@triton.jit
+def _find_cut(row_ptr, V, scratch_ptr, lo, hi, n, row_max, k, mass_limit,
+              BY_MASS: tl.constexpr, CAP: tl.constexpr, BLOCK: tl.constexpr, TILE: tl.constexpr,
+              NUM_PIVOTS: tl.constexpr, RANK_ROWS: tl.constexpr, RANK_COLS: tl.constexpr,
+              NUM_STAGES: tl.constexpr):
+    """The cut in [lo, hi] (hi: the row max's key). n <= CAP: the scratch holds n entries,
+    every entry with key in [lo, hi] and maybe some below lo. n > CAP: it does not (n is
+    the bracket's population or V); full-row search steps shrink the bracket first and
+    its entries are collected then. Returns the cut, the scratch's entry count and whether
+    the scratch holds every entry from the cut up."""
+    count_hi = tl.zeros([], dtype=tl.int32)
+    mass_hi = tl.zeros([], dtype=tl.int64)
+    collected = n <= CAP
+    if n > CAP:
+        lo, hi, n, count_hi, mass_hi = _narrow(row_ptr, V, lo, hi, n, CAP, row_max, k, mass_limit,
+                                               BY_MASS, TILE, NUM_PIVOTS, NUM_STAGES)
+        collected = lo < hi  # else the cut is lo
+        if collected:
+            n, _ = _collect(row_ptr, V, lo, hi, scratch_ptr, row_max, lo, False, CAP, BLOCK, NUM_STAGES)
+    cut = lo
+    if collected:
+        cut = _rank_cut(scratch_ptr, n, lo, hi, count_hi, mass_hi, row_max, k, mass_limit, BY_MASS,
+                        RANK_ROWS, RANK_COLS)
+    return cut, n, collected & (count_hi == 0)
+
+
+@triton.jit
+def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, V,
+                        HAS_K: tl.constexpr, HAS_P: tl.constexpr, BLOCK: tl.constexpr,
+                        NUM_STAGES: tl.constexpr, LANES: tl.constexpr, BOUND_STEPS: tl.constexpr,
+                        TILE: tl.constexpr, NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr,
+                        RANK_ROWS: tl.constexpr, RANK_COLS: tl.constexpr):
+    """One program per row; the module docstring states the algorithm."""
+    row = tl.program_id(0).to(tl.int64)
+    row_ptr = logits_ptr + row * row_stride
+    scratch_ptr += row * CAP
+    offs = tl.arange(0, BLOCK)
+    k = tl.zeros([], dtype=tl.int32) + V  # a tensor also when V == 1 is specialized to a constant
+    if HAS_K:
+        k_row = tl.load(k_ptr + row)
+        k = tl.where((k_row > 0) & (k_row < V), k_row, V).to(tl.int32)
+    p = 1.0
+    if HAS_P:
+        p = tl.load(p_ptr + row).to(tl.float32)
+    if (k < V) | (p < 1.0):
+        # Pass 1: the row max, the min key and the lane maxima.
+        lane_max = tl.full([BLOCK], float("-inf"), tl.float32)
+        lane_min = tl.full([BLOCK], float("inf"), tl.float32)
+        for start in tl.range(0, V, BLOCK, num_stages=NUM_STAGES):
+            idx = start + offs
+            in_row = idx < V
+            x = to_fp32(tl.load(row_ptr + idx, mask=in_row, other=float("-inf")))
+            lane_max = tl.maximum(lane_max, x)
+            lane_min = tl.minimum(lane_min, tl.where(in_row, x, float("inf")))
+        row_max = tl.max(lane_max, axis=0)
+        key_lo = _order_key(tl.min(lane_min, axis=0))
+        key_hi = _order_key(row_max)
+        row_max = tl.where(row_max == float("-inf"), 0.0, row_max)
+        cut = key_lo
+        n = tl.zeros([], dtype=tl.int32) + V
+        covered = tl.zeros([], dtype=tl.int1)
+        if HAS_K:
+            if k < V:
+                lo = key_lo
+                if (k <= LANES) | (V <= CAP):
+                    if k <= LANES:
+                        lanes = tl.reshape(_order_key(lane_max), [LANES, BLOCK // LANES])
+                        lanes = tl.max(lanes, axis=1)
+                        lo = _kth_largest_bound(lanes, k, tl.min(lanes, axis=0), key_hi,
+                                                BOUND_STEPS, NUM_PIVOTS)
+                    n, _ = _collect(row_ptr, V, lo, key_hi, scratch_ptr, row_max, lo, False,
+                                    CAP, BLOCK, NUM_STAGES)
+                cut, n, covered = _find_cut(row_ptr, V, scratch_ptr, lo, key_hi, n, row_max, k, 0.0,
+                                            False, CAP, BLOCK, TILE, NUM_PIVOTS, RANK_ROWS, RANK_COLS,
+                                            NUM_STAGES)
+        if HAS_P:
+            if p < 1.0:
+                if covered:
+                    # The scratch holds every top-k survivor: weigh them there.
+                    kept_mass = tl.zeros([RANK_ROWS], dtype=tl.int64)
+                    for start in range(0, n, RANK_ROWS):
+                        idx = start + tl.arange(0, RANK_ROWS)
+                        x = tl.load(scratch_ptr + idx, mask=idx < n, other=float("-inf"))
+                        kept_mass += tl.where(_order_key(x) >= cut, _weight(x, row_max), 0)
+                    lo = cut
+                    mass = tl.sum(kept_mass, axis=0)
+                else:
+                    log_v = tl.log(V + tl.zeros([], dtype=tl.float32))
+                    bound = row_max - (log_v - tl.log(1.0 - p)) - 1.0
+                    lo = tl.minimum(tl.maximum(cut, _order_key(bound)), key_hi)
+                    n, mass = _collect(row_ptr, V, lo, key_hi, scratch_ptr, row_max, cut, True,
+                                       CAP, BLOCK, NUM_STAGES)
+                cut, _, _ = _find_cut(row_ptr, V, scratch_ptr, lo, key_hi, n, row_max, k,
+                                      p * mass.to(tl.float32), True, CAP, BLOCK, TILE, NUM_PIVOTS,
+                                      RANK_ROWS, RANK_COLS, NUM_STAGES)
+        # Final pass: write -inf below the cut, nothing else. Columns go in groups of 8: a
+        # group dropped whole is one vector store, the others are stored entry by entry.
+        groups = tl.arange(0, BLOCK // 8)[:, None] * 8 + tl.arange(0, 8)[None, :]
+        neg_inf = tl.full([BLOCK // 8, 8], float("-inf"), tl.float32).to(logits_ptr.dtype.element_ty)
+        for start in tl.range(0, V, BLOCK, num_stages=NUM_STAGES):
+            idx = start + groups
+            in_row = idx < V
+            x = to_fp32(tl.load(row_ptr + idx, mask=in_row, other=float("-inf")))
+            drop = in_row & (_order_key(x) < cut)
+            whole = tl.min(drop.to(tl.int32), axis=1)[:, None] == 1
+            tl.store(row_ptr + idx, neg_inf, mask=whole)
+            tl.store(row_ptr + idx, neg_inf, mask=drop & ~whole)
+
+
+def apply_top_k_top_p(logits: torch.Tensor, k: torch.Tensor | None = None,
+                      p: torch.Tensor | None = None) -> torch.Tensor:
+    """Mask `logits` in place (see the module docstring) and return it."""
+    check_top_k_top_p(logits, k, p)
+    batch, vocab = logits.shape
+    if batch == 0 or vocab == 0 or (k is None and p is None):
+        return logits
+    check_launchable(_top_k_top_p_kernel, logits)
+    config = LAUNCH_CONFIG[logits.device.type]
+    scratch = torch.empty((batch, config["CAP"]), dtype=torch.float32, device=logits.device)
+    _top_k_top_p_kernel[(batch,)](
+        logits, logits.stride(0), k, p, scratch, vocab,
+        HAS_K=k is not None, HAS_P=p is not None, **config,
+    )
+    return logits

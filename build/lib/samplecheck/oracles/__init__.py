@@ -1,0 +1,1 @@
+"""Pure-PyTorch fp64 references. Each states its semantics in its docstring."""

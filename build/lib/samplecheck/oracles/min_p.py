@@ -1,0 +1,68 @@
+"""fp64 reference for min-p masking (log-space form, as vLLM MRV2's `_min_p_kernel`).
+
+Semantics (what every min_p backend is checked against):
+- Input: logits [B, V] in fp32/bf16/fp16 (the exact values, upcast to fp64; in the
+  sampling pipeline they are already temperature-scaled) and a per-row float32
+  min_p in [0, 1].
+- Per row: m = max(l), threshold = m + log(min_p). Keep l iff l >= threshold (a token
+  exactly at the threshold is kept; the mask is the strict `l < threshold`). In exact
+  arithmetic this is the probability form p_i >= min_p * max(p), since
+  p_i / p_max = exp(l_i - m).
+- min_p == 0: off (threshold -inf, nothing is masked). min_p == 1: threshold = m,
+  so the maximum and every entry tied with it are kept (tie policy `keep_all_ties`:
+  the rule is by value, so ties at the threshold are all kept or all masked).
+- The maximum is always kept. Kept entries are returned bitwise unchanged, masked
+  entries become -inf; -inf entries stay -inf. An all -inf row is unchanged.
+  NaN is not specified (the oracle is not defined on NaN rows).
+
+Precision: the oracle computes the threshold in fp64. A backend computes it in fp32:
+log(min_p) with a few ulp of error, then the rounded sum m + log(min_p); its threshold
+differs from the fp64 one by less than a few ulp of |log(min_p)| plus half an ulp of
+|threshold|. The oracle reports as `ambiguous` every entry with
+|l - threshold| <= band * (|log(min_p)| + |threshold|) (band = 2**-20, i.e. 8 fp32 ulp
+of |log(min_p)| + 16 half-ulps of |threshold|); both outcomes are admissible there.
+There is no band where the fp32 threshold is exact: at min_p == 0, at min_p == 1 (log 0,
+threshold = m), for entries equal to the row max (always kept), and in rows whose
+threshold is not finite.
+"""
+
+from dataclasses import dataclass
+
+import torch
+
+from samplecheck.oracles.top_k_top_p import MaskReference
+
+
+@dataclass(frozen=True)
+class MinPReference(MaskReference):
+    """kept / ambiguous as in `MaskReference`; threshold: fp64 [B, 1], max + log(min_p)
+    (-inf where min-p is off); scale: fp64 [B, 1], |log(min_p)| + |threshold|, the
+    magnitude the ambiguity band is relative to (0 where the band is empty)."""
+
+    threshold: torch.Tensor | None = None
+    scale: torch.Tensor | None = None
+
+
+def min_p_reference(logits: torch.Tensor, min_p: torch.Tensor | None, *, band: float = 0.0) -> MinPReference:
+    """Kept and ambiguous masks for `logits` and per-row `min_p` (None: min-p off everywhere)."""
+    x = logits.detach().to(torch.float64)
+    kept = torch.ones_like(x, dtype=torch.bool)
+    ambiguous = torch.zeros_like(kept)
+    if min_p is None or x.numel() == 0:
+        off = torch.full((x.size(0), 1), float("-inf"), dtype=torch.float64, device=x.device)
+        return MinPReference(kept=kept, ambiguous=ambiguous, threshold=off, scale=torch.zeros_like(off))
+    p = min_p.detach().to(torch.float64)[:, None]
+    on = p > 0
+    row_max = x.max(dim=-1, keepdim=True).values
+    log_p = torch.where(on, torch.log(p), 0.0)
+    threshold = torch.where(on, row_max + log_p, float("-inf"))
+    kept = (x >= threshold) | ~on
+    banded = on & (log_p != 0) & torch.isfinite(threshold)
+    scale = torch.where(banded, log_p.abs() + threshold.abs(), 0.0)
+    ambiguous = banded & (x != row_max) & ((x - threshold).abs() <= band * scale)
+    return MinPReference(kept=kept, ambiguous=ambiguous, threshold=threshold, scale=scale)
+
+
+def min_p_expected(logits: torch.Tensor, reference: MaskReference) -> torch.Tensor:
+    """The oracle's output: `logits` with every entry the oracle drops set to -inf."""
+    return logits.masked_fill(~reference.kept, float("-inf"))

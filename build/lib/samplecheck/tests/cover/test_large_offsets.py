@@ -1,0 +1,75 @@
+"""Rows more than 2**31 elements apart: a kernel that computes offsets in int32 wraps and
+reads or writes the wrong memory. The rows of a case are placed at a row stride such that
+the last row starts past element 2**31 (a ~4.3 GB bf16 buffer); the output must be bitwise
+the output of the contiguous copy, and the elements after each row stay untouched. GPU only:
+the interpreter cannot allocate and scan such buffers in a CPU budget."""
+
+import fcntl
+import tempfile
+import traceback
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+
+from samplecheck.judging.checks import assert_bitwise_equal, assert_outputs_bitwise
+from samplecheck.inputs.drawing import draw_case
+from samplecheck.inputs.recipes import materialize
+from samplecheck.harness.runner import poison_for, run
+
+pytestmark = pytest.mark.gpu
+
+FAR = 2**31  # elements: the first offset an int32 cannot hold
+MAX_VOCAB = 4096
+
+
+def gpu_lock(device: torch.device) -> Path:
+    """One 4.3 GB buffer at a time per GPU: xdist workers share the GPUs, and 16 such buffers
+    at once exhaust even an H200 (the other workers' tests then fail on OOM). Keyed by the
+    GPU's UUID, so processes that see it under another index (CUDA_VISIBLE_DEVICES) share it."""
+    uuid = torch.cuda.get_device_properties(device.index if device.index is not None else torch.cuda.current_device()).uuid
+    return Path(tempfile.gettempdir()) / f"samplecheck-large-offsets-{uuid}.lock"
+
+
+def place_far(values: torch.Tensor, poison: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """A [B, V] view whose last row starts at element >= 2**31, and the poisoned stretch of
+    up to V elements after every row but the last."""
+    batch, vocab = values.shape
+    stride = -(-max(vocab + 64, -(-FAR // max(batch - 1, 1))) // 64) * 64
+    buffer = torch.empty((batch - 1) * stride + vocab, dtype=values.dtype, device=values.device)
+    view = buffer.as_strided((batch, vocab), (stride, 1))
+    view.copy_(values)
+    after = buffer.as_strided((batch - 1, min(vocab, stride - vocab)), (stride, 1), vocab)
+    after.fill_(poison)
+    return view, after
+
+
+@pytest.mark.matrix(dtypes=(torch.bfloat16,), layouts=("contig",))
+@settings(max_examples=2)
+@given(data=st.data())
+def test_large_offsets(combo, device, budget, data):
+    case = draw_case(data, combo, combo.info.cases(budget).filter(
+        lambda c: c.logits.batch >= 2 and c.logits.vocab <= MAX_VOCAB))
+    with gpu_lock(device).open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            check_far_apart(combo, case, device)
+        except BaseException as error:
+            # Hypothesis keeps every failure (to shrink and report it): without this, each
+            # failing example's frames would hold on to its 4.3 GB buffer.
+            traceback.clear_frames(error.__traceback__)
+            raise
+        finally:
+            torch.cuda.empty_cache()  # give the 4.3 GB back before the next holder of the lock
+
+
+def check_far_apart(combo, case, device) -> None:
+    values = materialize(case.logits, combo.dtype, device)
+    view, after = place_far(values, poison_for(case, combo.dtype))
+    args = combo.info.make_args(case, view)
+    after_before = after.clone()
+    expected = run(combo, values.clone(), args)
+    output = run(combo, view, args)
+    assert_outputs_bitwise(output, expected, f"{combo.id}: rows 2**31 elements apart vs contiguous")
+    assert_bitwise_equal(after, after_before, f"{combo.id}: elements after each row")

@@ -1,0 +1,23 @@
+"""Every backend keeps exactly the oracle's set (bitwise), in every dtype and layout."""
+
+import pytest
+from hypothesis import given, strategies as st, target
+
+from samplecheck.inputs.drawing import draw_case, with_regression_examples
+from samplecheck.harness.runner import prepare, reference, run
+
+pytestmark = pytest.mark.interpreter
+
+
+@with_regression_examples
+@given(data=st.data())
+def test_oracle_equivalence(combo, device, budget, data):
+    case = draw_case(data, combo, combo.info.cases(budget))
+    placed, args = prepare(combo, case, device)
+    original = placed.view.clone()
+    expected = reference(combo, original, args)
+    if combo.info.targets is not None:
+        for label, value in combo.info.targets(original, expected).items():
+            target(value, label=label)
+    output = run(combo, placed.view, args)
+    combo.info.check(original, output, expected, combo.id)

@@ -1,0 +1,42 @@
+"""Implementations from outside the repo plug in with --backend / entry points."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from samplecheck.harness import plugins
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "external_topk"
+
+
+def test_backend_option_parses_and_reads_declared_support():
+    kernel, backend = plugins.parse_backend_option("top_k_top_p=samplecheck.kernels.top_k_top_p_torch:apply_top_k_top_p_torch")
+    assert (kernel, backend.name, backend.devices, backend.error_messages) == (
+        "top_k_top_p", "apply_top_k_top_p_torch", ("cpu", "cuda"), False)
+
+
+@pytest.mark.parametrize("text", ["top_k_top_p", "top_k_top_p=", "top_k_top_p=samplecheck.kernels.top_k_top_p_torch"])
+def test_backend_option_rejects_malformed(text):
+    with pytest.raises(ValueError, match="package.module:callable"):
+        plugins.parse_backend_option(text)
+
+
+def test_unknown_mutant_is_rejected():
+    with pytest.raises(ValueError, match="--mutant must be one of"):
+        plugins.mutant_backend("no_such_mutant")
+
+
+def test_example_package_passes_the_suite_alone(device):
+    """The example under examples/ runs the whole fast suite as the only backend, and passes."""
+    command = [sys.executable, "-m", "pytest", "tests/cover", "-p", "no:cacheprovider", "-p", "no:xdist", "-q",
+               f"--device={device.type}", "--hypothesis-profile=ci", "--backend-only",
+               "--backend", "top_k_top_p=external_topk:top_k_top_p_mask", "-k", "not test_plugins"]
+    env = {**os.environ, "PYTHONPATH": f"{EXAMPLE}:{ROOT}"}
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env, timeout=900)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "passed" in result.stdout.splitlines()[-1]
+
