@@ -19,6 +19,7 @@ import sysconfig
 import textwrap
 import venv
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -144,7 +145,7 @@ def test_wheel_in_fresh_venv_verifies_an_external_package(tmp_path):
 
     # The documented command, from the external package's own directory.
     command = [str(python.parent / "samplecheck"), "test", "--device=cpu", "--workers=0", "--backend-only",
-               "-k", "test_oracle_equivalence or test_strided_bitwise", "-rfs"]
+               "-k", "test_oracle_equivalence or test_strided_bitwise", "-rfs", f"--junitxml={tmp_path / 'junit.xml'}"]
     first = _run(command, external)
     out = first.stdout
     assert first.returncode == 1, out[-4000:] + first.stderr[-2000:]
@@ -154,6 +155,12 @@ def test_wheel_in_fresh_venv_verifies_an_external_package(tmp_path):
     assert "passed" in out.splitlines()[-1], out.splitlines()[-1]
     assert "broken entry point 'top_k_top_p.acme_missing' = 'acme_sampling_not_there:top_k_mask' " \
            "of package acme_sampling" in out, out[-4000:]
+
+    # JUnit XML carries each failure's reproduce command.
+    cases = ElementTree.parse(tmp_path / "junit.xml").getroot().iter("testcase")
+    reproduce = {case.get("name"): prop.get("value") for case in cases if case.find("failure") is not None
+                 for prop in case.iter("property") if prop.get("name") == "reproduce"}
+    assert len(reproduce) == len(failed) and all("--backend-only" in cmd for cmd in reproduce.values()), reproduce
 
     # The first failure's reproduce command, run verbatim, fails the same test again.
     lines = out.splitlines()
