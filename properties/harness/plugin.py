@@ -47,7 +47,7 @@ def pytest_addoption(parser):
                     help="per-test false-alarm rate of statistical tests (default by Hypothesis profile: "
                          + ", ".join(f"{k} {v:g}" for k, v in ALPHA.items()) + ")")
     group.addoption("--mutant", default=None,
-                    help="run the suite against this mutant alone (`samplecheck killtable --list` names them)")
+                    help="run the suite against this mutant alone (names: samplecheck.kernels.mutants.MUTANTS, the kill table)")
     group.addoption("--backend", action="append", default=[], metavar="KERNEL=MODULE:CALLABLE",
                     help="also test this implementation of KERNEL (repeatable); see docs/backends.md")
     group.addoption("--backend-only", action="store_true",
