@@ -32,7 +32,7 @@ import pytest
 
 BUDGET_SPENT = "nightly time budget spent before this test started"
 MESSAGE_CHARS = 600
-CASE_CHARS = 4000
+CASE_CHARS = 1500
 
 
 def add_options(group) -> None:
@@ -75,16 +75,16 @@ class CaseRecorder:
         observability.OBSERVABILITY_COLLECT_COVERAGE = False
 
     def pytest_collection_modifyitems(self, items):
-        from samplecheck.harness.registry import DTYPE_NAMES
+        from samplecheck.harness.registry import DTYPE_NAMES, Combo
 
         for item in items:
             params = getattr(getattr(item, "callspec", None), "params", {})
-            if "combo" in params:
-                combo = params["combo"]
+            combo, error_case = params.get("combo"), params.get("error_case")
+            if isinstance(combo, Combo):
                 item.user_properties += [("kernel", combo.info.name), ("backend", combo.backend.name),
                                          ("dtype", DTYPE_NAMES[combo.dtype]), ("layout", combo.layout)]
-            elif "error_case" in params:
-                info, backend, _ = params["error_case"]
+            elif isinstance(error_case, tuple):  # (record, backend, error input); an empty matrix gives NOTSET
+                info, backend, _ = error_case
                 item.user_properties += [("kernel", info.name), ("backend", backend.name)]
 
     @pytest.hookimpl(wrapper=True)
@@ -152,8 +152,10 @@ class ResultsWriter:
                 if key in record and props.get(key):
                     record[key] = props[key]
 
-    @pytest.hookimpl(trylast=True)
+    @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session, exitstatus):
+        """Written first, before pytest-xdist stops its workers, so an interrupt during
+        that shutdown cannot lose the records."""
         config = self.config
         meta = {
             "started": self.started, "finished": time.time(), "exit_status": int(exitstatus),

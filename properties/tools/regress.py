@@ -13,13 +13,14 @@ anything is written; a test already kept (same reference) is not added twice.
 
 import argparse
 import importlib
-import json
 import math
 import pkgutil
 import re
 import sys
 import time
 from pathlib import Path
+
+from samplecheck.tools.report.data import read_json
 
 HEADER_END = '"""\n'
 ENTRIES_START = "REGRESSIONS = (\n"
@@ -132,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--module", type=Path, default=None, help="the regressions module to append to "
                    "(default: samplecheck/inputs/regressions.py of this installation)")
     args = p.parse_args(argv)
-    report = json.loads(args.report.read_text())
+    report = read_json(args.report)
     if args.list or not args.test:
         for r in failing_records(report):
             print(f"{'case ' if r.get('case') else 'no case'}  {r['nodeid']}")

@@ -6,6 +6,7 @@ Everything here is plain data (dicts, lists, numbers), so the same summary goes 
 report's JSON, its HTML page and its markdown message.
 """
 
+import gzip
 import json
 import re
 import time
@@ -22,10 +23,19 @@ SLOWEST = 15
 COVERAGE_DIMENSION = re.compile(r"^[\w+ -]{1,24}$")
 
 
+def read_json(path: Path) -> dict:
+    """A JSON file, gzip-compressed when its name ends in .gz."""
+    path = Path(path)
+    if path.suffix == ".gz":
+        with gzip.open(path, "rt") as f:
+            return json.load(f)
+    return json.loads(path.read_text())
+
+
 def load_results(paths: list[Path]) -> dict:
     """One run from the results files of its pieces: records merged (a later file's record of
     the same test wins), meta from the first file with the earliest start and latest end."""
-    runs = [json.loads(Path(p).read_text()) for p in paths]
+    runs = [read_json(p) for p in paths]
     if not runs:
         raise ValueError("no results files given")
     records = {}
@@ -45,9 +55,9 @@ def load_history(folder: Path | None) -> list[dict]:
     if folder is None or not folder.is_dir():
         return []
     nights = []
-    for path in folder.glob("*.json"):
+    for path in [*folder.glob("*.json"), *folder.glob("*.json.gz")]:
         try:
-            night = json.loads(path.read_text())
+            night = read_json(path)
         except (OSError, ValueError):
             continue
         if "tests" in night and "meta" in night:
