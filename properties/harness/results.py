@@ -89,6 +89,8 @@ class CaseRecorder:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item):
+        """Each sampling check is recorded as [G p, excess p, level of each, the check that
+        fired or '', G-test degrees of freedom (0: a single bin, the G-test is vacuous)]."""
         from hypothesis.internal.observability import with_observability_callback
 
         from samplecheck.judging.stats import VERDICT_OBSERVERS
@@ -112,7 +114,7 @@ class CaseRecorder:
 
         def note_verdict(verdict):
             checks.append([_round(verdict.gtest.pvalue), _round(verdict.excess.pvalue),
-                           _round(verdict.plan.share), verdict.fired])
+                           _round(verdict.plan.share), verdict.fired, verdict.gtest.df])
 
         VERDICT_OBSERVERS.append(note_verdict)
         try:

@@ -21,6 +21,8 @@ SLOWEST = 15
 # A coverage label's dimension (`samplecheck.inputs.coverage`): a short name; Hypothesis' own
 # events ("Retried draw from ... to satisfy filter") are longer sentences.
 COVERAGE_DIMENSION = re.compile(r"^[\w+ -]{1,24}$")
+ADDRESS = re.compile(r" at 0x[0-9a-f]+")
+DRAWN_CASE = re.compile(r"Draw \d+ \(case\): |data=(?=Replay\()")
 
 
 def read_json(path: Path) -> dict:
@@ -115,7 +117,7 @@ def coverage(records: list[dict]) -> dict:
             if bucket and COVERAGE_DIMENSION.match(dimension):
                 dims[dimension][bucket] += n
             else:
-                own[label] += n
+                own[ADDRESS.sub("", label)] += n
         for label, value in r.get("targets", {}).items():
             targets[label] = max(targets.get(label, float("-inf")), value)
     return {"dimensions": {d: dict(sorted(c.items(), key=_bucket_order)) for d, c in sorted(dims.items())},
@@ -137,20 +139,26 @@ def checks(records: list[dict]) -> dict:
     """Every sampling check's p-values (G-test and excess test, each at the plan's level
     `share`), the checks that rejected, and the number of rejections the stated levels
     expect if every kernel were correct (the sum of the levels): calibration in the wild.
-    Checks in tests marked xfail (known defects) are left out."""
-    g, excess, levels, fired = [], [], [], []
+    Checks in tests marked xfail (known defects) are left out, and vacuous G-tests (one
+    bin) from the G p-values."""
+    g, excess, expected, fired, vacuous = [], [], 0.0, [], 0
     for r in records:
         if outcome(r) not in ("passed", "failed"):
             continue
-        for gp, ep, share, name in r.get("checks", []):
-            g.append(gp)
+        for gp, ep, share, name, *df in r.get("checks", []):
+            if df and df[0] == 0:
+                vacuous += 1  # one bin: the G-test is 0 with p = 1 and says nothing
+            else:
+                g.append(gp)
+                expected += share
             excess.append(ep)
-            levels.append(share)
+            expected += share
             if name in ("G", "excess"):
                 fired.append({"nodeid": r["nodeid"], "check": name, "p": gp if name == "G" else ep,
                               "level": share})
-    return {"g": g, "excess": excess, "n": len(g), "expected_false_alarms": 2 * sum(levels),
-            "rejections": fired, "below_1pct": {"g": sum(p < 0.01 for p in g), "excess": sum(p < 0.01 for p in excess)}}
+    return {"g": g, "excess": excess, "n": len(excess), "vacuous_g": vacuous,
+            "expected_false_alarms": expected, "rejections": fired,
+            "below_1pct": {"g": sum(p < 0.01 for p in g), "excess": sum(p < 0.01 for p in excess)}}
 
 
 def timing(records: list[dict]) -> dict:
@@ -163,7 +171,16 @@ def timing(records: list[dict]) -> dict:
             "total": sum(per_property.values()),
             "slowest_tests": [{"nodeid": r["nodeid"], "seconds": r.get("duration", 0.0),
                                "examples": r.get("examples", 0)} for r in slow_tests],
-            "slowest_cases": [{"nodeid": r["nodeid"], **r["slowest_case"]} for r in slow_cases[:SLOWEST]]}
+            "slowest_cases": [{"nodeid": r["nodeid"], "seconds": r["slowest_case"]["seconds"],
+                               "case": drawn_case(r["slowest_case"]["case"])} for r in slow_cases[:SLOWEST]]}
+
+
+def drawn_case(representation: str) -> str:
+    """The case in Hypothesis' representation of a test call (the drawn case, or the
+    replayed regression), on one line."""
+    match = DRAWN_CASE.search(representation)
+    text = representation[match.end():] if match else representation
+    return " ".join(line.strip() for line in text.splitlines()).removesuffix(" )").strip()
 
 
 def changes(records: list[dict], history: list[dict]) -> dict:

@@ -11,7 +11,7 @@ SECTIONS = (("summary", "Summary"), ("changes", "Since the previous night"), ("m
             ("failures", "Failures"), ("coverage", "Coverage of the input space"),
             ("checks", "Statistical checks"), ("time", "Time"), ("other", "Other tests"))
 SYMBOL = {"passed": "✓", "failed": "✗", "error": "E", "xpassed": "X!", "xfailed": "x", "skipped": "–",
-          "budget": "…"}
+          "budget": "○"}
 MEANING = {"passed": "passed", "failed": "failed", "error": "error outside the test body",
            "xpassed": "passed but marked xfail (strict)", "xfailed": "known defect (xfail)",
            "skipped": "skipped (declared)", "budget": "not reached in the time budget"}
@@ -27,6 +27,8 @@ h2{border-bottom:1px solid #d0d7de;padding-bottom:4px;margin-top:28px}
 table{border-collapse:collapse;margin:8px 0} th,td{border:1px solid #d0d7de;padding:3px 7px;text-align:left}
 th{background:#f6f8fa;font-weight:600} td.num{text-align:right;font-variant-numeric:tabular-nums}
 table.matrix td.cell{text-align:center;width:44px;font-weight:700}
+details{margin:6px 0} summary{cursor:pointer;padding:4px 0}
+table.overview td{text-align:center;font-size:12px;white-space:nowrap}
 table.matrix th.prop{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap;font-size:12px}
 tr.kernel th{background:#eaeef2;font-size:13px}
 .passed{background:#dafbe1;color:#116329} .failed{background:#ffd7d5;color:#a40e26}
@@ -87,6 +89,25 @@ def changes_section(report: dict, trend_uri: str | None) -> str:
     return "".join(parts)
 
 
+def _worst(outcomes) -> str:
+    return next((o for o in OUTCOMES if o in outcomes), "none")
+
+
+def matrix_overview(m: dict, by_id: dict) -> str:
+    """Kernel x property: the worst outcome over the kernel's cells, with counts."""
+    head = "<tr><th>kernel</th>" + "".join(f"<th>{_e(p.removeprefix('test_'))}</th>" for p in m["properties"]) + "</tr>"
+    rows = []
+    for kernel in dict.fromkeys(row["kernel"] for row in m["rows"]):
+        cells = []
+        for prop in m["properties"]:
+            found = [outcome(by_id[row["cells"][prop]]) for row in m["rows"]
+                     if row["kernel"] == kernel and prop in row["cells"]]
+            text = " ".join(f"{found.count(o)}{SYMBOL[o]}" for o in OUTCOMES if o in found)
+            cells.append(f'<td class="{_worst(found)}">{text}</td>')
+        rows.append(f'<tr><td><a href="#kernel-{_e(kernel)}">{_e(kernel)}</a></td>{"".join(cells)}</tr>')
+    return f'<table class="overview">{head}{"".join(rows)}</table>'
+
+
 def matrix_section(report: dict, failure_ids: dict[str, str]) -> str:
     m = report["matrix"]
     if not m["rows"]:
@@ -95,11 +116,9 @@ def matrix_section(report: dict, failure_ids: dict[str, str]) -> str:
     legend = " ".join(f'<span class="{o}" style="padding:2px 6px">{SYMBOL[o]} {MEANING[o]}</span>' for o in OUTCOMES)
     head = "<tr><th>backend</th><th>dtype</th><th>layout</th>" + "".join(
         f'<th class="prop">{_e(p.removeprefix("test_"))}</th>' for p in m["properties"]) + "</tr>"
-    body, kernel = [], None
+    kernels: dict[str, list[str]] = {}
+    worst: dict[str, list[str]] = {}
     for row in m["rows"]:
-        if row["kernel"] != kernel:
-            kernel = row["kernel"]
-            body.append(f'<tr class="kernel"><th colspan="{3 + len(m["properties"])}">{_e(kernel)}</th></tr>')
         cells = []
         for prop in m["properties"]:
             nodeid = row["cells"].get(prop)
@@ -108,16 +127,27 @@ def matrix_section(report: dict, failure_ids: dict[str, str]) -> str:
                 continue
             record = by_id[nodeid]
             o = outcome(record)
+            worst.setdefault(row["kernel"], []).append(o)
             tip = _e(f"{nodeid}: {o}" + (f" - {record['message']}" if record.get("message") else ""))
             text = SYMBOL[o]
             if nodeid in failure_ids:
                 text = f'<a href="#{failure_ids[nodeid]}">{text}</a>'
             cells.append(f'<td class="cell {o}" title="{tip}">{text}</td>')
-        body.append(f"<tr><td>{_e(row['backend'])}</td><td>{_e(row['dtype'])}</td><td>{_e(row['layout'])}</td>"
-                    + "".join(cells) + "</tr>")
-    return (f"<p>{legend}</p><p class=\"note\">One row per kernel x backend x dtype x layout, one column per "
-            f"property; a failing cell links to its reproduce command; hover a cell for its test id and message.</p>"
-            f'<table class="matrix">{head}{"".join(body)}</table>')
+        kernels.setdefault(row["kernel"], []).append(
+            f"<tr><td>{_e(row['backend'])}</td><td>{_e(row['dtype'])}</td><td>{_e(row['layout'])}</td>"
+            + "".join(cells) + "</tr>")
+    blocks = []
+    for kernel, rows in kernels.items():
+        bad = any(o in BAD for o in worst[kernel])
+        blocks.append(f'<details id="kernel-{_e(kernel)}"{" open" if bad else ""}><summary><b>{_e(kernel)}</b>: '
+                      f'{len(rows)} cells, worst outcome {_e(MEANING[_worst(worst[kernel])])}</summary>'
+                      f'<table class="matrix">{head}{"".join(rows)}</table></details>')
+    return (f"<p>{legend} <span class=\"none\" style=\"padding:2px 6px;border:1px solid #d0d7de\">blank: "
+            f"the property does not run on that cell</span></p>"
+            f"<p class=\"note\">Per kernel, the worst outcome of each property over its cells (counts per outcome); "
+            f"the tables below give every kernel x backend x dtype x layout cell (open for kernels with a failure; "
+            f"click a kernel to open it). A failing cell links to its failure and reproduce command; hover a cell "
+            f"for its test id and message.</p>{matrix_overview(m, by_id)}{''.join(blocks)}")
 
 
 def failures_section(report: dict, failure_ids: dict[str, str], report_name: str) -> str:
@@ -170,10 +200,12 @@ def checks_section(report: dict, have_plots: bool) -> str:
     c = report["checks"]
     if not c["n"]:
         return '<p class="note">No sampling check ran.</p>'
-    rows = [("checks (G-test and excess test each)", c["n"]),
+    rows = [("sampling checks (each: a G-test and an excess test)", c["n"]),
+            ("vacuous G-tests (one bin), left out of the G-test's numbers", c["vacuous_g"]),
             ("rejections observed", len(c["rejections"])),
             ("false alarms expected if every kernel were correct (sum of the levels)", f"{c['expected_false_alarms']:.3g}"),
-            ("G-test p < 0.01 (uniform expects 1%)", f"{c['below_1pct']['g']} ({c['below_1pct']['g'] / c['n']:.1%})"),
+            ("G-test p < 0.01 (uniform expects 1%)",
+             f"{c['below_1pct']['g']} of {len(c['g'])} ({c['below_1pct']['g'] / max(len(c['g']), 1):.1%})"),
             ("excess p < 0.01 (conservative: expects at most 1%)",
              f"{c['below_1pct']['excess']} ({c['below_1pct']['excess'] / c['n']:.1%})")]
     table = "".join(f"<tr><th>{_e(k)}</th><td class=\"num\">{_e(v)}</td></tr>" for k, v in rows)

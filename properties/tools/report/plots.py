@@ -57,7 +57,7 @@ def qq_plot(g: list[float], excess: list[float]) -> str | None:
     """Observed p-values against uniform quantiles on -log10 axes, with a 95% band for the
     k-th smallest of n uniforms (Beta(k, n + 1 - k))."""
     plt = _pyplot()
-    if plt is None or not g:
+    if plt is None or not (g or excess):
         return None
     import numpy as np
     from scipy import stats
@@ -66,6 +66,9 @@ def qq_plot(g: list[float], excess: list[float]) -> str | None:
     for ax, (name, values) in zip(axes, (("G-test", g), ("excess test (Bonferroni, conservative)", excess))):
         p = np.sort(np.clip(np.asarray(values, dtype=float), 1e-300, 1.0))
         n = p.size
+        if n == 0:
+            ax.set_title(f"{name}: no checks", loc="left")
+            continue
         k = np.arange(1, n + 1)
         expected = -np.log10(k / (n + 1))
         ax.fill_between(expected, -np.log10(stats.beta.ppf(0.975, k, n + 1 - k)),
