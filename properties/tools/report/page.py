@@ -139,8 +139,9 @@ def matrix_section(report: dict, failure_ids: dict[str, str]) -> str:
     blocks = []
     for kernel, rows in kernels.items():
         bad = any(o in BAD for o in worst[kernel])
+        tally = ", ".join(f"{worst[kernel].count(o)} {MEANING[o]}" for o in OUTCOMES if o in worst[kernel])
         blocks.append(f'<details id="kernel-{_e(kernel)}"{" open" if bad else ""}><summary><b>{_e(kernel)}</b>: '
-                      f'{len(rows)} cells, worst outcome {_e(MEANING[_worst(worst[kernel])])}</summary>'
+                      f'{len(rows)} cells; tests: {_e(tally)}</summary>'
                       f'<table class="matrix">{head}{"".join(rows)}</table></details>')
     return (f"<p>{legend} <span class=\"none\" style=\"padding:2px 6px;border:1px solid #d0d7de\">blank: "
             f"the property does not run on that cell</span></p>"
