@@ -1,6 +1,6 @@
 """The nightly report, built from a small recorded CPU run (tests/data/nightly: two nights of
-four test files under the nightly profile, the second in two pieces, one of them against the
-mutant min_p_threshold_inclusive), checked the way a reader uses it: every section there,
+the cover suite with -k "min_p or temperature" under the nightly profile, the second in two
+pieces, one of them against the mutant min_p_threshold_inclusive), checked the way a reader uses it: every section there,
 every failure with its reproduce command and a link from its matrix cell, plots embedded, no
 external asset; the page rendered by headless Chromium; a failure turned into a regression
 example that its test then replays.
