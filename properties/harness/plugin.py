@@ -23,6 +23,7 @@ import sys
 
 import pytest
 
+from samplecheck.harness import results
 from samplecheck.harness.profiles import ALPHA, NIGHTLY, register_profiles
 
 register_profiles()
@@ -52,6 +53,7 @@ def pytest_addoption(parser):
                     help="also test this implementation of KERNEL (repeatable); see docs/backends.md")
     group.addoption("--backend-only", action="store_true",
                     help="test only the plugged implementations (--backend and installed entry points)")
+    results.add_options(group)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -92,6 +94,7 @@ def pytest_configure(config):
             plug(plugged, only=config.getoption("--backend-only"))
     except (KeyError, ValueError, ImportError, AttributeError) as err:
         raise pytest.UsageError(str(err)) from err
+    results.configure(config)
 
 
 def pytest_report_header(config):

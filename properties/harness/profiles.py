@@ -4,17 +4,23 @@ and nowhere else (the pytest plugin registers them on import).
 - dev: quick local runs (10 examples, random, local example database), shrinking failures.
 - ci: the CPU interpreter in CI: derandomized, no database, 6 examples per test.
 - gate: the kernel-change PR gate: derandomized, no database, 30 examples per test.
-- nightly: 1000 examples per test, a directory example database, target() steering.
+- nightly: 1000 examples per test (or $SAMPLECHECK_NIGHTLY_EXAMPLES: `samplecheck nightly`
+  sizes it to its time budget), a directory example database ($SAMPLECHECK_EXAMPLE_DB,
+  default .hypothesis/examples: a directory CI caches between nights), target() steering.
 ci and gate do not shrink: a gate reports the first failing case at once (a statistical or
 full-vocabulary case can take minutes per shrink step on a GPU), with the blob that replays
 it exactly; rerun it under dev to shrink. All print the reproduction blob and have no
 deadline (the first call JIT-compiles).
 """
 
+import os
+
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 NIGHTLY = "nightly"
+EXAMPLE_DB_ENV = "SAMPLECHECK_EXAMPLE_DB"
+NIGHTLY_EXAMPLES_ENV = "SAMPLECHECK_NIGHTLY_EXAMPLES"
 # Statistical tests' per-test false-alarm rate by profile (override with --stat-alpha).
 ALPHA = {"dev": 1e-6, "ci": 1e-6, "gate": 1e-6, NIGHTLY: 1e-8}
 NO_SHRINK = tuple(phase for phase in Phase if phase not in (Phase.shrink, Phase.explain))
@@ -31,6 +37,8 @@ def register_profiles() -> None:
     settings.register_profile("dev", max_examples=10, **_COMMON)
     settings.register_profile("ci", max_examples=6, derandomize=True, database=None, phases=NO_SHRINK, **_COMMON)
     settings.register_profile("gate", max_examples=30, derandomize=True, database=None, phases=NO_SHRINK, **_COMMON)
-    settings.register_profile(NIGHTLY, max_examples=1000,
-                              database=DirectoryBasedExampleDatabase(".hypothesis/examples"), **_COMMON)
+    settings.register_profile(NIGHTLY, max_examples=int(os.environ.get(NIGHTLY_EXAMPLES_ENV, 1000)),
+                              database=DirectoryBasedExampleDatabase(os.environ.get(EXAMPLE_DB_ENV,
+                                                                                    ".hypothesis/examples")),
+                              **_COMMON)
     settings.load_profile("dev")

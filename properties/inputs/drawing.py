@@ -1,14 +1,21 @@
 """Drawing cases inside generic tests, and replaying registry regression examples.
 
 Generic tests take `data=st.data()` because the case strategy depends on the pytest
-parameter (the kernel record). A record's `RegressionExample`s are attached to every
-template as `@example(data=Replay(...))`; a replay that does not match the running
-combo is rejected with `assume`, which Hypothesis allows for explicit examples.
+parameter (the kernel record). A record's `RegressionExample`s, and those that
+`samplecheck regress` wrote from nightly failures (`samplecheck.inputs.regressions`, or the
+file named by the environment variable SAMPLECHECK_REGRESSIONS), are attached to every
+template as `@example(data=Replay(...))`; a replay that does not match the running combo is
+rejected with `assume`, which Hypothesis allows for explicit examples. Each case reports
+what it covers with `hypothesis.event()` (`samplecheck.inputs.coverage`).
 """
 
+import importlib.util
+import os
 from dataclasses import dataclass
 
-from hypothesis import assume, example
+from hypothesis import assume, event, example
+
+from samplecheck.inputs.coverage import case_events
 
 from samplecheck.harness.registry import REGISTRY, Combo, RegressionExample
 
@@ -40,13 +47,34 @@ def draw_case(data, combo: Combo, strategy):
     else:
         case = data.draw(strategy if accepts is None else strategy.filter(accepts), label="case")
     ExampleCounter.count += 1
+    for label in case_events(combo, case):
+        event(label)
     return case
 
 
+REGRESSIONS_ENV = "SAMPLECHECK_REGRESSIONS"
+
+
+def nightly_regressions() -> tuple[tuple[str, RegressionExample], ...]:
+    """(kernel, example) pairs written by `samplecheck regress`: from the file named by
+    SAMPLECHECK_REGRESSIONS when it is set, else from `samplecheck.inputs.regressions`."""
+    path = os.environ.get(REGRESSIONS_ENV)
+    if not path:
+        from samplecheck.inputs.regressions import REGRESSIONS
+
+        return REGRESSIONS
+    spec = importlib.util.spec_from_file_location("samplecheck_nightly_regressions", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.REGRESSIONS
+
+
 def with_regression_examples(test):
-    """Attach the registered regression examples meant for this test template."""
-    for info in REGISTRY.values():
-        for regression in info.examples:
-            if test.__name__ in regression.tests:
-                test = example(data=Replay(info.name, regression))(test)
+    """Attach the regression examples meant for this test template: the records' own and
+    the nightly ones (`nightly_regressions`) of registered kernels."""
+    pairs = [(info.name, regression) for info in REGISTRY.values() for regression in info.examples]
+    pairs += [(kernel, regression) for kernel, regression in nightly_regressions() if kernel in REGISTRY]
+    for kernel, regression in pairs:
+        if test.__name__ in regression.tests:
+            test = example(data=Replay(kernel, regression))(test)
     return test

@@ -123,6 +123,11 @@ class SamplingVerdict:
                 f"{[round(x, 1) for x in g.expected.tolist()]}")
 
 
+# Callables given every verdict `check_samples` returns (the nightly report records the
+# p-values of every check this way); they observe, never change, the verdict.
+VERDICT_OBSERVERS: list = []
+
+
 def check_samples(counts, law, support, required, plan: SamplingPlan) -> SamplingVerdict:
     """Support, reachability, G-test and excess test of per-token draw `counts` against `law`
     (fp64, length V). `support` marks the ids that may be drawn; `required` those that must be
@@ -134,8 +139,11 @@ def check_samples(counts, law, support, required, plan: SamplingPlan) -> Samplin
     needed = _as_numpy(required).astype(bool) & (law_np >= plan.reach_floor)
     outside = [int(t) for t in np.flatnonzero((counts_np > 0) & ~allowed)]
     unreached = [int(t) for t in np.flatnonzero(needed & (counts_np == 0))]
-    return SamplingVerdict(outside, unreached, g_test(counts_np, law_np, max_bins=plan.max_bins),
-                           excess_test(counts_np, law_np), plan)
+    verdict = SamplingVerdict(outside, unreached, g_test(counts_np, law_np, max_bins=plan.max_bins),
+                              excess_test(counts_np, law_np), plan)
+    for observe in VERDICT_OBSERVERS:
+        observe(verdict)
+    return verdict
 
 
 @dataclass(frozen=True)

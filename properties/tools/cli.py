@@ -2,7 +2,7 @@
 
     samplecheck test [--device D] [--workers N] [PYTEST ARGS ...]
     samplecheck gate [--device D] [--workers N] [--mutant-workers N] [--out DIR] [--no-killtable] [PYTEST ARGS ...]
-    samplecheck sweep | killtable | behaviour | calibration [ARGS ...]   (each: --help)
+    samplecheck sweep | killtable | behaviour | calibration | nightly | regress [ARGS ...]   (each: --help)
     samplecheck probe NAME [ARGS ...]                                    (GPU probes of third-party APIs)
 
 `test` runs samplecheck's property suite on every registered backend: ours, installed plug-ins
@@ -25,8 +25,11 @@ COMMANDS = {
     "behaviour": "how much a bf16 in-place sampler changes the sampled law against an fp32 copy",
     "calibration": "measured false-alarm rate and power of the sampling check",
     "probe": "a GPU probe of a third-party library's raw API (NAME: a module of samplecheck.probes)",
+    "nightly": "the nightly sweep in a time budget, with its HTML/JSON/markdown report",
+    "regress": "turn a nightly failure (from its report JSON) into a replayed regression example",
 }
-DELEGATED = {name: f"samplecheck.tools.{name}" for name in ("sweep", "killtable", "behaviour", "calibration")}
+DELEGATED = {name: f"samplecheck.tools.{name}" for name in ("sweep", "killtable", "behaviour", "calibration",
+                                                            "nightly", "regress")}
 
 
 def _suite_parser(name: str) -> argparse.ArgumentParser:
