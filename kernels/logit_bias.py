@@ -107,7 +107,7 @@ def _check_bias_values(ids: torch.Tensor, values: torch.Tensor) -> None:
         raise ValueError(f"logit_bias_values must have the shape of logit_bias_ids {tuple(ids.shape)}, "
                          f"got {tuple(values.shape)}")
     if values.device != ids.device:
-        raise ValueError(f"logit_bias_values is on {values.device} but logit_bias_ids on {ids.device}")
+        raise ValueError(f"logit_bias_values must be on the device of logit_bias_ids {ids.device}; got {values.device}")
     if not ids.numel() or not values_checked():
         return
     given = ids != PAD_ID

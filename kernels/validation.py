@@ -73,7 +73,9 @@ def check_row_param(name: str, value: torch.Tensor, logits: torch.Tensor, dtypes
     """A per-row parameter: a contiguous tensor of one of `dtypes`, shape [batch], on the
     logits' device."""
     if value is None:
-        raise TypeError(f"{name} is required: a {_dtype_names(dtypes)} tensor of shape [batch]")
+        kinds = " or ".join(str(d).removeprefix("torch.") for d in dtypes)
+        article = "an" if kinds.startswith("int") else "a"
+        raise TypeError(f"{name} is required: {article} {kinds} tensor of shape [batch]")
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor of shape [batch] or None, got {type(value).__name__}")
     if value.dtype not in dtypes:
@@ -81,7 +83,7 @@ def check_row_param(name: str, value: torch.Tensor, logits: torch.Tensor, dtypes
     if value.shape != (logits.size(0),):
         raise ValueError(f"{name} must have shape [batch] = [{logits.size(0)}], got {tuple(value.shape)}")
     if value.device != logits.device:
-        raise ValueError(f"{name} is on {value.device} but logits are on {logits.device}")
+        raise ValueError(f"{name} must be on the logits' device {logits.device}; got {value.device}")
     if value.numel() > 1 and value.stride(0) != 1:
         raise ValueError(f"{name} must be contiguous (stride 1), got stride {value.stride(0)}")
 
@@ -134,7 +136,7 @@ def check_id_layout(name: str, ids: torch.Tensor, logits: torch.Tensor, *, dims:
     if ids.dim() != dims or ids.size(0) != logits.size(0):
         raise ValueError(f"{name} must have shape {shape} with batch = {logits.size(0)}, got {tuple(ids.shape)}")
     if ids.device != logits.device:
-        raise ValueError(f"{name} is on {ids.device} but logits are on {logits.device}")
+        raise ValueError(f"{name} must be on the logits' device {logits.device}; got {ids.device}")
 
 
 def check_token_ids(name: str, ids: torch.Tensor, logits: torch.Tensor, *, dims: int = 2,
