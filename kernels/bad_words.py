@@ -6,15 +6,17 @@ Contract (the oracle `samplecheck.oracles.bad_words` states the semantics in ful
 - `bad_words` [B, W, T] int32/int64 on the logits' device: word w of row r is
   bad_words[r, w] up to its first -1 (right-padded with -1; an all -1 word is absent, and
   no id may follow a -1 within a word). W <= 128 words, T <= 1024 tokens per word. Ids in
-  [0, V): this host check is the bounds check of the banned id (vLLM #48824).
+  [0, V): this host check is the bounds check of the banned id (vLLM #48824); the id
+  range and the padding rule are value checks (`values_checked`). Unchecked, the result
+  for such words is unspecified, but the kernel never stores outside [0, V).
 - `output_token_ids` [B, O] int32/int64 on the logits' device: the row's generated tokens,
   right-padded with -1. The past is the prefix before the first -1 (all O entries when
   there is none); whatever follows the first -1 is unknown and ignored (it must still be
-  an id in [0, V) or -1).
+  an id in [0, V) or -1). This is the one history rule of every op (penalties too).
 - Rule, per row and word [t0 .. tn]: l[tn] becomes -inf iff the last n tokens of the past
   equal [t0 .. tn-1]. A single-token word is always banned; a word with n > len(past) is
   skipped. Several words may ban the same id (idempotent). Every other entry is bitwise
-  unchanged; -inf entries stay -inf.
+  unchanged; -inf entries stay -inf, NaN and +inf entries are kept unless banned.
 - In place: returns `logits`. Only banned ids of the [B, V] view are written, never a
   row-stride gap.
 - Memory: nothing the size of the logits; validation's bool temporaries over the id
@@ -35,7 +37,7 @@ import triton
 import triton.language as tl
 
 from samplecheck.kernels.runtime import check_launchable, first_fitting
-from samplecheck.kernels.validation import PAD_ID, check_logits, check_token_ids
+from samplecheck.kernels.validation import PAD_ID, check_logits, check_token_ids, values_checked
 
 MAX_WORDS = 128
 MAX_WORD_TOKENS = 1024
@@ -61,16 +63,18 @@ def check_bad_words(logits: torch.Tensor, bad_words: torch.Tensor, output_token_
     if bad_words.size(2) > MAX_WORD_TOKENS:
         raise ValueError(
             f"bad_words must have at most {MAX_WORD_TOKENS} tokens per word (dim 2); got {bad_words.size(2)}")
+    check_token_ids("output_token_ids", output_token_ids, logits)
+    if not values_checked():
+        return
     after_pad = (bad_words[..., 1:] != PAD_ID) & (bad_words[..., :-1] == PAD_ID)
     if after_pad.numel() and bool(after_pad.any()):
         r, w, t = (int(i) for i in after_pad.nonzero()[0])
         raise ValueError(f"bad_words must be right-padded per word: no token id after a -1 within a word; "
                          f"got id {int(bad_words[r, w, t + 1])} at [{r}, {w}, {t + 1}]")
-    check_token_ids("output_token_ids", output_token_ids, logits)
 
 
-@triton.jit(do_not_specialize=["row_stride", "W", "T", "O", "PAIRS"])
-def _bad_words_kernel(logits_ptr, row_stride, words_ptr, W, T, past_ptr, O, PAIRS,
+@triton.jit(do_not_specialize=["row_stride", "V", "W", "T", "O", "PAIRS"])
+def _bad_words_kernel(logits_ptr, row_stride, V, words_ptr, W, T, past_ptr, O, PAIRS,
                       BLOCK_P: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_PAST: tl.constexpr):
     # BLOCK_P (row, word) pairs of the flattened [B * W] word list, one word per tile row.
     pair = tl.program_id(0).to(tl.int64) * BLOCK_P + tl.arange(0, BLOCK_P)
@@ -105,7 +109,8 @@ def _bad_words_kernel(logits_ptr, row_stride, words_ptr, W, T, past_ptr, O, PAIR
     match = applies & (mismatches == 0)
     banned = tl.load(words_ptr + pair * T + n, mask=match, other=0).to(tl.int64)
     neg_inf = tl.full([BLOCK_P], float("-inf"), tl.float32).to(logits_ptr.dtype.element_ty)
-    tl.store(logits_ptr + row * row_stride + banned, neg_inf, mask=match)
+    # Unchecked calls (values_checked() False) may carry ids outside [0, V): never stored.
+    tl.store(logits_ptr + row * row_stride + banned, neg_inf, mask=match & (banned >= 0) & (banned < V))
 
 
 def apply_bad_words(logits: torch.Tensor, *, bad_words: torch.Tensor, output_token_ids: torch.Tensor) -> torch.Tensor:
@@ -123,7 +128,7 @@ def apply_bad_words(logits: torch.Tensor, *, bad_words: torch.Tensor, output_tok
     block_t = first_fitting(WORD_BLOCKS[kind], tokens)
     block_p = min(first_fitting(PAIR_BLOCKS[kind], pairs), TILE[kind] // block_t)
     _bad_words_kernel[(triton.cdiv(pairs, block_p),)](
-        logits, logits.stride(0), bad_words.contiguous(), words, tokens,
+        logits, logits.stride(0), vocab, bad_words.contiguous(), words, tokens,
         output_token_ids.contiguous(), output_token_ids.size(1), pairs,
         BLOCK_P=block_p, BLOCK_T=block_t, BLOCK_PAST=TILE[kind] // block_p)
     return logits

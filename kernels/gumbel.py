@@ -21,7 +21,10 @@ Contract (the oracle `samplecheck.oracles.gumbel` states the semantics in full):
   split count.
 - Non-finite entries: -inf and NaN entries (and s that overflow to -inf) never win; +inf
   entries (or s that overflow to +inf) win, the lowest such id first. A row with no
-  finite or +inf entry (all -inf, all NaN) returns 0.
+  finite or +inf entry (all -inf, all NaN) returns 0: the sampler's `valid` mask marks
+  such rows. Values (`values_checked`): positions >= 0 and the temperature's range are
+  checked; unchecked, a negative position is hashed as its int64 bits, and a negative or
+  NaN T gives an id in [0, V) with no law claimed.
 
 Grid (cdiv(B, BLOCK_B), splits): a program takes BLOCK_B rows and one contiguous chunk
 of the vocab (a multiple of BLOCK_V), loops over it in [BLOCK_B, BLOCK_V] tiles keeping a
@@ -43,7 +46,7 @@ import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32
 from samplecheck.kernels.runtime import check_launchable, first_fitting, is_interpreted
-from samplecheck.kernels.validation import check_logits, check_range, check_row_param
+from samplecheck.kernels.validation import check_logits, check_range, check_row_param, values_checked
 
 HASH_SEED = 0x5EED5A3D
 # Launch menu (`plan`): BLOCK_V is the first of BLOCK_V_MENU that holds the vocab, else the
@@ -69,15 +72,15 @@ def check_gumbel(logits, seeds, positions, temperature) -> None:
     check_logits(logits)
     if logits.size(1) == 0:
         raise ValueError("logits must have vocab >= 1 (a sampled id lies in [0, vocab)); got vocab 0")
-    for name, value in (("seeds", seeds), ("positions", positions)):
-        if value is None:
-            raise TypeError(f"{name} is required: an int64 tensor of shape [batch]")
     check_row_param("seeds", seeds, logits, (torch.int64,))
     check_row_param("positions", positions, logits, (torch.int64,))
+    if temperature is not None:
+        check_row_param("temperature", temperature, logits, (torch.float32,))
+    if not values_checked():
+        return
     if positions.numel() and bool((positions < 0).any()):
         raise ValueError(f"positions must be >= 0 (the token position being sampled); got {int(positions.min())}")
     if temperature is not None:
-        check_row_param("temperature", temperature, logits, (torch.float32,))
         check_range("temperature", temperature, torch.isfinite(temperature) & (temperature >= 0),
                     "finite and >= 0 (0: greedy row)")
 

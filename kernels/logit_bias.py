@@ -15,7 +15,15 @@ Contract (the oracle `samplecheck.oracles.logit_bias` states the semantics in fu
      `output_len` [B] (int32/int64, >= 0; output_len = tokens generated so far): rows with
      output_len < min_tokens mask every stop id to -inf. The three come together.
 - Every id is in [0, V) or -1 (ValueError otherwise: an id >= V would address the next row
-  or the row-stride gap, GHSA-wr27-mx79-rg6c). Only the listed entries, and the whole row of
+  or the row-stride gap, GHSA-wr27-mx79-rg6c). Id ranges, unique bias ids, finite bias
+  values and min_tokens/output_len >= 0 are value checks (`values_checked`); unchecked,
+  the kernel skips ids outside [0, V) (they address nothing), and repeated bias ids or
+  negative counts give an unspecified result inside the row.
+- Grouped fields: `logit_bias_ids` and `logit_bias_values` come together, and so do
+  `stop_token_ids`, `min_tokens` and `output_len` (ValueError naming the missing one
+  otherwise); `allowed_token_ids` stands alone.
+- Non-finite logits: allowed entries keep their bits (NaN, +-inf included); a bias adds in
+  IEEE fp32 (NaN stays NaN, +inf + b = +inf). Only the listed entries, and the whole row of
   a restricted row, are written; row-stride gaps never are.
 
 One program per row, no scratch: the allowed values are gathered into registers (one block
@@ -36,7 +44,8 @@ import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32, to_output_dtype
 from samplecheck.kernels.runtime import check_launchable, is_interpreted
-from samplecheck.kernels.validation import INDEX_DTYPES, PAD_ID, check_logits, check_row_param, check_token_ids
+from samplecheck.kernels.validation import (INDEX_DTYPES, PAD_ID, check_logits, check_row_param, check_token_ids,
+                                            values_checked)
 
 # Per-row caps of vLLM MRV2 (entries per list, padding included).
 MAX_ALLOWED = 1024
@@ -58,7 +67,7 @@ def _check_width(name: str, ids: torch.Tensor, cap: int) -> None:
 
 def _check_count(name: str, value: torch.Tensor, logits: torch.Tensor) -> None:
     check_row_param(name, value, logits, INDEX_DTYPES)
-    if value.numel() and bool((value < 0).any()):
+    if value.numel() and values_checked() and bool((value < 0).any()):
         raise ValueError(f"{name} must be >= 0; got {int(value.min())}")
 
 
@@ -98,8 +107,8 @@ def _check_bias_values(ids: torch.Tensor, values: torch.Tensor) -> None:
         raise ValueError(f"logit_bias_values must have the shape of logit_bias_ids {tuple(ids.shape)}, "
                          f"got {tuple(values.shape)}")
     if values.device != ids.device:
-        raise ValueError(f"logit_bias_values is on {values.device} but logit_bias_ids on {ids.device}")
-    if not ids.numel():
+        raise ValueError(f"logit_bias_values must be on the device of logit_bias_ids {ids.device}; got {values.device}")
+    if not ids.numel() or not values_checked():
         return
     given = ids != PAD_ID
     bad = given & ~torch.isfinite(values)
@@ -125,9 +134,11 @@ def _fill_row(row_ptr, V, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def _load_ids(ids_ptr, k, length):
-    """Entries k of the row's id list as int64, -1 at k >= `length`."""
-    return tl.load(ids_ptr + k, mask=k < length, other=-1).to(tl.int64)
+def _load_ids(ids_ptr, k, length, V):
+    """Entries k of the row's id list as int64, -1 at k >= `length` and for ids outside
+    [0, V) (which only an unchecked call can pass): such ids are never addressed."""
+    ids = tl.load(ids_ptr + k, mask=k < length, other=-1).to(tl.int64)
+    return tl.where((ids >= 0) & (ids < V), ids, -1)
 
 
 @triton.jit(do_not_specialize=["row_stride", "V", "A", "K", "S"])
@@ -140,7 +151,7 @@ def _logit_bias_kernel(logits_ptr, row_stride, V,
     row_ptr = logits_ptr + row * row_stride
     if HAS_ALLOWED:
         # A <= A_BLOCK: the whole allowlist is held across the fill.
-        allowed = _load_ids(allowed_ptr + row * A, tl.arange(0, A_BLOCK), A)
+        allowed = _load_ids(allowed_ptr + row * A, tl.arange(0, A_BLOCK), A, V)
         keep = allowed >= 0
         saved = tl.load(row_ptr + allowed, mask=keep)
         tl.debug_barrier()
@@ -153,7 +164,7 @@ def _logit_bias_kernel(logits_ptr, row_stride, V,
         # Bias ids are unique within a row: no step reads an entry another step writes.
         for start in range(0, K, LIST_BLOCK):
             k = start + tl.arange(0, LIST_BLOCK)
-            ids = _load_ids(bias_ids_ptr + row * K, k, K)
+            ids = _load_ids(bias_ids_ptr + row * K, k, K, V)
             given = ids >= 0
             b = tl.load(bias_values_ptr + row * K + k, mask=given, other=0.0)
             x = to_fp32(tl.load(row_ptr + ids, mask=given, other=0.0))
@@ -163,7 +174,7 @@ def _logit_bias_kernel(logits_ptr, row_stride, V,
         if tl.load(output_len_ptr + row) < tl.load(min_tokens_ptr + row):
             neg_inf = tl.full([LIST_BLOCK], float("-inf"), tl.float32).to(logits_ptr.dtype.element_ty)
             for start in range(0, S, LIST_BLOCK):
-                stop = _load_ids(stop_ptr + row * S, start + tl.arange(0, LIST_BLOCK), S)
+                stop = _load_ids(stop_ptr + row * S, start + tl.arange(0, LIST_BLOCK), S, V)
                 tl.store(row_ptr + stop, neg_inf, mask=stop >= 0)
 
 

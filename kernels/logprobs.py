@@ -15,10 +15,14 @@ Contract (the oracle `samplecheck.oracles.logprobs` states the semantics in full
 - logprobs[b, j] = log_softmax(l_b)[token_ids[b, j]], computed in fp32 from exactly upcast
   values: m = max(l_b), s = sum(exp(l_b - m)), lse = m + log(s), logprob = l - lse. -inf
   logits give -inf. An all -inf row gives NaN in every column (lse = -inf and
-  -inf - -inf = NaN, as torch.log_softmax) and rank V. NaN or +inf logits: unspecified
-  (the result stays inside the row).
+  -inf - -inf = NaN, as torch.log_softmax) and rank V. A row holding NaN or +inf gives
+  NaN in every column (lse is NaN: exp(NaN) or exp(inf - inf), as torch.log_softmax).
+- `sampled` in [0, V) is a value check (`values_checked`); unchecked, an id outside it is
+  never read: its column's logprob is NaN and its rank 0. `num_logprobs` is a Python int
+  and always checked.
 - ranks[b] = #{i : l_b[i] >= l_b[sampled_b]}: 1-based, ties counted against the sampled
-  token, exact (fp32 comparisons of exactly upcast values).
+  token, exact (fp32 comparisons of exactly upcast values; IEEE, so NaN entries never
+  count and a NaN sampled entry has rank 0).
 
 Kernel: one program per row. Pass 1: the row max, BLOCK (1024) lanes per step. Pass 2: the
 sum of exp(l - m) per lane, then a tree over the lanes, plus the rank count. Then the gather
@@ -44,7 +48,7 @@ import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32
 from samplecheck.kernels.runtime import check_launchable, is_interpreted
-from samplecheck.kernels.validation import check_logits, check_row_param
+from samplecheck.kernels.validation import check_logits, check_row_param, values_checked
 
 BLOCK = 1024  # lanes per step of the max and sum passes
 GATHER_BLOCK = 1024  # default columns per step of the gather (the `gather_block` keyword)
@@ -56,22 +60,28 @@ class Logprobs(NamedTuple):
     ranks: torch.Tensor  # int64 [B]: count of logits >= the sampled token's
 
 
+def check_num_logprobs(num_logprobs, vocab: int) -> None:
+    """None, or a Python int in [-1, vocab] (a host value: always checked)."""
+    if num_logprobs is None:
+        return
+    if not isinstance(num_logprobs, int) or isinstance(num_logprobs, bool):
+        raise TypeError(f"num_logprobs must be None or an int in [-1, vocab]; got {type(num_logprobs).__name__}")
+    if not -1 <= num_logprobs <= vocab:
+        raise ValueError(f"num_logprobs must be None, -1 (whole vocab), 0 (sampled token only) "
+                         f"or in [1, vocab = {vocab}]; got {num_logprobs}")
+
+
 def check_logprobs_args(logits: torch.Tensor, sampled: torch.Tensor, num_logprobs, gather_block: int) -> None:
     """sampled: int64 [batch] in [0, V); num_logprobs: None or an int in [-1, V];
     gather_block: a power of two in [16, 1024]."""
     check_logits(logits)
     vocab = logits.size(1)
     check_row_param("sampled", sampled, logits, (torch.int64,))
-    if sampled.numel():
+    if sampled.numel() and values_checked():
         bad = (sampled < 0) | (sampled >= vocab)
         if bool(bad.any()):
             raise ValueError(f"sampled must hold token ids in [0, {vocab}); got {int(sampled[bad][0])}")
-    if num_logprobs is not None:
-        if not isinstance(num_logprobs, int) or isinstance(num_logprobs, bool):
-            raise TypeError(f"num_logprobs must be None or an int in [-1, vocab]; got {type(num_logprobs).__name__}")
-        if not -1 <= num_logprobs <= vocab:
-            raise ValueError(f"num_logprobs must be None, -1 (whole vocab), 0 (sampled token only) "
-                             f"or in [1, vocab = {vocab}]; got {num_logprobs}")
+    check_num_logprobs(num_logprobs, vocab)
     if not isinstance(gather_block, int) or gather_block not in [2**i for i in range(4, 11)]:
         raise ValueError(f"gather_block must be a power of two in [16, 1024]; got {gather_block!r}")
 
@@ -91,7 +101,9 @@ def _logprobs_kernel(logits_ptr, row_stride, V, ids_ptr, out_ptr, ranks_ptr, n_c
         lane_max = tl.maximum(lane_max, x)
     row_max = tl.max(lane_max, axis=0)
     # Pass 2: sum of exp(x - max) per lane, and the rank: entries >= the sampled token's value.
-    sampled_value = to_fp32(tl.load(row_ptr + tl.load(ids_ptr + out_row)))
+    sampled_id = tl.load(ids_ptr + out_row)
+    sampled_value = to_fp32(tl.load(row_ptr + sampled_id, mask=(sampled_id >= 0) & (sampled_id < V),
+                                    other=float("nan")))
     lane_sum = tl.zeros([BLOCK], tl.float32)
     lane_rank = tl.zeros([BLOCK], tl.int32)
     for start in range(0, V, BLOCK):
@@ -108,7 +120,7 @@ def _logprobs_kernel(logits_ptr, row_stride, V, ids_ptr, out_ptr, ranks_ptr, n_c
         cols = start + gather_offs
         in_cols = cols < n_cols
         ids = tl.load(ids_ptr + out_row + cols, mask=in_cols, other=0)
-        x = to_fp32(tl.load(row_ptr + ids, mask=in_cols, other=0.0))
+        x = to_fp32(tl.load(row_ptr + ids, mask=in_cols & (ids >= 0) & (ids < V), other=float("nan")))
         tl.store(out_ptr + out_row + cols, x - lse, mask=in_cols)
 
 

@@ -11,7 +11,11 @@ Contract (the oracle `samplecheck.oracles.min_p` states the semantics in full):
   maximum in every row even if an approximate log of a value just below 1 came out
   positive.
 - -inf entries stay -inf; an all -inf row is unchanged (-inf + finite = -inf, and
-  -inf < -inf is false). NaN is not specified.
+  -inf < -inf is false).
+- Non-finite entries (docs/backends.md, "Edge values"): in a row where min-p is on, NaN
+  reads as -inf (it never sets the max) and is always dropped (set to -inf), so an all-NaN
+  row becomes all -inf; +inf entries set the max, so only the +inf entries are kept.
+  Rows with min_p == 0 are untouched, NaN included.
 
 Two passes per row (one program per row): the row max, then the masking pass, which
 stores -inf only where an entry is dropped. Row-stride gaps are never read or written.
@@ -23,7 +27,7 @@ import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32
 from samplecheck.kernels.runtime import check_launchable
-from samplecheck.kernels.validation import check_logits, check_range, check_row_param
+from samplecheck.kernels.validation import check_logits, check_range, check_row_param, values_checked
 
 # Entries per loop step. The interpreter pays per operation, so the CPU block is wide;
 # the suite's vocab sizes 8191-8193 and the full-size regression example (50272) still
@@ -32,13 +36,16 @@ BLOCK = {"cuda": 1024, "cpu": 4096}
 
 
 def check_min_p(logits: torch.Tensor, min_p: torch.Tensor | None) -> None:
-    """min_p: per-row float32 [batch] on the logits' device, in [0, 1], or None."""
+    """min_p: per-row float32 [batch] on the logits' device, in [0, 1], or None. The range
+    is a value check (`values_checked`); unchecked, min_p > 1 acts as 1 and min_p < 0 or
+    NaN as 0 (off)."""
     check_logits(logits)
     if min_p is None:
         return
     check_row_param("min_p", min_p, logits, (torch.float32,))
-    check_range("min_p", min_p, (min_p >= 0) & (min_p <= 1),
-                "in [0, 1] (0 turns min-p off, 1 keeps only the maximum and its ties)")
+    if values_checked():
+        check_range("min_p", min_p, (min_p >= 0) & (min_p <= 1),
+                    "in [0, 1] (0 turns min-p off, 1 keeps only the maximum and its ties)")
 
 
 @triton.jit(do_not_specialize=["row_stride", "V"])
@@ -53,7 +60,7 @@ def _min_p_kernel(logits_ptr, row_stride, min_p_ptr, V, BLOCK: tl.constexpr):
         for start in range(0, V, BLOCK):
             idx = start + offs
             x = to_fp32(tl.load(row_ptr + idx, mask=idx < V, other=float("-inf")))
-            block_max = tl.maximum(block_max, x)
+            block_max = tl.maximum(block_max, tl.where(x == x, x, float("-inf")))  # NaN reads as -inf
         row_max = tl.max(block_max, axis=0)
         log_min_p = tl.where(min_p >= 1.0, 0.0, tl.minimum(tl.log(min_p), 0.0))
         threshold = row_max + log_min_p
@@ -64,6 +71,7 @@ def _min_p_kernel(logits_ptr, row_stride, min_p_ptr, V, BLOCK: tl.constexpr):
             in_row = idx < V
             x = to_fp32(tl.load(row_ptr + idx, mask=in_row, other=float("-inf")))
             tl.store(row_ptr + idx, neg_inf, mask=in_row & (x < threshold))
+            tl.store(row_ptr + idx, neg_inf, mask=in_row & (x != x))
 
 
 def apply_min_p(logits: torch.Tensor, min_p: torch.Tensor | None = None) -> torch.Tensor:
@@ -78,14 +86,16 @@ def apply_min_p(logits: torch.Tensor, min_p: torch.Tensor | None = None) -> torc
 
 
 def apply_min_p_torch(logits: torch.Tensor, min_p: torch.Tensor | None = None) -> torch.Tensor:
-    """PyTorch fallback with the same contract: the threshold in fp32 from the row max and
-    torch.log(min_p), then `masked_fill_` in place. min_p == 0 rows get threshold -inf,
-    which masks nothing."""
+    """PyTorch fallback with the same contract: the threshold in fp32 from the row max (NaN
+    read as -inf) and torch.log(min_p), then `masked_fill_` in place, NaN included where
+    min-p is on. min_p == 0 rows get threshold -inf, which masks nothing."""
     check_min_p(logits, min_p)
     if logits.numel() == 0 or min_p is None:
         return logits
-    row_max = logits.amax(dim=-1).to(torch.float32)
+    nan = logits.isnan()
+    row_max = logits.masked_fill(nan, float("-inf")).amax(dim=-1).to(torch.float32)
     log_min_p = torch.where(min_p >= 1, 0.0, torch.log(min_p).clamp(max=0.0))
     threshold = torch.where(min_p > 0, row_max + log_min_p, float("-inf"))
     logits.masked_fill_(logits.to(torch.float32) < threshold[:, None], float("-inf"))
+    logits.masked_fill_(nan & (min_p > 0)[:, None], float("-inf"))
     return logits

@@ -5,9 +5,12 @@ Contract (the oracle `samplecheck.oracles.penalties` states the semantics in ful
 - `logits` [B, V] fp32/bf16/fp16, any row stride, column stride 1; loads upcast to fp32.
   Modified in place and returned.
 - `prompt_token_ids` [B, P] and `output_token_ids` [B, O], int32/int64 on the logits'
-  device (P, O >= 0). Entries are ids in [0, V), -1 (padding, or an async-scheduling
-  placeholder, anywhere in a list) or V (the pad id); -1 and V are ignored wherever they
-  appear. Anything else is a ValueError.
+  device (P, O >= 0). Entries are ids in [0, V), -1 or V (the pad id). In the prompt, -1
+  and V are ignored wherever they appear. The output list is the generated history, read
+  as every op reads it (`samplecheck.kernels.validation.history`): it ends at the row's
+  first -1 (padding, or async-scheduling placeholders: the tokens not known yet), and
+  every later entry is ignored; V is ignored anywhere. Anything else is a ValueError
+  (a value check: unchecked, ids outside [0, V) are ignored, never addressed).
 - `repetition_penalty` [B] float32, finite and > 0 (1: off); `frequency_penalty` and
   `presence_penalty` [B] float32 in [-2, 2] (0: off); all on the logits' device.
 - Per row, for each distinct id t of prompt ∪ output, with c = its count in the output
@@ -20,6 +23,10 @@ Contract (the oracle `samplecheck.oracles.penalties` states the semantics in ful
   on a GPU and in the interpreter: division is `tl.math.div_rn` (Triton's `/` is
   approximate on NVIDIA), and the frequency step is an explicit fma, so the compiler's
   mul+add contraction has nothing to change. No clamp: l * r or l / r may overflow to +-inf.
+- Non-finite logits follow IEEE arithmetic in the steps above: NaN stays NaN, +-inf stay
+  +-inf (a frequency or presence step never meets inf - inf, as f * c and q are finite).
+- Values (`values_checked`): unchecked, penalties outside their ranges are applied as
+  given (a NaN penalty makes the listed entries NaN), in bounds.
 - Rows with r == 1, f == 0 and q == 0 are never written. Ids outside prompt ∪ output are
   never read or written, so they stay bitwise unchanged; row-stride gaps are untouched.
 
@@ -42,7 +49,8 @@ import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32, to_output_dtype
 from samplecheck.kernels.runtime import check_launchable, is_interpreted
-from samplecheck.kernels.validation import check_logits, check_range, check_row_param, check_token_ids
+from samplecheck.kernels.validation import (check_logits, check_range, check_row_param, check_token_ids, history,
+                                            values_checked)
 
 # List entries per program (the result does not depend on it). The interpreter pays per
 # program, so the CPU block holds a drawn row's lists whole; the full-size regression
@@ -62,7 +70,7 @@ def check_penalties(logits, prompt_token_ids, output_token_ids, repetition_penal
     check_row_param("repetition_penalty", repetition_penalty, logits, (torch.float32,))
     check_row_param("frequency_penalty", frequency_penalty, logits, (torch.float32,))
     check_row_param("presence_penalty", presence_penalty, logits, (torch.float32,))
-    if logits.size(0) == 0:
+    if logits.size(0) == 0 or not values_checked():
         return
     check_range("repetition_penalty", repetition_penalty,
                 torch.isfinite(repetition_penalty) & (repetition_penalty > 0), "finite and > 0 (1 turns it off)")
@@ -72,9 +80,10 @@ def check_penalties(logits, prompt_token_ids, output_token_ids, repetition_penal
 
 def sorted_keys(prompt_token_ids: torch.Tensor, output_token_ids: torch.Tensor, vocab: int) -> torch.Tensor:
     """[B, P + O] per row ascending: 2*id for prompt entries, 2*id + 1 for output entries,
-    2*V for ignored entries (-1 and V), which sort after every real id."""
+    2*V for ignored entries (-1, V, anything outside [0, V), and the output entries from
+    the row's first -1 on), which sort after every real id."""
     dtype = torch.int32 if 2 * vocab + 1 < 2**31 else torch.int64
-    keys = torch.cat((prompt_token_ids.to(dtype) * 2, output_token_ids.to(dtype) * 2 + 1), dim=1)
+    keys = torch.cat((prompt_token_ids.to(dtype) * 2, history(output_token_ids).to(dtype) * 2 + 1), dim=1)
     keys.masked_fill_((keys < 0) | (keys >= 2 * vocab), 2 * vocab)
     return keys.sort(dim=1).values
 

@@ -13,27 +13,42 @@ Contract:
   of the processed logits; min_p and top-k/top-p still apply to them (the maximum always
   survives).
 - Returns `SamplerOutput(sampled int64 [B], processed_logits (the input tensor),
-  logprobs)`, where logprobs is None when `num_logprobs` is None, else
+  logprobs)`, plus `valid` (bool [B], computed on access from processed_logits): False
+  for rows with no valid token (every processed entry -inf or NaN: e.g. an allowlist of
+  stop ids, or an all-NaN row); their sampled id is 0 and means nothing. logprobs is None
+  when `num_logprobs` is None, else
   `samplecheck.kernels.logprobs.Logprobs` computed on the tensor the mode names: the raw clone or the
   processed logits, as log-softmax values (`*_logprobs`) or the logit values themselves
   (`*_logits`). Ranks count entries >= the sampled one in that tensor.
+- Bad input (docs/validation.md): every field is validated in ONE phase before anything
+  is written, so an error leaves the logits and every field bitwise unchanged; messages
+  name the SamplingBatch field (`top_k`, `top_p`, `seeds`, ...) and its range. Value checks
+  run when `samplecheck.kernels.validation.values_checked()` (one host synchronisation;
+  off inside `unchecked_values()` and during CUDA graph capture); the ops then run with
+  their own value checks off, so a call synchronises at most once for validation.
+- Groups and defaults: the penalties run when any of `repetition_penalty`,
+  `frequency_penalty`, `presence_penalty` is set; the others then default to off (1, 0,
+  0), and missing `prompt_token_ids` / `output_token_ids` to empty lists. Bad words with
+  no `output_token_ids` see an empty history. `logit_bias_ids` and `logit_bias_values`
+  come together, and so do `stop_token_ids`, `min_tokens` and `output_len` (ValueError).
 - Memory beyond the output: the raw clone (B * V * element size, only in raw modes), the
   top-k/top-p scratch ([B, 1024] fp32) and O(B * list length) for token lists.
 """
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import NamedTuple
 
 import torch
 
-from samplecheck.kernels.bad_words import apply_bad_words
-from samplecheck.kernels.gumbel import gumbel_sample
-from samplecheck.kernels.logit_bias import apply_logit_bias
-from samplecheck.kernels.logprobs import Logprobs, compute_logprobs
-from samplecheck.kernels.min_p import apply_min_p
-from samplecheck.kernels.penalties import apply_penalties
-from samplecheck.kernels.temperature import apply_temperature
+from samplecheck.kernels.bad_words import apply_bad_words, check_bad_words
+from samplecheck.kernels.gumbel import check_gumbel, gumbel_sample
+from samplecheck.kernels.logit_bias import apply_logit_bias, check_logit_bias
+from samplecheck.kernels.logprobs import Logprobs, check_num_logprobs, compute_logprobs
+from samplecheck.kernels.min_p import apply_min_p, check_min_p
+from samplecheck.kernels.penalties import apply_penalties, check_penalties
+from samplecheck.kernels.temperature import apply_temperature, check_temperature
 from samplecheck.kernels.top_k_top_p import apply_top_k_top_p
+from samplecheck.kernels.validation import check_logits, check_top_k_top_p, unchecked_values
 
 LOGPROBS_MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
 
@@ -41,9 +56,8 @@ LOGPROBS_MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed
 @dataclass(frozen=True)
 class SamplingBatch:
     """Per-row sampling parameters of a batch, as tensors on the logits' device (see each
-    op's module for shapes and ranges). A None field turns its op off for every row;
-    within a group (bias ids and values; min_tokens, output_len and stop ids; prompt and
-    output ids with the three penalties) the fields come together."""
+    op's module for shapes and ranges). A None field turns its op off for every row; the
+    groups and their defaults are in the module docstring."""
 
     seeds: torch.Tensor
     positions: torch.Tensor
@@ -76,28 +90,77 @@ class SamplerOutput(NamedTuple):
     processed_logits: torch.Tensor
     logprobs: Logprobs | None
 
+    @property
+    def valid(self) -> torch.Tensor:
+        """bool [B]: the row's processed logits hold an entry that is neither -inf nor NaN
+        (else its sampled id is 0 and carries no meaning)."""
+        return (self.processed_logits > float("-inf")).any(dim=-1)
+
+
+PENALTY_DEFAULTS = {"repetition_penalty": 1.0, "frequency_penalty": 0.0, "presence_penalty": 0.0}
+
+
+def with_defaults(params: SamplingBatch, logits: torch.Tensor) -> SamplingBatch:
+    """`params` with the documented defaults of a partly given group filled in (module
+    docstring); layouts are checked first, so the defaults match the batch."""
+    batch, device = logits.size(0), logits.device
+    filled = {}
+    if any(getattr(params, name) is not None for name in PENALTY_DEFAULTS):
+        for name, off in PENALTY_DEFAULTS.items():
+            if getattr(params, name) is None:
+                filled[name] = torch.full((batch,), off, dtype=torch.float32, device=device)
+        if params.prompt_token_ids is None:
+            filled["prompt_token_ids"] = torch.empty((batch, 0), dtype=torch.int64, device=device)
+    if params.output_token_ids is None and (filled or params.bad_words is not None):
+        filled["output_token_ids"] = torch.empty((batch, 0), dtype=torch.int64, device=device)
+    return replace(params, **filled) if filled else params
+
+
+def check_sampling_batch(logits: torch.Tensor, params: SamplingBatch) -> SamplingBatch:
+    """Validate every field before anything is written (module docstring); returns the batch
+    with its groups' defaults filled in. Errors name the SamplingBatch field."""
+    if not isinstance(params, SamplingBatch):
+        raise TypeError(f"params must be a samplecheck.kernels.sampling_params.SamplingBatch, "
+                        f"got {type(params).__name__}")
+    check_logits(logits)
+    if params.logprobs_mode not in LOGPROBS_MODES:
+        raise ValueError(f"logprobs_mode must be one of {', '.join(LOGPROBS_MODES)}; got {params.logprobs_mode!r}")
+    check_num_logprobs(params.num_logprobs, logits.size(1))
+    p = with_defaults(params, logits)
+    check_logit_bias(logits, p.allowed_token_ids, p.logit_bias_ids, p.logit_bias_values, p.stop_token_ids,
+                     p.min_tokens, p.output_len)
+    if p.repetition_penalty is not None:
+        check_penalties(logits, p.prompt_token_ids, p.output_token_ids, p.repetition_penalty,
+                        p.frequency_penalty, p.presence_penalty)
+    if p.bad_words is not None:
+        check_bad_words(logits, p.bad_words, p.output_token_ids)
+    check_temperature(logits, p.temperature)
+    check_min_p(logits, p.min_p)
+    check_top_k_top_p(logits, p.top_k, p.top_p, names=("top_k", "top_p"))
+    check_gumbel(logits, p.seeds, p.positions, None)
+    return p
+
 
 def apply_sampling_params(logits: torch.Tensor, params: SamplingBatch) -> SamplerOutput:
     """Process `logits` in place and sample one token per row (module docstring)."""
-    if params.logprobs_mode not in LOGPROBS_MODES:
-        raise ValueError(f"logprobs_mode must be one of {', '.join(LOGPROBS_MODES)}; got {params.logprobs_mode!r}")
-    raw = logits.clone() if params.num_logprobs is not None and params.logprobs_mode.startswith("raw") else None
-    p = params
-    apply_logit_bias(logits, allowed_token_ids=p.allowed_token_ids, logit_bias_ids=p.logit_bias_ids,
-                     logit_bias_values=p.logit_bias_values, stop_token_ids=p.stop_token_ids,
-                     min_tokens=p.min_tokens, output_len=p.output_len)
-    if p.repetition_penalty is not None:
-        apply_penalties(logits, prompt_token_ids=p.prompt_token_ids, output_token_ids=p.output_token_ids,
-                        repetition_penalty=p.repetition_penalty, frequency_penalty=p.frequency_penalty,
-                        presence_penalty=p.presence_penalty)
-    if p.bad_words is not None:
-        apply_bad_words(logits, bad_words=p.bad_words, output_token_ids=p.output_token_ids)
-    apply_temperature(logits, p.temperature)
-    apply_min_p(logits, p.min_p)
-    apply_top_k_top_p(logits, p.top_k, p.top_p)
-    greedy = None if p.temperature is None else (p.temperature != 0).to(torch.float32)
-    sampled = gumbel_sample(logits, seeds=p.seeds, positions=p.positions, temperature=greedy)
-    return SamplerOutput(sampled, logits, _logprobs(raw if raw is not None else logits, sampled, p))
+    p = check_sampling_batch(logits, params)
+    raw = logits.clone() if p.num_logprobs is not None and p.logprobs_mode.startswith("raw") else None
+    with unchecked_values():  # every value was checked above
+        apply_logit_bias(logits, allowed_token_ids=p.allowed_token_ids, logit_bias_ids=p.logit_bias_ids,
+                         logit_bias_values=p.logit_bias_values, stop_token_ids=p.stop_token_ids,
+                         min_tokens=p.min_tokens, output_len=p.output_len)
+        if p.repetition_penalty is not None:
+            apply_penalties(logits, prompt_token_ids=p.prompt_token_ids, output_token_ids=p.output_token_ids,
+                            repetition_penalty=p.repetition_penalty, frequency_penalty=p.frequency_penalty,
+                            presence_penalty=p.presence_penalty)
+        if p.bad_words is not None:
+            apply_bad_words(logits, bad_words=p.bad_words, output_token_ids=p.output_token_ids)
+        apply_temperature(logits, p.temperature)
+        apply_min_p(logits, p.min_p)
+        apply_top_k_top_p(logits, p.top_k, p.top_p)
+        greedy = None if p.temperature is None else (p.temperature != 0).to(torch.float32)
+        sampled = gumbel_sample(logits, seeds=p.seeds, positions=p.positions, temperature=greedy)
+        return SamplerOutput(sampled, logits, _logprobs(raw if raw is not None else logits, sampled, p))
 
 
 def _logprobs(source: torch.Tensor, sampled: torch.Tensor, params: SamplingBatch) -> Logprobs | None:

@@ -21,7 +21,8 @@ import torch
 
 from samplecheck.kernels.min_p import apply_min_p_torch, check_min_p
 from samplecheck.kernels.top_k_top_p_torch import apply_top_k_top_p_torch
-from samplecheck.kernels.validation import check_logits, check_range, check_row_param, check_top_k_top_p
+from samplecheck.kernels.validation import (check_logits, check_range, check_row_param, check_seed, check_top_k_top_p,
+                                            values_checked)
 
 
 def multinomial_rows(logits: torch.Tensor, seed: int) -> torch.Tensor:
@@ -31,7 +32,7 @@ def multinomial_rows(logits: torch.Tensor, seed: int) -> torch.Tensor:
     if bool(bad.any()):
         probs = probs.masked_fill(bad[:, None], 0.0)
         probs[:, 0] = torch.where(bad, 1.0, probs[:, 0])
-    gen = torch.Generator(device=logits.device).manual_seed(int(seed))
+    gen = torch.Generator(device=logits.device).manual_seed(seed)
     return torch.multinomial(probs, 1, replacement=True, generator=gen).flatten()
 
 
@@ -40,6 +41,7 @@ def top_k_top_p_sample_torch(logits: torch.Tensor, *, k: torch.Tensor | None = N
     """samplecheck.kernels.top_k_top_p_torch (sort-based, keep_all_ties, top-p on the renormalised
     survivors, fp32 mass) on a clone, then torch.multinomial over its fp32 softmax."""
     check_top_k_top_p(logits, k, p)  # before the clone, which would hide the caller's layout
+    check_seed("seed", seed)
     if logits.size(0) == 0:
         return torch.empty(0, dtype=torch.int64, device=logits.device)
     masked = apply_top_k_top_p_torch(logits.clone(), k, p)
@@ -50,6 +52,7 @@ def min_p_sample_torch(logits: torch.Tensor, *, min_p: torch.Tensor | None = Non
     """samplecheck.kernels.min_p's PyTorch fallback (log space, fp32 threshold) on a clone, then
     torch.multinomial over its fp32 softmax."""
     check_min_p(logits, min_p)  # before the clone, which would hide the caller's layout
+    check_seed("seed", seed)
     if logits.size(0) == 0:
         return torch.empty(0, dtype=torch.int64, device=logits.device)
     masked = apply_min_p_torch(logits.clone(), min_p)
@@ -62,8 +65,9 @@ def check_softmax_temperature(logits: torch.Tensor, temperature: torch.Tensor | 
     if temperature is None:
         return
     check_row_param("temperature", temperature, logits, (torch.float32,))
-    check_range("temperature", temperature, torch.isfinite(temperature) & (temperature > 0),
-                "finite and > 0 for a softmax")
+    if values_checked():
+        check_range("temperature", temperature, torch.isfinite(temperature) & (temperature > 0),
+                    "finite and > 0 for a softmax")
 
 
 def softmax_torch(logits: torch.Tensor, temperature: torch.Tensor | None = None) -> torch.Tensor:

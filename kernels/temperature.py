@@ -28,7 +28,7 @@ import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32, to_output_dtype
 from samplecheck.kernels.runtime import check_launchable, is_interpreted
-from samplecheck.kernels.validation import check_logits, check_range, check_row_param
+from samplecheck.kernels.validation import check_logits, check_range, check_row_param, values_checked
 
 # Entries per program; the result does not depend on BLOCK. The suite's vocab sizes
 # 8191-8193 and the full-size regression example (50272) span several column blocks, so
@@ -37,13 +37,16 @@ BLOCK = 4096
 
 
 def check_temperature(logits: torch.Tensor, temperature: torch.Tensor | None) -> None:
-    """temperature: per-row float32 [batch] on the logits' device, finite and >= 0, or None."""
+    """temperature: per-row float32 [batch] on the logits' device, finite and >= 0, or None.
+    The range is a value check (`samplecheck.kernels.validation.values_checked`); unchecked, a
+    negative or NaN T divides the row by it (NaN: the row becomes NaN), in bounds."""
     check_logits(logits)
     if temperature is None:
         return
     check_row_param("temperature", temperature, logits, (torch.float32,))
-    check_range("temperature", temperature, torch.isfinite(temperature) & (temperature >= 0),
-                "finite and >= 0 (0: greedy row, left unchanged; 1: no-op)")
+    if values_checked():
+            check_range("temperature", temperature, torch.isfinite(temperature) & (temperature >= 0),
+                    "finite and >= 0 (0: greedy row, left unchanged; 1: no-op)")
 
 
 @triton.jit(do_not_specialize=["row_stride", "V"])

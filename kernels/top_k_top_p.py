@@ -7,6 +7,13 @@ Contract (the oracle `samplecheck.oracles.top_k_top_p` states the semantics in f
 - `k` [B] int32/int64 or None: k <= 0 or k >= V turns top-k off for that row.
 - `p` [B] float32 or None, in (0, 1]: p == 1 turns top-p off for that row.
 - Top-p applies after top-k, on the renormalised survivors.
+- Non-finite entries (docs/backends.md, "Edge values"): in a row where top-k or top-p is
+  on, NaN reads as -inf (it never counts towards k nor carries mass) and is always dropped
+  (set to -inf); +inf entries rank above every finite one, and when the survivors hold
+  +inf, top-p keeps exactly the +inf entries (they hold all the mass). Rows with both off
+  are untouched, NaN included.
+- Values (`samplecheck.kernels.validation.values_checked`): unchecked, k < -1 acts as off
+  and p outside (0, 1] gives an unspecified mask of the row (never out of bounds).
 - Scratch: each call allocates a [B, CAP] fp32 buffer (CAP from LAUNCH_CONFIG: 4 KiB a
   row on a GPU) for the candidates described below; nothing is cached between calls.
 
@@ -78,6 +85,13 @@ def _order_key(x):
 
 
 @triton.jit
+def _load_row(ptrs, mask):
+    """Row entries in fp32 (exact upcast), -inf where masked off; NaN reads as -inf."""
+    x = to_fp32(tl.load(ptrs, mask=mask, other=float("-inf")))
+    return tl.where(x == x, x, float("-inf"))
+
+
+@triton.jit
 def _weight(x, row_max):
     """exp(x - row_max) in 2**-40 fixed point: masses are int64 sums, exact in any order."""
     return (tl.exp(x - row_max) * 1099511627776.0).to(tl.int64)
@@ -121,7 +135,7 @@ def _narrow(row_ptr, V, lo, hi, pop, max_pop, row_max, k, mass_limit, BY_MASS: t
         mass = tl.zeros([NUM_PIVOTS], dtype=tl.int64)
         for start in tl.range(0, V, TILE, num_stages=NUM_STAGES):
             idx = start + offs
-            x = to_fp32(tl.load(row_ptr + idx, mask=idx < V, other=float("-inf")))
+            x = _load_row(row_ptr + idx, idx < V)
             above = _order_key(x)[:, None] > pivots[None, :]
             count += tl.sum(above.to(tl.int32), axis=0)
             if BY_MASS:
@@ -157,7 +171,7 @@ def _collect(row_ptr, V, lo, hi, scratch_ptr, row_max, mass_floor, WITH_MASS: tl
     for start in tl.range(0, V, BLOCK, num_stages=NUM_STAGES):
         idx = start + groups
         in_row = idx < V
-        x = to_fp32(tl.load(row_ptr + idx, mask=in_row, other=float("-inf")))
+        x = _load_row(row_ptr + idx, in_row)
         key = _order_key(x)
         take = (in_row & (key >= lo) & (key <= hi)).to(tl.int32)
         group_count = tl.sum(take, axis=1)
@@ -254,7 +268,7 @@ def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, V,
         for start in tl.range(0, V, BLOCK, num_stages=NUM_STAGES):
             idx = start + offs
             in_row = idx < V
-            x = to_fp32(tl.load(row_ptr + idx, mask=in_row, other=float("-inf")))
+            x = _load_row(row_ptr + idx, in_row)
             lane_max = tl.maximum(lane_max, x)
             lane_min = tl.minimum(lane_min, tl.where(in_row, x, float("inf")))
         row_max = tl.max(lane_max, axis=0)
@@ -279,7 +293,9 @@ def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, V,
                                             False, CAP, BLOCK, TILE, NUM_PIVOTS, RANK_ROWS, RANK_COLS,
                                             NUM_STAGES)
         if HAS_P:
-            if p < 1.0:
+            if (p < 1.0) & (row_max == float("inf")):
+                cut = key_hi  # +inf survivors hold all the mass: only they are kept
+            elif p < 1.0:
                 if covered:
                     # The scratch holds every top-k survivor: weigh them there.
                     kept_mass = tl.zeros([RANK_ROWS], dtype=tl.int64)
@@ -306,7 +322,7 @@ def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, V,
             idx = start + groups
             in_row = idx < V
             x = to_fp32(tl.load(row_ptr + idx, mask=in_row, other=float("-inf")))
-            drop = in_row & (_order_key(x) < cut)
+            drop = in_row & ((_order_key(x) < cut) | (x != x))  # NaN is never kept
             whole = tl.min(drop.to(tl.int32), axis=1)[:, None] == 1
             tl.store(row_ptr + idx, neg_inf, mask=whole)
             tl.store(row_ptr + idx, neg_inf, mask=drop & ~whole)

@@ -3,7 +3,9 @@
 Same contract and keep-all-ties policy as `samplecheck.kernels.top_k_top_p` (see
 `samplecheck.oracles.top_k_top_p`): it sorts each row, takes the cut value from the sorted row,
 and masks in place everything below the cut. The softmax over the sorted survivors
-and its cumulative sum run in fp32 whatever the logits' dtype.
+and its cumulative sum run in fp32 whatever the logits' dtype. NaN sorts as -inf and is
+dropped in rows where top-k or top-p is on; +inf survivors make the softmax NaN, so no
+prefix holds mass < p and the cut is the maximum (+inf): only the +inf entries stay.
 """
 
 import torch
@@ -18,7 +20,8 @@ def apply_top_k_top_p_torch(logits: torch.Tensor, k: torch.Tensor | None = None,
     batch, vocab = logits.shape
     if batch == 0 or vocab == 0 or (k is None and p is None):
         return logits
-    ordered = logits.sort(dim=-1, descending=True).values
+    nan = logits.isnan()
+    ordered = logits.masked_fill(nan, float("-inf")).sort(dim=-1, descending=True).values
     cut = ordered[:, -1:]
     if k is not None:
         k_on = (k > 0) & (k < vocab)
@@ -34,4 +37,8 @@ def apply_top_k_top_p_torch(logits: torch.Tensor, k: torch.Tensor | None = None,
         cut_p = torch.where(p[:, None] < 1, ordered.gather(1, last), ordered[:, -1:])
         cut = torch.maximum(cut, cut_p)
     logits.masked_fill_(logits < cut, float("-inf"))
+    on = torch.zeros_like(nan[:, 0]) if k is None else (k > 0) & (k < vocab)
+    if p is not None:
+        on |= p < 1
+    logits.masked_fill_(nan & on[:, None], float("-inf"))
     return logits

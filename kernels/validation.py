@@ -1,19 +1,64 @@
-"""Argument checks shared by the kernels' backends.
+"""Argument checks shared by the kernels' backends, and the switch for value checks.
 
-Each error names the parameter and its allowed range. Checks on values read the
-parameter tensors once on the host (one device synchronisation per call).
+Every public entry point validates in ONE phase before it writes anything, so a bad input
+raises and leaves the logits and every other argument bitwise unchanged. Each error names
+the caller's parameter and its allowed range (docs/validation.md).
+
+Two kinds of checks:
+- Layout checks (types, ranks, shapes, dtypes, devices, list caps, Python scalars) read
+  only tensor metadata: they run on every call and never synchronise with the device.
+- Value checks (ranges of per-row parameters, token ids) read tensor values back to the
+  host: one device synchronisation per call. They run when `values_checked()` is True:
+  by default, except while the current CUDA stream is capturing a graph
+  (`torch.cuda.is_current_stream_capturing()`), and never inside `unchecked_values()`
+  (the hot path of an engine that validated its inputs upstream). An unchecked call with
+  an out-of-range value returns an unspecified result but never reads or writes outside
+  its tensors: every kernel masks its id-addressed loads and stores to [0, V).
 """
+
+import contextlib
+import contextvars
 
 import torch
 
 LOGIT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 INDEX_DTYPES = (torch.int32, torch.int64)
+LOGITS_DEVICES = ("cpu", "cuda")
+PAD_ID = -1
+
+_CHECK_VALUES = contextvars.ContextVar("samplecheck_check_values", default=True)
+
+
+def values_checked() -> bool:
+    """True when value checks run (module docstring): on, unless switched off by
+    `unchecked_values()` or a CUDA graph capture on the current stream."""
+    if not _CHECK_VALUES.get():
+        return False
+    return not (torch.cuda.is_available() and torch.cuda.is_current_stream_capturing())
+
+
+@contextlib.contextmanager
+def unchecked_values():
+    """Within this block, entry points skip their value checks (no host synchronisation);
+    layout checks still run."""
+    token = _CHECK_VALUES.set(False)
+    try:
+        yield
+    finally:
+        _CHECK_VALUES.reset(token)
+
+
+def _dtype_names(dtypes) -> str:
+    return ", ".join(str(d).removeprefix("torch.") for d in dtypes)
 
 
 def check_logits(logits: torch.Tensor) -> None:
-    """logits: a 2-D fp32/bf16/fp16 tensor whose columns are contiguous (stride(1) == 1)."""
+    """logits: a 2-D fp32/bf16/fp16 tensor on a CPU or CUDA device whose columns are
+    contiguous (stride(1) == 1)."""
     if not isinstance(logits, torch.Tensor):
         raise TypeError(f"logits must be a torch.Tensor, got {type(logits).__name__}")
+    if logits.device.type not in LOGITS_DEVICES:
+        raise ValueError(f"logits must be on a CPU or CUDA device (kernels read their values); got {logits.device}")
     if logits.dim() != 2:
         raise ValueError(f"logits must be 2-D [batch, vocab], got shape {tuple(logits.shape)}")
     if logits.dtype not in LOGIT_DTYPES:
@@ -27,15 +72,18 @@ def check_logits(logits: torch.Tensor) -> None:
 def check_row_param(name: str, value: torch.Tensor, logits: torch.Tensor, dtypes) -> None:
     """A per-row parameter: a contiguous tensor of one of `dtypes`, shape [batch], on the
     logits' device."""
+    if value is None:
+        kinds = " or ".join(str(d).removeprefix("torch.") for d in dtypes)
+        article = "an" if kinds.startswith("int") else "a"
+        raise TypeError(f"{name} is required: {article} {kinds} tensor of shape [batch]")
     if not isinstance(value, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor of shape [batch] or None, got {type(value).__name__}")
     if value.dtype not in dtypes:
-        allowed = ", ".join(str(d).removeprefix("torch.") for d in dtypes)
-        raise TypeError(f"{name} dtype must be one of {allowed}; got {value.dtype}")
+        raise TypeError(f"{name} dtype must be one of {_dtype_names(dtypes)}; got {value.dtype}")
     if value.shape != (logits.size(0),):
         raise ValueError(f"{name} must have shape [batch] = [{logits.size(0)}], got {tuple(value.shape)}")
     if value.device != logits.device:
-        raise ValueError(f"{name} is on {value.device} but logits are on {logits.device}")
+        raise ValueError(f"{name} must be on the logits' device {logits.device}; got {value.device}")
     if value.numel() > 1 and value.stride(0) != 1:
         raise ValueError(f"{name} must be contiguous (stride 1), got stride {value.stride(0)}")
 
@@ -47,29 +95,40 @@ def check_range(name: str, value: torch.Tensor, ok: torch.Tensor, allowed: str) 
         raise ValueError(f"{name} must be {allowed}; got {value[~ok][0].item()}")
 
 
-def check_top_k_top_p(logits: torch.Tensor, k: torch.Tensor | None, p: torch.Tensor | None) -> None:
+def check_seed(name: str, seed) -> None:
+    """A Python int that `torch.Generator.manual_seed` takes: in [-2**63, 2**64 - 1]."""
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise TypeError(f"{name} must be an int in [-2**63, 2**64 - 1]; got {type(seed).__name__} {seed!r}")
+    if not -2**63 <= seed < 2**64:
+        raise ValueError(f"{name} must be an int in [-2**63, 2**64 - 1]; got {seed}")
+
+
+def check_top_k_top_p(logits: torch.Tensor, k: torch.Tensor | None, p: torch.Tensor | None,
+                      *, names: tuple[str, str] = ("k", "p")) -> None:
     """k: per-row int32/int64, k <= 0 (only -1 and 0 allowed) or k >= V disables top-k;
-    p: per-row float32, in (0, 1], p == 1 disables top-p."""
+    p: per-row float32, in (0, 1], p == 1 disables top-p. `names`: the caller's names for
+    k and p in messages. Unchecked (`values_checked()` False): k < -1 acts as off; p
+    outside (0, 1] gives an unspecified mask of the row."""
+    k_name, p_name = names
     check_logits(logits)
     if k is not None:
-        check_row_param("k", k, logits, INDEX_DTYPES)
-        if k.numel() and bool((k < -1).any()):
-            bad = int(k.min())
-            raise ValueError(f"k must be -1 or 0 (top-k off) or >= 1 (k >= vocab is clamped); got {bad}")
+        check_row_param(k_name, k, logits, INDEX_DTYPES)
     if p is not None:
-        check_row_param("p", p, logits, (torch.float32,))
-        check_range("p", p, (p > 0) & (p <= 1), "in (0, 1] (1 turns top-p off)")
+        check_row_param(p_name, p, logits, (torch.float32,))
+    if not values_checked():
+        return
+    if k is not None and k.numel() and bool((k < -1).any()):
+        raise ValueError(f"{k_name} must be -1 or 0 (top-k off) or >= 1 (k >= vocab is clamped); got {int(k.min())}")
+    if p is not None:
+        check_range(p_name, p, (p > 0) & (p <= 1), "in (0, 1] (1 turns top-p off)")
 
 
-PAD_ID = -1
-
-
-def check_token_ids(name: str, ids: torch.Tensor, logits: torch.Tensor, *, dims: int = 2,
-                    ignored: tuple[int, ...] = ()) -> None:
+def check_id_layout(name: str, ids: torch.Tensor, logits: torch.Tensor, *, dims: int = 2) -> None:
     """A batch of token-id lists: int32/int64, `dims` dimensions with shape[0] == batch, on
-    the logits' device, right-padded with -1 (PAD_ID). Every entry is in [0, V), -1, or
-    one of `ignored` (ids the kernel documents as skipped, e.g. the pad id V)."""
+    the logits' device."""
     shape = "[batch, length]" if dims == 2 else "[batch, " + ", ".join(["n"] * (dims - 1)) + "]"
+    if ids is None:
+        raise TypeError(f"{name} is required: an int32/int64 tensor {shape}, right-padded with -1")
     if not isinstance(ids, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor {shape} or None, got {type(ids).__name__}")
     if ids.dtype not in INDEX_DTYPES:
@@ -77,8 +136,15 @@ def check_token_ids(name: str, ids: torch.Tensor, logits: torch.Tensor, *, dims:
     if ids.dim() != dims or ids.size(0) != logits.size(0):
         raise ValueError(f"{name} must have shape {shape} with batch = {logits.size(0)}, got {tuple(ids.shape)}")
     if ids.device != logits.device:
-        raise ValueError(f"{name} is on {ids.device} but logits are on {logits.device}")
-    if ids.numel():
+        raise ValueError(f"{name} must be on the logits' device {logits.device}; got {ids.device}")
+
+
+def check_token_ids(name: str, ids: torch.Tensor, logits: torch.Tensor, *, dims: int = 2,
+                    ignored: tuple[int, ...] = ()) -> None:
+    """`check_id_layout`, then (when `values_checked()`) every entry is in [0, V), -1
+    (PAD_ID), or one of `ignored` (ids the kernel documents as skipped, e.g. the pad id V)."""
+    check_id_layout(name, ids, logits, dims=dims)
+    if ids.numel() and values_checked():
         ok = ((ids >= 0) & (ids < logits.size(1))) | (ids == PAD_ID)
         for extra in ignored:
             ok |= ids == extra
@@ -86,3 +152,12 @@ def check_token_ids(name: str, ids: torch.Tensor, logits: torch.Tensor, *, dims:
             bad = int(ids[~ok][0])
             also = "".join(f", {i}" for i in ignored)
             raise ValueError(f"{name} must hold token ids in [0, {logits.size(1)}) or -1 (padding){also}; got {bad}")
+
+
+def history(output_token_ids: torch.Tensor) -> torch.Tensor:
+    """The generated history as every op reads it: the entries before each row's first -1;
+    that -1 and every later entry become -1 (unknown, ignored). A new tensor; no sync."""
+    if output_token_ids.numel() == 0:
+        return output_token_ids.clone()
+    ended = (output_token_ids == PAD_ID).to(torch.int32).cummax(dim=1).values.bool()
+    return output_token_ids.masked_fill(ended, PAD_ID)

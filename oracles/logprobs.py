@@ -16,7 +16,9 @@ Semantics (what every logprobs backend is checked against):
   all -inf row gives NaN in every column (lse = -inf, -inf - -inf).
 - ranks[b] = #{i : l_b[i] >= l_b[sampled_b]}: 1-based, ties counted against the sampled
   token, on the exact values (a -inf sampled token has rank V). Exact.
-- NaN or +inf logits: not specified (the oracle is not defined on such rows).
+- NaN or +inf logits: a row holding either gives NaN in every column (as torch.log_softmax:
+  lse is NaN, from exp(NaN) or exp(inf - inf)); ranks use IEEE comparisons, so NaN entries
+  never count and a NaN sampled token has rank 0.
 
 Precision: ids and ranks are exact. A backend computing log_softmax in fp32 as
 m = max, s = sum(exp(l - m)), lse = m + log(s), logprob = l - lse (the Triton kernel, vLLM

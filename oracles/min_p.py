@@ -13,7 +13,9 @@ Semantics (what every min_p backend is checked against):
   the rule is by value, so ties at the threshold are all kept or all masked).
 - The maximum is always kept. Kept entries are returned bitwise unchanged, masked
   entries become -inf; -inf entries stay -inf. An all -inf row is unchanged.
-  NaN is not specified (the oracle is not defined on NaN rows).
+- NaN: in a row where min-p is on, NaN reads as -inf (it never sets the max) and is
+  always masked; rows with min_p == 0 are unchanged, NaN included. +inf: it is the max, so
+  the threshold is +inf and only the +inf entries are kept.
 
 Precision: the oracle computes the threshold in fp64. A backend computes it in fp32:
 log(min_p) with a few ulp of error, then the rounded sum m + log(min_p); its threshold
@@ -53,10 +55,12 @@ def min_p_reference(logits: torch.Tensor, min_p: torch.Tensor | None, *, band: f
         return MinPReference(kept=kept, ambiguous=ambiguous, threshold=off, scale=torch.zeros_like(off))
     p = min_p.detach().to(torch.float64)[:, None]
     on = p > 0
+    nan = x.isnan()
+    x = x.masked_fill(nan, float("-inf"))
     row_max = x.max(dim=-1, keepdim=True).values
     log_p = torch.where(on, torch.log(p), 0.0)
     threshold = torch.where(on, row_max + log_p, float("-inf"))
-    kept = (x >= threshold) | ~on
+    kept = ((x >= threshold) | ~on) & ~(nan & on)
     banded = on & (log_p != 0) & torch.isfinite(threshold)
     scale = torch.where(banded, log_p.abs() + threshold.abs(), 0.0)
     ambiguous = banded & (x != row_max) & ((x - threshold).abs() <= band * scale)

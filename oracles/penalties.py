@@ -5,9 +5,11 @@ Semantics (what every penalties backend is checked against):
 - Input: logits [B, V] in fp32/bf16/fp16 (the exact values, upcast), prompt and output
   token-id lists [B, P] and [B, O], per-row float32 penalties r > 0 (repetition, 1: off),
   f and q in [-2, 2] (frequency and presence, 0: off).
-- Ids: only ids in [0, V) count. -1 (padding, async placeholders) and V (the pad id) are
-  ignored wherever they appear in either list (vLLM #27910); other ids are invalid input
-  (the kernel raises), never wrapped around or clamped.
+- Ids: only ids in [0, V) count. In the prompt list, -1 (padding) and V (the pad id) are
+  ignored wherever they appear. The output list is the generated history: it ends at its
+  first -1 (padding, or async placeholders for tokens not known yet, vLLM #27910), and
+  every later entry is ignored, the same rule as bad words' past; V is ignored anywhere.
+  Other ids are invalid input (the kernel raises), never wrapped around or clamped.
 - Sets: repetition applies to every id in prompt ∪ output; c(t) counts t's occurrences in
   the output list only (the prompt never counts).
 - Per row, for each t in prompt ∪ output, in this order, each step rounded to fp32
@@ -20,7 +22,8 @@ Semantics (what every penalties backend is checked against):
   steps 2 and 3 only where c > 0 keeps the sign of a -0.0 logit that nothing changes.
 - Untouched: rows with r == 1, f == 0 and q == 0, and every id outside prompt ∪ output,
   are bitwise the input. Inside the set, r == 1 with c == 0 also gives back the input.
-- NaN logits are not specified.
+- Non-finite logits follow IEEE arithmetic through the steps: NaN stays NaN, +-inf stay
+  +-inf (l > 0 is false for NaN, so NaN * r = NaN).
 
 Precision: every step is exact in fp64 or made exact. l * r is exact in fp64 (48 bits),
 then rounded once to fp32. l / r rounded to fp64 and then to fp32 is the correctly
@@ -60,6 +63,15 @@ def token_counts(ids: torch.Tensor, vocab: int) -> torch.Tensor:
     return counts.scatter_add_(1, index, torch.ones_like(index))[:, :vocab]
 
 
+def until_first_pad(ids: torch.Tensor) -> torch.Tensor:
+    """ids with each row's first -1 and every entry after it replaced by -1."""
+    out = ids.clone()
+    for r, row in enumerate(ids.tolist()):
+        if -1 in row:
+            out[r, row.index(-1):] = -1
+    return out
+
+
 def round_sum_to_fp32(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """fp64 tensor holding a + b correctly rounded to fp32 (nearest even), for fp64 `a`, `b`
     whose exact sum is meant (module docstring: TwoSum and the midpoint correction)."""
@@ -82,7 +94,7 @@ def penalties_reference(logits: torch.Tensor, *, prompt_token_ids: torch.Tensor,
                         presence_penalty: torch.Tensor, rtol: float = 0.0) -> PenaltiesReference:
     """The reference output for `logits` and the per-row lists and penalties (module docstring)."""
     vocab = logits.size(1)
-    counts = token_counts(output_token_ids, vocab)
+    counts = token_counts(until_first_pad(output_token_ids), vocab)
     present = (token_counts(prompt_token_ids, vocab) > 0) | (counts > 0)
     r, f, q = (p.detach().to(torch.float64)[:, None] for p in (repetition_penalty, frequency_penalty, presence_penalty))
     active = (r != 1) | (f != 0) | (q != 0)

@@ -12,7 +12,8 @@ Semantics (what every temperature backend is checked against):
 - Edge cases: -inf / T = -inf, +-0 / T = +-0 (sign kept); l / T beyond the dtype's
   range is +-inf (no clamp; fp16 overflows above 65504, fp32 and bf16 above
   ~3.4e38); quotients in the subnormal range are rounded, not flushed. A finite logit
-  never becomes NaN for a valid T. NaN logits are not specified.
+  never becomes NaN for a valid T. NaN logits stay NaN (NaN / T; untouched in T == 0
+  and T == 1 rows), +-inf / T = +-inf.
 - No ties are involved (elementwise op).
 
 Precision: the oracle divides in fp64 and rounds the quotient to fp32. That equals the

@@ -11,7 +11,12 @@ Semantics (what every top_k_top_p backend is checked against):
   tiny p keeps the maximum and its ties.
 - Kept entries are returned bitwise unchanged; masked entries become -inf. -inf entries
   have zero mass and stay -inf. An all -inf row is returned unchanged.
-- NaN is not specified (robustness only); the oracle is not defined on NaN rows.
+- NaN: in a row where top-k or top-p is on, NaN reads as -inf (it never counts towards k
+  and carries no mass) and is always masked, so an all-NaN row becomes all -inf. Rows with
+  both off are returned unchanged, NaN included.
+- +inf: ranks above every finite value for top-k; when the top-k survivors hold +inf,
+  those entries hold all the mass (the limit of exp(x - max)), so top-p keeps exactly the
+  +inf entries.
 
 Precision: probabilities are exp(x - max) in fp64 and sums are fp64. A backend computing
 in fp32 cannot reproduce decisions whose fp64 margin is below its rounding error, so
@@ -55,11 +60,15 @@ def top_k_top_p_reference(logits: torch.Tensor, k: torch.Tensor | None, p: torch
     if tie_policy not in TIE_POLICIES:
         raise ValueError(f"tie_policy must be one of {TIE_POLICIES}, got {tie_policy!r}")
     x = logits.detach().to(torch.float64)
+    nan = x.isnan()
+    x = x.masked_fill(nan, float("-inf"))
     batch, vocab = x.shape
     kept = torch.ones_like(x, dtype=torch.bool)
     ambiguous = torch.zeros_like(kept)
+    on = torch.zeros(batch, dtype=torch.bool, device=x.device)
     if k is not None:
         k_on = (k > 0) & (k < vocab)
+        on |= k_on
         kth = x.sort(dim=-1, descending=True).values.gather(
             1, (torch.where(k_on, k, vocab).long() - 1).clamp(min=0)[:, None])
         kept &= (x >= kth) | ~k_on[:, None]
@@ -67,12 +76,15 @@ def top_k_top_p_reference(logits: torch.Tensor, k: torch.Tensor | None, p: torch
         survivors = x.masked_fill(~kept, float("-inf"))
         row_max = survivors.max(dim=-1, keepdim=True).values
         weight = torch.exp(survivors - torch.where(torch.isfinite(row_max), row_max, 0.0))
+        weight = torch.where(row_max == float("inf"), (survivors == float("inf")).to(weight.dtype), weight)
         mass = weight.sum(dim=-1, keepdim=True)
         above = _mass_above_by_value(survivors, weight)
         limit = p.to(torch.float64)[:, None] * mass
         p_on = (p < 1)[:, None]
         ambiguous = p_on & kept & (above > 0) & ((above - limit).abs() <= band * mass)
         kept &= (above < limit) | ~p_on
+        on |= p < 1
+    kept &= ~(nan & on[:, None])
     return MaskReference(kept=kept, ambiguous=ambiguous)
 
 

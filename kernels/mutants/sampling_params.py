@@ -13,8 +13,9 @@ MUTANTS = (
     Mutant(
         name="pipeline_temperature_before_penalties", kernel="sampling_params",
         module="samplecheck.kernels.sampling_params", entry="apply_sampling_params",
-        find="    if p.repetition_penalty is not None:",
-        replace="    apply_temperature(logits, p.temperature)\n    if p.repetition_penalty is not None:",
+        find="        if p.repetition_penalty is not None:\n            apply_penalties(",
+        replace="        apply_temperature(logits, p.temperature)\n        if p.repetition_penalty is not None:\n"
+                "            apply_penalties(",
         description="temperature applied before the penalties as well (the order of the engine's ops changed)",
         ref="vLLM V1 vs MRV2 op order (sampling-semantics section 1): penalties precede temperature",
     ),

@@ -2,7 +2,8 @@
 
     samplecheck test [--device D] [--workers N] [PYTEST ARGS ...]
     samplecheck gate [--device D] [--workers N] [--mutant-workers N] [--out DIR] [--no-killtable] [PYTEST ARGS ...]
-    samplecheck sweep | killtable | behaviour | calibration | nightly | regress [ARGS ...]   (each: --help)
+    samplecheck sweep | killtable | behaviour | calibration | nightly | regress | badinputs | flakiness [ARGS ...]
+                                                         (each: --help)
     samplecheck probe NAME [ARGS ...]                                    (GPU probes of third-party APIs)
 
 `test` runs samplecheck's property suite on every registered backend: ours, installed plug-ins
@@ -27,9 +28,11 @@ COMMANDS = {
     "probe": "a GPU probe of a third-party library's raw API (NAME: a module of samplecheck.probes)",
     "nightly": "the nightly sweep in a time budget, with its HTML/JSON/markdown report",
     "regress": "turn a nightly failure (from its report JSON) into a replayed regression example",
+    "badinputs": "the bad-input table's outcome counts on one device (clear error / documented result / ...)",
+    "flakiness": "rerun the statistical tests N times with fresh Hypothesis seeds: failures per rerun",
 }
 DELEGATED = {name: f"samplecheck.tools.{name}" for name in ("sweep", "killtable", "behaviour", "calibration",
-                                                            "nightly", "regress")}
+                                                            "nightly", "regress", "badinputs", "flakiness")}
 
 
 def _suite_parser(name: str) -> argparse.ArgumentParser:

@@ -13,6 +13,10 @@ import torch
 
 def top_k_top_p_mask(logits: torch.Tensor, k: torch.Tensor | None = None,
                      p: torch.Tensor | None = None) -> torch.Tensor:
+    if not isinstance(logits, torch.Tensor):
+        raise TypeError("logits must be a torch.Tensor")
+    if logits.device.type not in ("cpu", "cuda"):
+        raise ValueError("logits must be on a CPU or CUDA device")
     if logits.dim() != 2:
         raise ValueError("logits must be 2-D")
     if logits.dtype not in (torch.float32, torch.bfloat16, torch.float16):
@@ -24,6 +28,8 @@ def top_k_top_p_mask(logits: torch.Tensor, k: torch.Tensor | None = None,
             raise TypeError(f"bad {name} dtype")
         if value is not None and value.shape != (logits.size(0),):
             raise ValueError(f"bad {name} shape")
+        if value is not None and value.device != logits.device:
+            raise ValueError(f"{name} must be on the logits' device")
     if k is not None and bool((k < -1).any()):
         raise ValueError("k must be >= -1")
     if p is not None and not bool(((p > 0) & (p <= 1)).all()):

@@ -1,0 +1,126 @@
+"""Running the bad-input table: one entry on one backend -> its outcome.
+
+Outcomes (the counts the lead quotes, `samplecheck badinputs`):
+- "clear error": the declared exception type, and (for our backends) a message that names
+  the caller's field as a word and states what is allowed (RANGE_WORDS);
+- "documented result": no exception, and the entry's result check passes;
+- "unclear": anything else (another exception, a message missing the field, no error
+  where one is declared, a result other than the documented one);
+- "input changed before error": an exception left an input (logits or any other
+  argument, fields of a SamplingBatch included) not bitwise equal to what was passed.
+A documented result may change only what its contract writes (in-place ops: the logits).
+"""
+
+import dataclasses
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+import torch
+
+from samplecheck.tests.cover.bad_input_table import TABLE, BadInput
+
+CLEAR, DOCUMENTED, UNCLEAR, CHANGED = ("clear error", "documented result", "unclear", "input changed before error")
+OUTCOMES = (CLEAR, DOCUMENTED, UNCLEAR, CHANGED)
+RANGE_WORDS = ("must", "required", "at most")  # a message states what is allowed
+
+
+@dataclass(frozen=True)
+class Outcome:
+    kind: str
+    detail: str
+
+
+def _tensors(value, path: str):
+    """(path, tensor) for every tensor in an argument, inside SamplingBatch-like dataclasses too."""
+    if isinstance(value, torch.Tensor):
+        yield path, value
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            yield from _tensors(getattr(value, f.name), f"{path}.{f.name}")
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            yield from _tensors(item, f"{path}[{i}]")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _tensors(item, f"{path}[{key!r}]")
+
+
+def _bits(t: torch.Tensor):
+    """A host copy of a tensor's exact contents (meta tensors: only their layout)."""
+    if t.device.type == "meta":
+        return (tuple(t.shape), t.dtype)
+    return (tuple(t.shape), t.dtype, t.detach().cpu().contiguous().view(-1).view(torch.uint8).clone())
+
+
+def _same(a, b) -> bool:
+    return a[:2] == b[:2] and (len(a) == 2 or torch.equal(a[2], b[2]))
+
+
+def snapshot(args, kwargs) -> dict:
+    named = [(f"args[{i}]", a) for i, a in enumerate(args)] + list(kwargs.items())
+    return {path: _bits(t) for name, value in named for path, t in _tensors(value, name)}
+
+
+def changed(before: dict, args, kwargs, allowed=()) -> list[str]:
+    after = snapshot(args, kwargs)
+    return [path for path, bits in before.items() if path not in allowed and not _same(bits, after[path])]
+
+
+def names_field(message: str, field: str) -> bool:
+    """The field as a word (so `k` is not found inside `top_k`), with what is allowed."""
+    named = re.search(rf"(?<![\w.]){re.escape(field)}(?!\w)", message) is not None
+    return named and any(word in message for word in RANGE_WORDS)
+
+
+def run(entry: BadInput, fn, device: str, *, messages: bool = True) -> Outcome:
+    """Call `fn` on the entry's input on `device` and classify what happened."""
+    args, kwargs = entry.make(device)
+    before = snapshot(args, kwargs)
+    try:
+        output = fn(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - every exception is classified
+        moved = changed(before, args, kwargs)
+        if moved:
+            return Outcome(CHANGED, f"{type(exc).__name__} after changing {', '.join(moved)}")
+        if entry.error is None:
+            return Outcome(UNCLEAR, f"documented result expected, raised {type(exc).__name__}: {exc}")
+        if not isinstance(exc, entry.error):
+            return Outcome(UNCLEAR, f"expected {entry.error.__name__}, raised {type(exc).__name__}: {exc}")
+        if messages and not names_field(str(exc), entry.field):
+            return Outcome(UNCLEAR, f"message does not name {entry.field!r} and its range: {exc}")
+        return Outcome(CLEAR, f"{type(exc).__name__}: {exc}")
+    if entry.error is not None:
+        return Outcome(UNCLEAR, f"expected {entry.error.__name__} naming {entry.field!r}, got a result")
+    moved = changed(before, args, kwargs, allowed=("args[0]",))
+    if moved:
+        return Outcome(UNCLEAR, f"the result changed inputs its contract does not write: {', '.join(moved)}")
+    try:
+        entry.result(output, args, kwargs)
+    except Exception as exc:  # noqa: BLE001 - a check that cannot run is not the documented result
+        return Outcome(UNCLEAR, f"not the documented result: {type(exc).__name__}: {exc}")
+    return Outcome(DOCUMENTED, "as documented")
+
+
+def cases(device: str, registry: dict):
+    """(entry, record, backend) for every entry and every backend of its record that runs on
+    `device`; plug-ins (error_messages=False) get the error entries only."""
+    for entry in TABLE:
+        info = registry.get(entry.kernel)
+        if info is None:
+            continue
+        for backend in info.backends:
+            if device not in backend.devices or (entry.error is None and not backend.error_messages):
+                continue
+            yield entry, info, backend
+
+
+def tally(device: str, registry: dict) -> tuple[Counter, list[str]]:
+    """Outcome counts over the whole table on `device`, and one line per non-passing cell."""
+    counts, notes = Counter(), []
+    for entry, info, backend in cases(device, registry):
+        outcome = run(entry, backend.resolve(), device, messages=backend.error_messages)
+        counts[outcome.kind] += 1
+        if outcome.kind in (UNCLEAR, CHANGED):
+            notes.append(f"{info.name}/{backend.name}: {entry.description}: {outcome.detail}")
+    return counts, notes
