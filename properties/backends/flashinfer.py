@@ -45,7 +45,7 @@ from samplecheck.harness.registry import Backend, Mark
 from samplecheck.inputs.strategies import expand_pool
 from samplecheck.kernels.min_p import check_min_p
 from samplecheck.kernels.sampling_torch import check_softmax_temperature
-from samplecheck.kernels.validation import check_top_k_top_p
+from samplecheck.kernels.validation import check_seed, check_top_k_top_p
 
 INSTALL_HINT = "flashinfer is not installed (pip install -e '.[flashinfer]' on a GPU machine)"
 MODULE = "samplecheck.backends.flashinfer"
@@ -246,6 +246,13 @@ def _empty_ids(logits):
     return torch.empty(0, dtype=torch.int64, device=logits.device)
 
 
+def _seed(seed) -> int:
+    """The caller's seed, checked as ours are (an int in [-2**63, 2**64 - 1]), as FlashInfer's
+    unsigned 64-bit seed."""
+    check_seed("seed", seed)
+    return seed & (2**64 - 1)
+
+
 def _from_logits(order: str, logits, k, p, seed, **bound):
     check_top_k_top_p(logits, k, p)
     if logits.size(0) == 0:
@@ -255,7 +262,7 @@ def _from_logits(order: str, logits, k, p, seed, **bound):
         _refuse_misaligned(logits, "top_k_top_p_sampling_from_logits")
     ids = _sampling().top_k_top_p_sampling_from_logits(
         logits, _k_tensor(k, logits), _p_tensor(p, logits), filter_apply_order=order,
-        deterministic=True, seed=int(seed), offset=0, **bound)
+        deterministic=True, seed=_seed(seed), offset=0, **bound)
     return _ids(ids)
 
 
@@ -323,7 +330,7 @@ def _from_probs(order: str, logits, k, p, seed):
         return _empty_ids(logits)
     ids = _sampling().top_k_top_p_sampling_from_probs(
         _probs(logits), _k_tensor(k, logits), _p_tensor(p, logits), filter_apply_order=order,
-        deterministic=True, seed=int(seed), offset=0)
+        deterministic=True, seed=_seed(seed), offset=0)
     return _ids(ids)
 
 
@@ -352,7 +359,7 @@ def top_p_sampling_from_probs(logits, *, k=None, p=None, seed: int):
     if logits.size(0) == 0:
         return _empty_ids(logits)
     return _ids(_sampling().top_p_sampling_from_probs(
-        _probs(logits), _p_tensor(p, logits), deterministic=True, seed=int(seed), offset=0))
+        _probs(logits), _p_tensor(p, logits), deterministic=True, seed=_seed(seed), offset=0))
 
 
 def top_k_sampling_from_probs(logits, *, k=None, p=None, seed: int):
@@ -364,7 +371,7 @@ def top_k_sampling_from_probs(logits, *, k=None, p=None, seed: int):
     if logits.size(0) == 0:
         return _empty_ids(logits)
     return _ids(_sampling().top_k_sampling_from_probs(
-        _probs(logits), _k_tensor(k, logits), deterministic=True, seed=int(seed), offset=0))
+        _probs(logits), _k_tensor(k, logits), deterministic=True, seed=_seed(seed), offset=0))
 
 
 def sampling_from_logits(logits, *, k=None, p=None, seed: int):
@@ -379,7 +386,7 @@ def sampling_from_logits(logits, *, k=None, p=None, seed: int):
         return _empty_ids(logits)
     if _reaches_kernel_as_is(logits):
         _refuse_misaligned(logits, "sampling_from_logits")
-    return _ids(_sampling().sampling_from_logits(logits, deterministic=True, seed=int(seed), offset=0))
+    return _ids(_sampling().sampling_from_logits(logits, deterministic=True, seed=_seed(seed), offset=0))
 
 
 # --- min-p (record min_p_sample) -----------------------------------------------------------
@@ -396,7 +403,7 @@ def min_p_sampling_from_probs(logits, *, min_p=None, seed: int):
         return _empty_ids(logits)
     m = torch.zeros(logits.size(0), dtype=torch.float32, device=logits.device) if min_p is None else min_p
     return _ids(_sampling().min_p_sampling_from_probs(
-        _probs(logits), m, deterministic=True, seed=int(seed), offset=0))
+        _probs(logits), m, deterministic=True, seed=_seed(seed), offset=0))
 
 
 # --- softmax (record softmax) --------------------------------------------------------------
