@@ -6,6 +6,7 @@ template as `@example(data=Replay(...))`; a replay that does not match the runni
 combo is rejected with `assume`, which Hypothesis allows for explicit examples.
 """
 
+import os
 from dataclasses import dataclass
 
 from hypothesis import assume, example
@@ -40,7 +41,22 @@ def draw_case(data, combo: Combo, strategy):
     else:
         case = data.draw(strategy if accepts is None else strategy.filter(accepts), label="case")
     ExampleCounter.count += 1
+    _log_case(combo, case)
     return case
+
+
+CASE_LOG = "SAMPLECHECK_CASE_LOG"
+
+
+def _log_case(combo: Combo, case) -> None:
+    """With $SAMPLECHECK_CASE_LOG set, append `test <TAB> combo id <TAB> repr(case)` to that
+    file, one line per drawn case (counted by samplecheck.tools.cases)."""
+    path = os.environ.get(CASE_LOG)
+    if path:
+        test = os.environ.get("PYTEST_CURRENT_TEST", "").split("[")[0]
+        text = repr(case).replace("\n", " ")
+        with open(path, "a") as log:
+            log.write(f"{test}\t{combo.id}\t{text}\n")
 
 
 def with_regression_examples(test):
