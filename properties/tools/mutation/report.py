@@ -41,7 +41,8 @@ def load_dispositions(path: Path | None) -> dict:
 
 
 def diff(r: dict) -> str:
-    return "".join(difflib.unified_diff(r["find"].splitlines(True), r["replace"].splitlines(True), "original", "mutant", n=0)).rstrip()
+    lines = [(r[k] + "\n").splitlines(True) for k in ("find", "replace")]
+    return "".join(difflib.unified_diff(*lines, "original", "mutant", n=0)).rstrip()
 
 
 def _property(killer: str) -> str:
