@@ -6,11 +6,17 @@ then any further (find, replace) edits in order, each `find` occurring exactly o
 there, so Triton's JIT (which reads function source) compiles it on a GPU and the
 interpreter runs it on CPU. `samplecheck.kernels.mutants:<name>` resolves to the mutant's entry
 point, so a mutant plugs into the registry like any backend (`pytest --mutant=<name>`).
+
+Generated mutants (`samplecheck mutate`) join these from a JSON file (a list of Mutant
+fields) named by the environment variable SAMPLECHECK_GENERATED_MUTANTS, so `--mutant`
+resolves them by name in any process that inherits it.
 """
 
 import functools
 import importlib
 import importlib.util
+import json
+import os
 import pkgutil
 import tempfile
 from dataclasses import dataclass
@@ -51,7 +57,24 @@ def _collect() -> dict[str, Mutant]:
     return found
 
 
+GENERATED_ENV = "SAMPLECHECK_GENERATED_MUTANTS"
+
+
+def add_generated(path: str | Path) -> list[str]:
+    """Register the mutants of a JSON file written by `samplecheck mutate`; their names."""
+    names = []
+    for fields in json.loads(Path(path).read_text()):
+        mutant = Mutant(**{**fields, "devices": tuple(fields["devices"]), "then": tuple(map(tuple, fields["then"]))})
+        if MUTANTS.get(mutant.name, mutant) != mutant:
+            raise ValueError(f"generated mutant {mutant.name!r} clashes with another of that name")
+        MUTANTS[mutant.name] = mutant
+        names.append(mutant.name)
+    return names
+
+
 MUTANTS = _collect()
+if os.environ.get(GENERATED_ENV):
+    add_generated(os.environ[GENERATED_ENV])
 
 
 @functools.cache

@@ -25,6 +25,7 @@ import pytest
 
 from samplecheck.harness import results
 from samplecheck.harness.profiles import ALPHA, NIGHTLY, register_profiles
+from samplecheck.harness.seeds import SEED
 
 register_profiles()
 
@@ -40,7 +41,11 @@ MARKERS = (
 CACHED_GPU_BYTES = 4 * 2**30
 
 
-def pytest_addoption(parser):
+def pytest_addoption(parser, pluginmanager):
+    from samplecheck.harness import isolation, seeds
+
+    pluginmanager.register(seeds, "samplecheck-seeds")
+    pluginmanager.register(isolation, "samplecheck-isolation")
     group = parser.getgroup("samplecheck")
     group.addoption("--device", choices=("auto", "cpu", "cuda"), default="auto",
                     help="where kernels run: auto (CUDA if available), cpu (Triton interpreter), cuda")
@@ -210,7 +215,11 @@ def pytest_runtest_makereport(item, call):
         command = shlex.join(reproduce_command(item))
         blob = BLOB.search(report.longreprtext)
         seeds = "the Hypothesis blob above pins the example" if blob else "seeds derive from the test id"
-        report.sections.append(("reproduce", f"Reproduce with ({seeds}):\n  {command}"))
+        text = f"Reproduce with ({seeds}):\n  {command}"
+        if SEED in item.stash:
+            text += f"\nHypothesis seed of this test id: {item.stash[SEED]} (@hypothesis.seed({item.stash[SEED]}))"
+            item.user_properties.append(("hypothesis_seed", item.stash[SEED]))
+        report.sections.append(("reproduce", text))
         item.user_properties.append(("reproduce", command))
         if blob:
             item.user_properties.append(("hypothesis_blob", blob.group(0)))

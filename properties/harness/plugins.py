@@ -17,7 +17,7 @@ are skipped with the reason shown. docs/backends.md documents each kernel's cont
 from importlib.metadata import entry_points
 
 from samplecheck.harness.registry import REGISTRY, Backend, Mark
-from samplecheck.kernels.mutants import MUTANTS
+from samplecheck.kernels.mutants import GENERATED_ENV, MUTANTS
 from samplecheck.harness.registry import REGISTRY
 
 ENTRY_POINT_GROUP = "samplecheck.backends"
@@ -78,7 +78,8 @@ def mutant_backend(name: str) -> tuple[str, Backend]:
 
 
     if name not in MUTANTS:
-        raise ValueError(f"--mutant must be one of {', '.join(MUTANTS)}; got {name!r}")
+        raise ValueError(f"--mutant must be one of {', '.join(MUTANTS)} (generated mutants: name their JSON file "
+                         f"in ${GENERATED_ENV}); got {name!r}")
     mutant = MUTANTS[name]
     original = next(b for b in REGISTRY[mutant.kernel].backends if b.target == f"{mutant.module}:{mutant.entry}")
     return mutant.kernel, dataclasses.replace(original, name=f"mutant-{name}", target=f"samplecheck.kernels.mutants:{name}")

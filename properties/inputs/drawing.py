@@ -49,6 +49,7 @@ def draw_case(data, combo: Combo, strategy):
     ExampleCounter.count += 1
     for label in case_events(combo, case):
         event(label)
+    _log_case(combo, case)
     return case
 
 
@@ -67,6 +68,20 @@ def nightly_regressions() -> tuple[tuple[str, RegressionExample], ...]:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.REGRESSIONS
+
+
+CASE_LOG = "SAMPLECHECK_CASE_LOG"
+
+
+def _log_case(combo: Combo, case) -> None:
+    """With $SAMPLECHECK_CASE_LOG set, append `test <TAB> combo id <TAB> repr(case)` to that
+    file, one line per drawn case (counted by samplecheck.tools.cases)."""
+    path = os.environ.get(CASE_LOG)
+    if path:
+        test = os.environ.get("PYTEST_CURRENT_TEST", "").split("[")[0]
+        text = repr(case).replace("\n", " ")
+        with open(path, "a") as log:
+            log.write(f"{test}\t{combo.id}\t{text}\n")
 
 
 def with_regression_examples(test):

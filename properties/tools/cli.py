@@ -2,8 +2,8 @@
 
     samplecheck test [--device D] [--workers N] [PYTEST ARGS ...]
     samplecheck gate [--device D] [--workers N] [--mutant-workers N] [--out DIR] [--no-killtable] [PYTEST ARGS ...]
-    samplecheck sweep | killtable | behaviour | calibration | nightly | regress | badinputs | flakiness [ARGS ...]
-                                                         (each: --help)
+    samplecheck sweep | killtable | mutate | behaviour | calibration | nightly | regress | badinputs | flakiness
+                                                         [ARGS ...] (each: --help)
     samplecheck probe NAME [ARGS ...]                                    (GPU probes of third-party APIs)
 
 `test` runs samplecheck's property suite on every registered backend: ours, installed plug-ins
@@ -25,13 +25,14 @@ COMMANDS = {
     "killtable": "every mutant of our kernels against the suite: which property kills it, and when",
     "behaviour": "how much a bf16 in-place sampler changes the sampled law against an fp32 copy",
     "calibration": "measured false-alarm rate and power of the sampling check",
+    "mutate": "generated mutants of our kernels against the suite: mutation score per kernel and property",
     "probe": "a GPU probe of a third-party library's raw API (NAME: a module of samplecheck.probes)",
     "nightly": "the nightly sweep in a time budget, with its HTML/JSON/markdown report",
     "regress": "turn a nightly failure (from its report JSON) into a replayed regression example",
     "badinputs": "the bad-input table's outcome counts on one device (clear error / documented result / ...)",
     "flakiness": "rerun the statistical tests N times with fresh Hypothesis seeds: failures per rerun",
 }
-DELEGATED = {name: f"samplecheck.tools.{name}" for name in ("sweep", "killtable", "behaviour", "calibration",
+DELEGATED = {name: f"samplecheck.tools.{name}" for name in ("sweep", "killtable", "behaviour", "calibration", "mutate",
                                                             "nightly", "regress", "badinputs", "flakiness")}
 
 

@@ -34,7 +34,10 @@ FIRST = ("test_oracle_equivalence.py", "test_exact_distribution.py", "test_strid
 
 @dataclass(frozen=True)
 class Hunt:
-    """One mutant's run: killed when pytest failed a test; `killer` is that test's node id."""
+    """One mutant's run: killed when pytest failed a test (`killer`: that test's node id), when
+    the run died of a signal (`killer`: "crash (signal N)", e.g. a segfault of the
+    interpreter) or when it outran the timeout (`killer`: "timeout (N s)", a hang).
+    `returncode` is pytest's exit status (None: not run or timed out)."""
 
     name: str
     ran: bool
@@ -42,24 +45,32 @@ class Hunt:
     killer: str | None
     seconds: float
     output: str
+    returncode: int | None = None
 
 
-def hunt(name: str, device: str, profile: str, timeout: float = 1800) -> Hunt:
-    """Run the fast suite against mutant `name` alone, stopping at the first failure."""
+def hunt(name: str, device: str, profile: str, timeout: float = 1800, tests: list[str] | None = None) -> Hunt:
+    """Run the fast suite (or the test files or node ids `tests`) against mutant `name`
+    alone, stopping at the first failure."""
     if device not in MUTANTS[name].devices:
         return Hunt(name, False, False, None, 0.0, f"changes behaviour only on {', '.join(MUTANTS[name].devices)}")
     cover = suite_path()
     rest = sorted(f.name for f in cover.glob("test_*.py") if f.name not in FIRST)
-    command = [sys.executable, "-m", "pytest", *(str(cover / f) for f in FIRST + tuple(rest)),
-               f"--mutant={name}", f"--device={device}", f"--hypothesis-profile={profile}",
+    selection = tests or [str(cover / f) for f in FIRST + tuple(rest)]
+    command = [sys.executable, "-m", "pytest", *selection, f"--mutant={name}", f"--device={device}", f"--hypothesis-profile={profile}",
                "-x", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
     start = time.monotonic()
-    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as err:
+        output = err.stdout.decode(errors="replace") if isinstance(err.stdout, bytes) else (err.stdout or "")
+        return Hunt(name, True, True, f"timeout ({timeout:.0f} s)", time.monotonic() - start, output[-3000:])
     seconds = time.monotonic() - start
     failed = [line.split()[1] for line in result.stdout.splitlines() if line.startswith("FAILED ")]
-    killed = result.returncode == 1 and bool(failed)
-    return Hunt(name, True, killed, failed[0] if killed else None, seconds,
-                result.stdout[-3000:] + result.stderr[-2000:])
+    killer = failed[0] if result.returncode == 1 and failed else None
+    if result.returncode < 0:
+        killer = f"crash (signal {-result.returncode})"
+    return Hunt(name, True, killer is not None, killer, seconds,
+                result.stdout[-3000:] + result.stderr[-2000:], result.returncode)
 
 
 def table(hunts: list[Hunt]) -> str:
@@ -69,7 +80,7 @@ def table(hunts: list[Hunt]) -> str:
     for h in hunts:
         m = MUTANTS[h.name]
         verdict = "yes" if h.killed else ("SURVIVED" if h.ran else "not run")
-        killer = h.killer.split("::", 1)[1] if h.killer else ("-" if h.ran else h.output)
+        killer = h.killer.split("::", 1)[-1] if h.killer else ("-" if h.ran else h.output)
         lines.append(f"| {h.name} | {m.kernel} | {verdict} | {killer} | {h.seconds:.0f} s | "
                      f"{m.description} ({m.ref}) |")
     return "\n".join(lines)

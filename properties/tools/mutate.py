@@ -1,0 +1,126 @@
+"""Mutation analysis of our kernels: generated mutants against the suite, scored.
+
+    samplecheck mutate [--kernels K ...] [--operators OP ...] [--sample N] [--device D] [--profile P]
+                       [--workers N] [--timeout S] [--tests PATH ...] [--dispositions FILE] [--out DIR] [--list]
+    samplecheck mutate --merge DIR/mutation.json ... [--out DIR]
+
+Mutants come from `samplecheck.tools.mutation.generate` (standard operators over the kernel
+modules' code; see samplecheck.tools.mutation.operators); those that fail to import are
+dropped (counted in the report). They are written to OUT/mutants.json, which the
+SAMPLECHECK_GENERATED_MUTANTS variable makes resolvable by `pytest --mutant=NAME` in every
+hunt's process; each runs the fast suite alone (`samplecheck.tools.killtable.hunt`, -x, exact
+properties first), WORKERS at once. OUT/mutation.json holds every outcome and OUT/mutation.md
+the report (score per kernel, operator and killing property; survivors with their diff and
+recorded disposition). `--merge` reports over several runs' results (e.g. one per kernel
+group). Exits 1 when a scored survivor has no disposition.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from pathlib import Path
+
+from samplecheck.kernels import mutants as machinery
+from samplecheck.kernels.runtime import resolve_device
+from samplecheck.tools.killtable import hunt
+from samplecheck.tools.mutation import report
+from samplecheck.tools.mutation.generate import generate, importable, targets
+from samplecheck.tools.mutation.operators import ALL
+
+DISPOSITIONS = Path("docs/mutation-dispositions.json")
+
+
+def sample(mutants: list, per_group: int | None) -> list:
+    """At most `per_group` mutants per (kernel, operator), evenly spread over the module."""
+    if per_group is None:
+        return mutants
+    groups: dict[tuple[str, str], list] = {}
+    for m in mutants:
+        groups.setdefault((m.kernel, m.name.split("-")[1]), []).append(m)
+    kept = []
+    for group in groups.values():
+        step = max(len(group) / per_group, 1)
+        kept += [group[int(i * step)] for i in range(min(per_group, len(group)))]
+    return kept
+
+
+def build(kernels: list[str] | None, operators: tuple[str, ...], per_group: int | None) -> tuple[list, list[str]]:
+    """The importable mutants of the selected kernels, and the import failures."""
+    chosen = [t for t in targets() if kernels is None or t.kernel in kernels]
+    if kernels is not None and len(chosen) != len(set(kernels)):
+        known = ", ".join(t.kernel for t in targets())
+        raise SystemExit(f"--kernels: each must be one of {known}; got {' '.join(kernels)}")
+    mutants, failures = [], []
+    for target in chosen:
+        for mutant in sample(generate(target, operators), per_group):
+            error = importable(mutant)
+            if error is None:
+                mutants.append(mutant)
+            else:
+                failures.append(f"{mutant.name}: {error}")
+    return mutants, failures
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="samplecheck mutate", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--kernels", nargs="+", default=None, help="registry records (default: every Triton kernel)")
+    parser.add_argument("--operators", nargs="+", default=list(ALL), choices=ALL)
+    parser.add_argument("--sample", type=int, default=None, help="at most N mutants per kernel and operator")
+    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    parser.add_argument("--profile", default=None, help="Hypothesis profile (default: ci on CPU, gate on CUDA)")
+    parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 1), help="mutants hunted at once")
+    parser.add_argument("--timeout", type=float, default=1800, help="seconds per mutant; beyond it the mutant counts as a hang (killed)")
+    parser.add_argument("--tests", nargs="+", default=None, help="test files or node ids instead of the fast suite")
+    parser.add_argument("--dispositions", type=Path, default=DISPOSITIONS)
+    parser.add_argument("--out", type=Path, default=Path("mutation"))
+    parser.add_argument("--list", action="store_true", help="generate and list the mutants, hunt none")
+    parser.add_argument("--merge", nargs="+", type=Path, default=None, help="report over these mutation.json files")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    dispositions = report.load_dispositions(args.dispositions)
+
+    if args.merge:
+        runs = [json.loads(p.read_text()) for p in args.merge]
+        results = [r for run in runs for r in run["results"]]
+        header = "# Mutation analysis (merged: " + "; ".join(run["header"] for run in runs) + ")"
+        return _write(args.out, results, dispositions, header, runs[0].get("import_failures", []))
+
+    start = time.monotonic()
+    mutants, failures = build(args.kernels, tuple(args.operators), args.sample)
+    generated = args.out / "mutants.json"
+    generated.write_text(json.dumps([asdict(m) for m in mutants], indent=1))
+    if args.list:
+        for m in mutants:
+            print(f"{m.name}  {'/'.join(m.devices)}  {m.description}")
+        print(f"{len(mutants)} mutants ({len(failures)} more failed to import), written to {generated}")
+        return 0
+    os.environ[machinery.GENERATED_ENV] = str(generated.resolve())
+    device = resolve_device(args.device)
+    profile = args.profile or ("gate" if device == "cuda" else "ci")
+    with ThreadPoolExecutor(args.workers) as pool:
+        hunts = list(pool.map(lambda m: hunt(m.name, device, profile, args.timeout, args.tests), mutants))
+    results = [report.result(m, h) for m, h in zip(mutants, hunts)]
+    header = (f"Mutation analysis on {device}, profile {profile}: {len(mutants)} mutants, "
+              f"{time.monotonic() - start:.0f} s wall, {args.workers} hunted at once")
+    return _write(args.out, results, dispositions, "# " + header, failures)
+
+
+def _write(out: Path, results: list[dict], dispositions: dict, header: str, failures: list[str]) -> int:
+    text = report.markdown(results, dispositions, header)
+    if failures:
+        text += f"\n## Mutants that failed to import ({len(failures)}, not scored)\n\n" + "\n".join(f"- {f}" for f in failures) + "\n"
+    (out / "mutation.md").write_text(text)
+    (out / "mutation.json").write_text(json.dumps({"header": header.lstrip("# "), "summary": report.summary(results, dispositions),
+                                                   "results": results, "import_failures": failures}, indent=1))
+    print(text)
+    open_survivors = [r["name"] for r in results if r["outcome"] in ("survived", "error") and r["name"] not in dispositions]
+    return 1 if open_survivors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

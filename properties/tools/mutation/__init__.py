@@ -1,0 +1,1 @@
+"""Mutation analysis of samplecheck's kernels: operators, generation, report (`samplecheck mutate`)."""

@@ -1,0 +1,58 @@
+"""`samplecheck mutate` keeps working: on CPU, each operator yields distinct mutants that import,
+and a generated mutant resolves by name through --mutant and dies in a narrow hunt.
+
+The full analysis (hundreds of mutants against the whole fast suite) runs on a GPU
+(docs/mutation.md); this test keeps its parts honest in CPU CI, in well under a minute.
+"""
+
+import ast
+import json
+from dataclasses import asdict
+
+import pytest
+
+from samplecheck.kernels.mutants import GENERATED_ENV
+from samplecheck.tools.killtable import hunt
+from samplecheck.tools.mutation.generate import generate, importable, targets
+from samplecheck.tools.mutation.operators import ALL
+
+# min_p has every operator but the pipeline reorder, which only the pipeline has.
+KERNEL_OF = {op: "sampling_params" if op == "reorder" else "min_p" for op in ALL}
+
+
+@pytest.fixture(scope="module")
+def mutants():
+    chosen = {t.kernel: t for t in targets()}
+    return {kernel: generate(chosen[kernel]) for kernel in set(KERNEL_OF.values())}
+
+
+@pytest.mark.parametrize("operator", ALL)
+def test_operator_yields_distinct_importable_mutants(operator, mutants):
+    mine = [m for m in mutants[KERNEL_OF[operator]] if m.name.split("-")[1] == operator]
+    assert mine, f"operator {operator} produced no mutant of {KERNEL_OF[operator]}"
+    trees = {ast.dump(ast.parse(m.patched_source())) for m in mine}
+    assert len(trees) == len(mine), "two mutants differ only in formatting"
+    for m in mine:
+        assert m.replace != m.find
+        assert importable(m) is None, m.name
+
+
+def test_generated_mutant_is_killed_by_a_narrow_hunt(mutants, tmp_path, monkeypatch, device):
+    if device.type != "cpu":
+        pytest.skip("the CPU sample of the tool; the GPU runs the full analysis")
+    [flip] = [m for m in mutants["min_p"] if "(x < threshold)" in m.find and "(x <= threshold)" in m.replace]
+    path = tmp_path / "mutants.json"
+    path.write_text(json.dumps([asdict(flip)]))
+    monkeypatch.setenv(GENERATED_ENV, str(path))
+    from samplecheck.kernels.mutants import add_generated
+
+    add_generated(path)
+    result = hunt(flip.name, "cpu", "ci", timeout=300, tests=[str(_suite_file("test_oracle_equivalence.py"))])
+    assert result.killed, f"{flip.name} ({flip.description}) survived:\n{result.output}"
+    assert "test_oracle_equivalence" in result.killer
+
+
+def _suite_file(name: str):
+    from samplecheck.tools.suite import suite_path
+
+    return suite_path() / name
