@@ -7,7 +7,6 @@ a seed) are the masking record's. Also the Gumbel-max sampler's cases, check and
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 from hypothesis import strategies as st

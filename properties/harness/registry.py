@@ -18,7 +18,7 @@ from typing import Any, Callable
 import pytest
 import torch
 
-from samplecheck.harness.catalog import ERROR_INPUTS, EXACT_TESTS
+from samplecheck.harness.catalog import ERROR_INPUTS, EXACT_TESTS, MEMORY_BOUND
 from samplecheck.inputs.layouts import LAYOUTS
 
 DTYPE_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
@@ -52,6 +52,12 @@ class Mark:
         return pytest.mark.xfail(reason=self.reason, strict=True)
 
 
+def beyond_memory_bound(reason: str) -> Mark:
+    """The mark of a backend that allocates more than the record's memory bound by design:
+    its test_memory_bound is skipped, with the reason."""
+    return Mark("skip", reason, test=MEMORY_BOUND)
+
+
 @dataclass(frozen=True)
 class Backend:
     """One implementation of a kernel. `target` is "package.module:callable", imported on
@@ -79,6 +85,14 @@ class Backend:
     def resolve(self) -> Callable:
         module, _, attr = self.target.partition(":")
         return getattr(importlib.import_module(module), attr)
+
+
+def triton_and_torch(triton: str, torch_fallback: str, fallback_memory: str) -> tuple[Backend, Backend]:
+    """Our two implementations of a kernel, by target: the Triton kernel ("triton") and its
+    PyTorch fallback ("torch"), which allocates beyond the record's memory bound by design
+    (`fallback_memory` says how)."""
+    return (Backend("triton", triton),
+            Backend("torch", torch_fallback, marks=(beyond_memory_bound(fallback_memory),)))
 
 
 @dataclass(frozen=True)

@@ -77,10 +77,6 @@ GUMBEL = register(SamplerInfo(
                "greedy": "T == 0: lowest argmax, no noise", "tie_policy": "lowest id",
                "non_finite": "-inf and NaN never drawn; +inf drawn first (lowest id); no candidate: id 0",
                "truncation": "tokens more than 19.45 nats below the max of l / T are never drawn"},
-    error_inputs=GUMBEL_ERRORS,
-    law=gumbel_sampling_law,
-    targets=gumbel_targets,
-    examples=GUMBEL_REGRESSIONS,
-    sample=sample_gumbel,
-    extra_memory=gumbel_memory,
+    error_inputs=GUMBEL_ERRORS, examples=GUMBEL_REGRESSIONS,
+    law=gumbel_sampling_law, sample=sample_gumbel, targets=gumbel_targets, extra_memory=gumbel_memory,
 ))

@@ -52,8 +52,10 @@ LOGIT_BIAS_ERRORS = (
         logit_bias_ids=ids([[1, -1], [2, 3]]), logit_bias_values=floats([[1.0, 0.0], [2.0, -3.0]]), **MIN_TOKENS)
     + rejected("stop_token_ids", ValueError, r"stop_token_ids may hold at most 128 ids per row", {
         "129 stop ids": full((2, 129), 0)}, **MIN_TOKENS)
-    + rejected("min_tokens", ValueError, r"min_tokens must be >= 0", {"negative min_tokens": ids([2, -1])}, **MIN_TOKENS)
-    + rejected("output_len", ValueError, r"output_len must be >= 0", {"negative output_len": ids([-1, 0])}, **MIN_TOKENS)
+    + rejected("min_tokens", ValueError, r"min_tokens must be >= 0", {"negative min_tokens": ids([2, -1])},
+               **MIN_TOKENS)
+    + rejected("output_len", ValueError, r"output_len must be >= 0", {"negative output_len": ids([-1, 0])},
+               **MIN_TOKENS)
     + rejected("min_tokens", TypeError, dtype_message("min_tokens", "int32, int64"), {
         "float min_tokens": floats([2.0, 2.0])}, **MIN_TOKENS)
     + rejected("output_len", ValueError, row_shape("output_len"), {

@@ -65,8 +65,6 @@ LOGPROBS = register(KernelInfo(
                "rank": "count(x >= x_sampled), 1-based, ties against the sampled token",
                "all_neg_inf_row": "NaN logprobs, rank V",
                "precision": "fp32 log_softmax (max, blocked sum of exp, lse), exact ids and ranks"},
-    error_inputs=LOGPROBS_ERRORS,
-    examples=LOGPROBS_REGRESSIONS,
-    in_place=False,
-    extra_memory=logprobs_memory,
+    error_inputs=LOGPROBS_ERRORS, examples=LOGPROBS_REGRESSIONS,
+    in_place=False, extra_memory=logprobs_memory,
 ))

@@ -3,9 +3,9 @@
 import torch
 
 from samplecheck.families.errors import INF, NAN, dtype_message, every_other, floats, logits_errors, rejected, row_shape
-from samplecheck.families.masking import MaskingInfo, MinPCase, min_p_args, min_p_cases, min_p_distribution_cases, min_p_targets
-from samplecheck.harness import catalog
-from samplecheck.harness.registry import ALL_DTYPES, Backend, Mark, Oracle, RegressionExample, per_dtype, register
+from samplecheck.families.masking import (MaskingInfo, MinPCase, min_p_args, min_p_cases, min_p_distribution_cases,
+                                        min_p_targets)
+from samplecheck.harness.registry import ALL_DTYPES, Oracle, RegressionExample, per_dtype, register, triton_and_torch
 from samplecheck.inputs.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.oracles.min_p import min_p_reference
@@ -15,7 +15,8 @@ MIN_P_ERRORS = (
     + rejected("min_p", ValueError, r"min_p must be in \[0, 1\]", {
         "negative min_p": floats([0.1, -0.01]), "min_p above 1": floats([1.5, 0.1]),
         "NaN min_p": floats([0.1, NAN]), "infinite min_p": floats([INF, 0.1])})
-    + rejected("min_p", TypeError, dtype_message("min_p", "float32"), {"float64 min_p": floats([0.1, 0.1], torch.float64)})
+    + rejected("min_p", TypeError, dtype_message("min_p", "float32"), {
+        "float64 min_p": floats([0.1, 0.1], torch.float64)})
     + rejected("min_p", ValueError, r"min_p must be contiguous", {"strided min_p": every_other([0.1, 0.5, 0.2, 0.5])})
     + rejected("min_p", ValueError, row_shape("min_p"), {"min_p of wrong length": floats([0.1])})
 )
@@ -46,12 +47,8 @@ MIN_P_REGRESSIONS = (
 
 MIN_P = register(MaskingInfo(
     name="min_p",
-    backends=(
-        Backend("triton", "samplecheck.kernels.min_p:apply_min_p"),
-        Backend("torch", "samplecheck.kernels.min_p:apply_min_p_torch", marks=(
-            Mark("skip", "the PyTorch fallback compares an fp32 upcast of the whole [B, V] logits (by design)",
-                 test=catalog.MEMORY_BOUND),)),
-    ),
+    backends=triton_and_torch("samplecheck.kernels.min_p:apply_min_p", "samplecheck.kernels.min_p:apply_min_p_torch",
+                              "the PyTorch fallback compares an fp32 upcast of the whole [B, V] logits (by design)"),
     cases=min_p_cases, make_args=min_p_args, distribution_cases=min_p_distribution_cases,
     reference=Oracle(min_p_reference, tolerance="band"),
     # Threshold band (relative to |log(min_p)| + |threshold|) inside which an fp32 threshold

@@ -20,17 +20,17 @@ fp32 threshold only.
 from samplecheck.backends.flashinfer import backend as flashinfer_backend
 from samplecheck.families.masking import min_p_distribution_cases
 from samplecheck.families.samplers import TORCH_CPU_DISTRIBUTION, sampler_of
-from samplecheck.harness import catalog
-from samplecheck.harness.registry import Backend, Mark, per_dtype, register
+from samplecheck.harness.registry import Backend, beyond_memory_bound, per_dtype, register
 from samplecheck.infos.min_p import MIN_P
 
-TORCH_COPIES = Mark("skip", "the PyTorch path masks an fp32 clone and makes an fp32 softmax of [B, V] (by design)",
-                    test=catalog.MEMORY_BOUND)
+TORCH_COPIES = beyond_memory_bound(
+    "the PyTorch path masks an fp32 clone and makes an fp32 softmax of [B, V] (by design)")
 
 MIN_P_SAMPLE = register(sampler_of(
     MIN_P, name="min_p_sample",
     backends=(
-        Backend("torch", "samplecheck.kernels.sampling_torch:min_p_sample_torch", marks=(TORCH_COPIES, TORCH_CPU_DISTRIBUTION)),
+        Backend("torch", "samplecheck.kernels.sampling_torch:min_p_sample_torch",
+                marks=(TORCH_COPIES, TORCH_CPU_DISTRIBUTION)),
         flashinfer_backend("flashinfer_probs", "min_p_sampling_from_probs"),
     ),
     tolerance=per_dtype(2**-16, MIN_P.dtypes),

@@ -102,7 +102,8 @@ PENALTIES = register(ValueInfo(
     # operation (div_rn, an explicit fma for l - f * c, a subtraction) and the oracle
     # reproduces every rounding exactly (samplecheck.oracles.penalties), so the check is bitwise.
     tolerance={torch.float32: 0.0, torch.bfloat16: 0.0, torch.float16: 0.0},
-    semantics={"repetition": "prompt ∪ output: l / r if l > 0 else l * r", "frequency": "l - f * c_out, one rounding (fma)",
+    semantics={"repetition": "prompt ∪ output: l / r if l > 0 else l * r",
+               "frequency": "l - f * c_out, one rounding (fma)",
                "presence": "l - q where c_out > 0", "order": "repetition, frequency, presence",
                "counts": "output list only", "ignored_ids": "-1 and V anywhere in either list",
                "precision": "fp32 steps, round-to-nearest-even store", "off_rows": "r == 1, f == 0, q == 0: untouched"},

@@ -18,8 +18,8 @@ import torch
 from samplecheck.backends.flashinfer import backend as flashinfer_backend, contiguity_marks
 from samplecheck.families.errors import INF, NAN, dtype_message, floats, logits_errors, rejected, row_shape
 from samplecheck.families.values import TemperatureCase, check_probabilities, softmax_cases, temperature_args
-from samplecheck.harness import catalog
-from samplecheck.harness.registry import Backend, KernelInfo, Mark, Oracle, RegressionExample, per_dtype, register
+from samplecheck.harness.registry import (Backend, KernelInfo, Oracle, RegressionExample, beyond_memory_bound,
+                                          per_dtype, register)
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.oracles.softmax import softmax_reference
 
@@ -54,8 +54,7 @@ SOFTMAX = register(KernelInfo(
     name="softmax",
     backends=(
         Backend("torch", "samplecheck.kernels.sampling_torch:softmax_torch", marks=(
-            Mark("skip", "the PyTorch path upcasts to fp32 and divides out of place (by design)",
-                 test=catalog.MEMORY_BOUND),)),
+            beyond_memory_bound("the PyTorch path upcasts to fp32 and divides out of place (by design)"),)),
         flashinfer_backend("flashinfer", "softmax", marks=contiguity_marks((torch.float32,))),
     ),
     cases=softmax_cases, make_args=temperature_args,

@@ -5,8 +5,7 @@ import torch
 from samplecheck.families.errors import INF, NAN, dtype_message, every_other, floats, logits_errors, rejected, row_shape
 from samplecheck.families.values import (TemperatureCase, ValueInfo, check_scaled, temperature_args, temperature_cases,
                                        temperature_distribution_cases, temperature_targets)
-from samplecheck.harness import catalog
-from samplecheck.harness.registry import ALL_DTYPES, Backend, Mark, Oracle, RegressionExample, register
+from samplecheck.harness.registry import ALL_DTYPES, Oracle, RegressionExample, register, triton_and_torch
 from samplecheck.inputs.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.oracles.temperature import temperature_reference
@@ -50,12 +49,9 @@ TEMPERATURE_REGRESSIONS = (
 
 TEMPERATURE = register(ValueInfo(
     name="temperature",
-    backends=(
-        Backend("triton", "samplecheck.kernels.temperature:apply_temperature"),
-        Backend("torch", "samplecheck.kernels.temperature:apply_temperature_torch", marks=(
-            Mark("skip", "the PyTorch fallback divides an fp32 copy of the scaled rows (by design)",
-                 test=catalog.MEMORY_BOUND),)),
-    ),
+    backends=triton_and_torch("samplecheck.kernels.temperature:apply_temperature",
+                              "samplecheck.kernels.temperature:apply_temperature_torch",
+                              "the PyTorch fallback divides an fp32 copy of the scaled rows (by design)"),
     cases=temperature_cases, make_args=temperature_args, distribution_cases=temperature_distribution_cases,
     reference=Oracle(temperature_reference, tolerance="ulps"),
     check=check_scaled,

@@ -7,8 +7,8 @@ from samplecheck.backends.flashinfer import (SHORT_NUCLEUS, backend as flashinfe
 from samplecheck.families.errors import NAN, dtype_message, floats, ids, logits_errors, rejected, row_shape
 from samplecheck.families.masking import (MaskingInfo, TopKTopPCase, top_k_top_p_args, top_k_top_p_cases,
                                         top_k_top_p_distribution_cases, top_k_top_p_targets)
-from samplecheck.harness import catalog
-from samplecheck.harness.registry import ALL_DTYPES, Backend, Mark, Oracle, RegressionExample, register
+from samplecheck.harness.registry import (ALL_DTYPES, Oracle, RegressionExample, beyond_memory_bound, register,
+                                          triton_and_torch)
 from samplecheck.inputs.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.kernels.top_k_top_p import LAUNCH_CONFIG
@@ -38,8 +38,8 @@ FLAT_ROWS_32000 = LogitsRecipe(batch=7, vocab=32000, family="randn", scale=0.1, 
 # Finding F6 pinned for every profile: with p off (passed to FlashInfer as 1.0) and V >= 2048,
 # its radix top-p zeroes the smallest probabilities of these rows (33 ids in row 1); the
 # case the gate profile found on an H200 (2026-11-30).
-P_OFF_FLAT_ROWS = RegressionExample("F6: p off on nearly flat rows, V = 32000", TopKTopPCase(FLAT_ROWS_32000, None, None),
-                                    dtypes=ALL_DTYPES, layouts=LAYOUTS)
+P_OFF_FLAT_ROWS = RegressionExample("F6: p off on nearly flat rows, V = 32000",
+                                    TopKTopPCase(FLAT_ROWS_32000, None, None), dtypes=ALL_DTYPES, layouts=LAYOUTS)
 
 
 def top_k_top_p_scratch(logits, args):
@@ -47,10 +47,9 @@ def top_k_top_p_scratch(logits, args):
     return logits.size(0) * LAUNCH_CONFIG[logits.device.type]["CAP"] * 4
 
 
-FLASHINFER_OUT_OF_PLACE = Mark(
-    "skip", "the FlashInfer adapters compute an out-of-place [B, V] result (and, for the renorm APIs, fp32 "
-    "probabilities) and write it back: their memory is FlashInfer's, not this record's bound",
-    test=catalog.MEMORY_BOUND)
+FLASHINFER_OUT_OF_PLACE = beyond_memory_bound(
+    "the FlashInfer adapters compute an out-of-place [B, V] result (and, for the renorm APIs, fp32 "
+    "probabilities) and write it back: their memory is FlashInfer's, not this record's bound")
 
 # FlashInfer's masking APIs (samplecheck.backends.flashinfer), each on the cases it implements.
 FLASHINFER_MASKING = (
@@ -64,11 +63,10 @@ FLASHINFER_MASKING = (
 
 TOP_K_TOP_P = register(MaskingInfo(
     name="top_k_top_p",
-    backends=(
-        Backend("triton", "samplecheck.kernels.top_k_top_p:apply_top_k_top_p"),
-        Backend("torch", "samplecheck.kernels.top_k_top_p_torch:apply_top_k_top_p_torch", marks=(
-            Mark("skip", "the PyTorch fallback sorts full rows: O(B * V) values, indices and fp32 "
-                 "probabilities (by design)", test=catalog.MEMORY_BOUND),)),
+    backends=triton_and_torch(
+        "samplecheck.kernels.top_k_top_p:apply_top_k_top_p",
+        "samplecheck.kernels.top_k_top_p_torch:apply_top_k_top_p_torch",
+        "the PyTorch fallback sorts full rows: O(B * V) values, indices and fp32 probabilities (by design)",
     ) + FLASHINFER_MASKING,
     cases=top_k_top_p_cases, make_args=top_k_top_p_args, distribution_cases=top_k_top_p_distribution_cases,
     reference=Oracle(top_k_top_p_reference, tolerance="band", semantics=("tie_policy",)),

@@ -20,13 +20,12 @@ from samplecheck.backends.flashinfer import (EXACT_K_TIES, HALF_SOFTMAX, MISALIG
 from samplecheck.families.masking import DISTRIBUTION_MAX_VOCAB, TopKTopPCase, top_k_top_p_cases
 from samplecheck.families.samplers import TORCH_CPU_DISTRIBUTION, sampler_of
 from samplecheck.harness import catalog
-from samplecheck.harness.registry import Backend, Mark, RegressionExample, register
+from samplecheck.harness.registry import Backend, RegressionExample, beyond_memory_bound, register
 from samplecheck.infos.top_k_top_p import FLAT_ROWS_32000, SEED_REGRESSIONS, TOP_K_TOP_P
 from samplecheck.inputs.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
 
-TORCH_SORTS = Mark("skip", "the PyTorch path sorts full rows and makes fp32 copies of [B, V] (by design)",
-                   test=catalog.MEMORY_BOUND)
+TORCH_SORTS = beyond_memory_bound("the PyTorch path sorts full rows and makes fp32 copies of [B, V] (by design)")
 
 # Findings F3 (contiguity), F4 (bf16/fp16 softmax), F8 (repeatability) and F11 (the fast path's
 # exact-k ties) as strict xfails, F7 (layout) as a skip: docs/findings.md.
