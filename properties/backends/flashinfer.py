@@ -41,6 +41,7 @@ import math
 
 import torch
 
+from samplecheck.harness import catalog
 from samplecheck.harness.registry import Backend, Mark
 from samplecheck.inputs.strategies import expand_pool
 from samplecheck.kernels.min_p import check_min_p
@@ -439,17 +440,17 @@ def contiguity_marks(dtypes=(None,), *, distribution: bool = False, memory: bool
     """F3 as strict xfails: every property that calls the API on a strided or offset view,
     in `dtypes` (None: all). The sampling records' test_distribution draws from contiguous
     copies (not listed); a masking record's calls the view (distribution=True)."""
-    where = [("test_oracle_equivalence", layout) for layout in STRIDED]
-    where += [("test_strided_bitwise", layout) for layout in STRIDED]
-    where += [("test_row_isolation", "padded64")]
+    where = [(catalog.ORACLE_EQUIVALENCE, layout) for layout in STRIDED]
+    where += [(catalog.STRIDED_BITWISE, layout) for layout in STRIDED]
+    where += [(catalog.ROW_ISOLATION, "padded64")]
     if distribution:
-        where += [("test_distribution", "padded64")]
+        where += [(catalog.DISTRIBUTION, "padded64")]
     if memory:
-        where += [("test_memory_bound", "padded64")]
+        where += [(catalog.MEMORY_BOUND, "padded64")]
     marks = [Mark("xfail", F3, test=test, dtype=dtype, layout=layout) for test, layout in where for dtype in dtypes]
     if None in dtypes or torch.bfloat16 in dtypes:
         # Rows 2**31 elements apart: a strided view, whatever the "contig" in the test id.
-        marks.append(Mark("xfail", F3, test="test_large_offsets", dtype=torch.bfloat16))
+        marks.append(Mark("xfail", F3, test=catalog.LARGE_OFFSETS, dtype=torch.bfloat16))
     return tuple(marks)
 
 
@@ -459,19 +460,19 @@ F10 = ("F10: FlashInfer's probability samplers give a row's missing mass (1 - it
 F11 = ("F11: top_k_top_p_sampling_from_logits' top_k_first fast path (top_k_max <= 256 at V >= 65536) keeps "
        "exactly k of the values tied at the k-th (256 of 300 tied ids drawn, where the plain call draws all "
        "300) and draws from another random stream")
-EXACT_K_TIES = (Mark("xfail", F11, test="test_distribution", dtype=torch.float32, layout="contig"),)
-HALF_SOFTMAX = (Mark("xfail", f"{F4}. {F10}", test="test_distribution", dtype=torch.bfloat16),
-                Mark("xfail", F4, test="test_oracle_equivalence", dtype=torch.bfloat16),
-                Mark("xfail", F4, test="test_oracle_equivalence", dtype=torch.float16))
+EXACT_K_TIES = (Mark("xfail", F11, test=catalog.DISTRIBUTION, dtype=torch.float32, layout="contig"),)
+HALF_SOFTMAX = (Mark("xfail", f"{F4}. {F10}", test=catalog.DISTRIBUTION, dtype=torch.bfloat16),
+                Mark("xfail", F4, test=catalog.ORACLE_EQUIVALENCE, dtype=torch.bfloat16),
+                Mark("xfail", F4, test=catalog.ORACLE_EQUIVALENCE, dtype=torch.float16))
 F7 = ("F7: the joint order of top_k_top_p_sampling_from_logits takes torch.softmax of the view as given, and "
       "torch rounds a misaligned (storage offset 5) row differently from an aligned one, so an id at a CDF "
       "boundary can move to its neighbour (42858 vs 42857); layout invariance is not in FlashInfer's contract")
-MISALIGNED_SOFTMAX = (Mark("skip", F7, test="test_strided_bitwise", layout="offset"),)
-SHORT_NUCLEUS = tuple(Mark("xfail", F6, test=test) for test in ("test_oracle_equivalence", "test_exact_distribution"))
+MISALIGNED_SOFTMAX = (Mark("skip", F7, test=catalog.STRIDED_BITWISE, layout="offset"),)
+SHORT_NUCLEUS = tuple(Mark("xfail", F6, test=test) for test in (catalog.ORACLE_EQUIVALENCE, catalog.EXACT_DISTRIBUTION))
 F8 = ("F8: top_k_top_p_sampling_from_probs(filter_apply_order='top_k_first', deterministic=True) is not "
       "repeatable on fp16-derived probabilities at V = 202048: 76 of 200 identical calls returned a "
       "neighbouring id in one row (135386 vs 135387)")
 # Two calls agree only about 60% of the time there, so test_deterministic would pass or fail by chance:
 # it is skipped, and test_repeated_calls_agree (50 calls on the pinned case) is the strict xfail.
-UNREPEATABLE_HALF = (Mark("skip", F8, test="test_deterministic", dtype=torch.float16),
-                     Mark("xfail", F8, test="test_repeated_calls_agree", dtype=torch.float16))
+UNREPEATABLE_HALF = (Mark("skip", F8, test=catalog.DETERMINISTIC, dtype=torch.float16),
+                     Mark("xfail", F8, test=catalog.REPEATED_CALLS_AGREE, dtype=torch.float16))

@@ -1,10 +1,13 @@
 """The kernel registry: one declarative `KernelInfo` record per kernel (PyTorch OpInfo style).
 
 A record names its backends (implementations: our Triton kernel, our PyTorch fallback,
-later third-party and plugged-in ones), its oracle and input strategy, the dtypes and
-layouts it supports, its tolerances and semantics flags, its error inputs and its
+later third-party and plugged-in ones), its oracle and input strategy, its tolerance per
+dtype (the dtypes it supports), its layouts and semantics flags, its error inputs and its
 regression examples. The generic tests in tests/ iterate over `combos()`, so a kernel
-added here is covered by every generic property without new test code.
+added here is covered by every generic property without new test code. Records are data
+(samplecheck.infos); the behaviour records of one kind share lives in their family
+(samplecheck.families: KernelInfo subclasses with the family's defaults, and the
+functions they use).
 """
 
 import dataclasses
@@ -15,10 +18,17 @@ from typing import Any, Callable
 import pytest
 import torch
 
+from samplecheck.harness.catalog import ERROR_INPUTS, EXACT_TESTS, MEMORY_BOUND
 from samplecheck.inputs.layouts import LAYOUTS
 
 DTYPE_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
 ALL_DTYPES = tuple(DTYPE_NAMES)
+
+
+def per_dtype(value, dtypes=ALL_DTYPES) -> dict:
+    """A tolerance that is the same for every dtype in `dtypes` (the computation is fp32 or
+    exact whatever the logits' dtype)."""
+    return {dtype: value for dtype in dtypes}
 
 
 @dataclass(frozen=True)
@@ -40,6 +50,12 @@ class Mark:
         if self.kind == "skip":
             return pytest.mark.skip(reason=self.reason)
         return pytest.mark.xfail(reason=self.reason, strict=True)
+
+
+def beyond_memory_bound(reason: str) -> Mark:
+    """The mark of a backend that allocates more than the record's memory bound by design:
+    its test_memory_bound is skipped, with the reason."""
+    return Mark("skip", reason, test=MEMORY_BOUND)
 
 
 @dataclass(frozen=True)
@@ -71,6 +87,14 @@ class Backend:
         return getattr(importlib.import_module(module), attr)
 
 
+def triton_and_torch(triton: str, torch_fallback: str, fallback_memory: str) -> tuple[Backend, Backend]:
+    """Our two implementations of a kernel, by target: the Triton kernel ("triton") and its
+    PyTorch fallback ("torch"), which allocates beyond the record's memory bound by design
+    (`fallback_memory` says how)."""
+    return (Backend("triton", triton),
+            Backend("torch", torch_fallback, marks=(beyond_memory_bound(fallback_memory),)))
+
+
 @dataclass(frozen=True)
 class ErrorInput:
     """Calling a backend with `make(device)` -> (args, kwargs) must raise `error` matching
@@ -93,9 +117,6 @@ def tensor_on(values, dtype):
     return lambda device: torch.tensor(values, dtype=dtype, device=device)
 
 
-EXACT_TESTS = ("test_oracle_equivalence", "test_strided_bitwise", "test_exact_distribution")
-
-
 @dataclass(frozen=True)
 class RegressionExample:
     """A fixed case replayed (as a Hypothesis @example) in the combos it names, by the test
@@ -110,11 +131,34 @@ class RegressionExample:
 
 
 @dataclass(frozen=True)
+class Oracle:
+    """How a record calls its oracle: `function(logits, **args, **options)`, where `args` are
+    the case's keyword arguments (those named in `ignores` left out: a sampler's seed, which
+    the law does not depend on) and `options` are the dtype's tolerance under the keyword
+    `tolerance` (when set) and the record's semantics entries named in `semantics`, under
+    their own names. An oracle that needs neither is named bare in the record."""
+
+    function: Callable
+    tolerance: str | None = None
+    semantics: tuple[str, ...] = ()
+    ignores: tuple[str, ...] = ()
+
+    def __call__(self, logits: torch.Tensor, args: dict, semantics: dict, tolerance):
+        options = {name: semantics[name] for name in self.semantics}
+        if self.tolerance is not None:
+            options[self.tolerance] = tolerance
+        kept = {name: value for name, value in args.items() if name not in self.ignores}
+        return self.function(logits, **kept, **options)
+
+
+@dataclass(frozen=True, kw_only=True)
 class KernelInfo:
     """Everything the generic tests need to know about one kernel.
 
     cases(budget): strategy of cases; make_args(case, logits): the keyword parameters;
-    reference(logits, semantics, tolerance, **kwargs): the oracle's verdict;
+    reference: the oracle, an `Oracle` or a function called as `reference(logits, **args)`
+    (`verdict` calls it with the record's semantics and the dtype's tolerance);
+    tolerance: {dtype: the oracle's tolerance}, whose keys are the dtypes the record supports;
     check(original, output, reference, what): raises AssertionError on a mismatch;
     law(original, reference, **kwargs): (oracle probabilities fp64, ids that may be drawn,
     ids that must be drawn when likely enough), each [B, V], for kernels whose output logits
@@ -140,9 +184,8 @@ class KernelInfo:
     backends: tuple[Backend, ...]
     cases: Callable
     make_args: Callable
-    reference: Callable
+    reference: Oracle | Callable
     check: Callable
-    dtypes: tuple[torch.dtype, ...]
     tolerance: dict[torch.dtype, float]
     semantics: dict[str, Any]
     error_inputs: tuple[ErrorInput, ...]
@@ -155,6 +198,19 @@ class KernelInfo:
     sample: Callable | None = None
     induced_law: Callable | None = None
     extra_memory: Callable | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.reference, Oracle):
+            object.__setattr__(self, "reference", Oracle(self.reference))
+
+    @property
+    def dtypes(self) -> tuple[torch.dtype, ...]:
+        return tuple(self.tolerance)
+
+    def verdict(self, logits: torch.Tensor, args: dict, dtype: torch.dtype | None = None):
+        """The oracle's verdict on `logits` under `args`, at the tolerance of `dtype` (default:
+        the logits' own)."""
+        return self.reference(logits, args, self.semantics, self.tolerance[dtype or logits.dtype])
 
 
 @dataclass(frozen=True)
@@ -261,7 +317,7 @@ def error_cases(device: str) -> list:
             marks = [] if device in backend.devices else [
                 pytest.mark.skip(reason=f"backend {backend.name} runs on {', '.join(backend.devices)}")]
             marks += [m.as_pytest_mark() for m in backend.marks
-                      if m.dtype is None and m.layout is None and m.applies("test_error_inputs", None, None, device)]
+                      if m.dtype is None and m.layout is None and m.applies(ERROR_INPUTS, None, None, device)]
             for error in info.error_inputs:
                 if error.knob is not None and error.knob not in backend.knobs:
                     continue

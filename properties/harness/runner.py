@@ -40,5 +40,5 @@ def run(combo: Combo, logits: torch.Tensor, args: dict):
 
 
 def reference(combo: Combo, original: torch.Tensor, args: dict):
-    info = combo.info
-    return info.reference(original, info.semantics, info.tolerance[combo.dtype], **args)
+    """The record's oracle on the original logits, at the combo's dtype's tolerance."""
+    return combo.info.verdict(original, args, combo.dtype)

@@ -17,39 +17,24 @@ min_p * p_max). Near the threshold |l_i - max| ~ |log(min_p)| <= scale = |log(mi
 fp32 threshold only.
 """
 
-import torch
-
 from samplecheck.backends.flashinfer import backend as flashinfer_backend
-from samplecheck.infos.min_p import (MIN_P, MIN_P_ERRORS, MIN_P_REGRESSIONS, min_p_args, min_p_cases,
-                                    min_p_distribution_cases, min_p_ref)
-from samplecheck.infos.top_k_top_p_sample import (TORCH_CPU_DISTRIBUTION, check_ids, sample_args,
-                                                 sample_by_repeating, sample_memory, with_seed, without_seed)
-from samplecheck.judging.laws import masked_input_law
-from samplecheck.harness.registry import Backend, KernelInfo, Mark, register
+from samplecheck.families.masking import min_p_distribution_cases
+from samplecheck.families.samplers import TORCH_CPU_DISTRIBUTION, sampler_of
+from samplecheck.harness.registry import Backend, beyond_memory_bound, per_dtype, register
+from samplecheck.infos.min_p import MIN_P
 
-TORCH_COPIES = Mark("skip", "the PyTorch path masks an fp32 clone and makes an fp32 softmax of [B, V] (by design)",
-                    test="test_memory_bound")
+TORCH_COPIES = beyond_memory_bound(
+    "the PyTorch path masks an fp32 clone and makes an fp32 softmax of [B, V] (by design)")
 
-MIN_P_SAMPLE = register(KernelInfo(
-    name="min_p_sample",
+MIN_P_SAMPLE = register(sampler_of(
+    MIN_P, name="min_p_sample",
     backends=(
-        Backend("torch", "samplecheck.kernels.sampling_torch:min_p_sample_torch", marks=(TORCH_COPIES, TORCH_CPU_DISTRIBUTION)),
+        Backend("torch", "samplecheck.kernels.sampling_torch:min_p_sample_torch",
+                marks=(TORCH_COPIES, TORCH_CPU_DISTRIBUTION)),
         flashinfer_backend("flashinfer_probs", "min_p_sampling_from_probs"),
     ),
-    cases=min_p_cases,
-    make_args=sample_args(min_p_args),
-    reference=without_seed(min_p_ref),
-    check=check_ids,
-    dtypes=MIN_P.dtypes,
-    tolerance={dtype: 2**-16 for dtype in MIN_P.dtypes},
-    semantics={**MIN_P.semantics, "space": "log (probability-space backends: equal up to rounding, see band)",
-               "output": "int64 ids [B], one draw per row",
-               "seed": "same seed, same ids (stream follows the row index)"},
-    error_inputs=with_seed(MIN_P_ERRORS),
-    law=masked_input_law,
+    tolerance=per_dtype(2**-16, MIN_P.dtypes),
+    semantics={"space": "log (probability-space backends: equal up to rounding, see band)"},
     distribution_cases=min_p_distribution_cases,
-    examples=MIN_P_REGRESSIONS,
-    in_place=False,
-    sample=sample_by_repeating,
-    extra_memory=sample_memory,
+    examples=MIN_P.examples,
 ))

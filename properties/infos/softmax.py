@@ -14,71 +14,24 @@ fp32 softmax gives NaN and fp64 does not: outside the contract).
 """
 
 import torch
-from hypothesis import strategies as st
 
-from samplecheck.oracles.softmax import SoftmaxReference, softmax_reference
 from samplecheck.backends.flashinfer import backend as flashinfer_backend, contiguity_marks
-from samplecheck.infos.temperature import MAX_POOL, TemperatureCase, temperature_args, temperature_values
+from samplecheck.families.errors import INF, NAN, dtype_message, floats, logits_errors, rejected, row_shape
+from samplecheck.families.values import TemperatureCase, check_probabilities, softmax_cases, temperature_args
+from samplecheck.harness.registry import (Backend, KernelInfo, Oracle, RegressionExample, beyond_memory_bound,
+                                          per_dtype, register)
 from samplecheck.inputs.recipes import LogitsRecipe
-from samplecheck.harness.registry import (ALL_DTYPES, Backend, ErrorInput, KernelInfo, Mark, RegressionExample, register,
-                                 tensor_on, zeros_on)
-from samplecheck.inputs.strategies import Budget, logits_recipes
+from samplecheck.oracles.softmax import softmax_reference
 
-UNIT = 2.0**-24
-
-
-@st.composite
-def softmax_cases(draw, budget: Budget, max_vocab: int | None = None) -> TemperatureCase:
-    recipe = draw(logits_recipes(budget, max_vocab))
-    positive = temperature_values(extremes=False).filter(lambda t: t > 0)
-    pool = draw(st.lists(positive, min_size=1, max_size=MAX_POOL).map(tuple))
-    return TemperatureCase(recipe, pool)
-
-
-def softmax_ref(logits, semantics, tolerance, *, temperature):
-    return softmax_reference(logits, temperature, unit=tolerance)
-
-
-def softmax_check(original, output, reference: SoftmaxReference, what):
-    """fp32 [B, V]; on rows with a law, every |p - q| within the oracle's bound (NaN fails)."""
-    assert isinstance(output, torch.Tensor) and output.dtype == torch.float32 and output.shape == original.shape, (
-        f"{what}: expected fp32 {tuple(original.shape)}, got {getattr(output, 'dtype', type(output).__name__)} "
-        f"{tuple(getattr(output, 'shape', ()))}")
-    rows = reference.defined
-    p = output.to(torch.float64)
-    error = (p - reference.probs).abs()
-    wrong = (~(error <= reference.bound)) & rows[:, None]
-    if bool(wrong.any()):
-        where = [tuple(int(i) for i in w) for w in wrong.nonzero()[:5].cpu()]
-        detail = [f"{w}: logit {float(original[w])!r}, got {float(output[w])!r}, fp64 {float(reference.probs[w])!r}, "
-                  f"bound {float(reference.bound[w]):.3e}" for w in where]
-        raise AssertionError(f"{what}: {int(wrong.sum())} of {wrong.numel()} probabilities outside the fp32 error "
-                             f"bound; " + "; ".join(detail))
-
-
-
-
-def _call(logits, temperature):
-    return lambda device: ((logits(device),), {"temperature": temperature(device)})
-
-
-_T_RANGE = r"temperature must be finite and > 0"
 SOFTMAX_ERRORS = (
-    ErrorInput("1-D logits", _call(zeros_on(8), tensor_on([0.5], torch.float32)), ValueError, r"logits must be 2-D"),
-    ErrorInput("float64 logits", _call(zeros_on(2, 8, dtype=torch.float64), tensor_on([0.5, 2.0], torch.float32)),
-               TypeError, r"logits dtype must be one of float32, bfloat16, float16"),
-    ErrorInput("column-strided logits", _call(lambda d: zeros_on(2, 16)(d)[:, ::2], tensor_on([0.5, 2.0], torch.float32)),
-               ValueError, r"column stride 1"),
-    ErrorInput("temperature 0", _call(zeros_on(2, 8), tensor_on([0.5, 0.0], torch.float32)), ValueError, _T_RANGE),
-    ErrorInput("negative temperature", _call(zeros_on(2, 8), tensor_on([0.5, -0.1], torch.float32)), ValueError, _T_RANGE),
-    ErrorInput("infinite temperature", _call(zeros_on(2, 8), tensor_on([float("inf"), 1.0], torch.float32)),
-               ValueError, _T_RANGE),
-    ErrorInput("NaN temperature", _call(zeros_on(2, 8), tensor_on([1.0, float("nan")], torch.float32)),
-               ValueError, _T_RANGE),
-    ErrorInput("float64 temperature", _call(zeros_on(2, 8), tensor_on([0.5, 0.5], torch.float64)),
-               TypeError, r"temperature dtype must be one of float32"),
-    ErrorInput("temperature of wrong length", _call(zeros_on(2, 8), tensor_on([0.5, 0.5, 0.5], torch.float32)),
-               ValueError, r"temperature must have shape \[batch\] = \[2\]"),
+    logits_errors(temperature=floats([0.5, 2.0]))
+    + rejected("temperature", ValueError, r"temperature must be finite and > 0", {
+        "temperature 0": floats([0.5, 0.0]), "negative temperature": floats([0.5, -0.1]),
+        "infinite temperature": floats([INF, 1.0]), "NaN temperature": floats([1.0, NAN])})
+    + rejected("temperature", TypeError, dtype_message("temperature", "float32"), {
+        "float64 temperature": floats([0.5, 0.5], torch.float64)})
+    + rejected("temperature", ValueError, row_shape("temperature"), {
+        "temperature of wrong length": floats([0.5, 0.5, 0.5])})
 )
 
 SOFTMAX_REGRESSIONS = (
@@ -101,16 +54,13 @@ SOFTMAX = register(KernelInfo(
     name="softmax",
     backends=(
         Backend("torch", "samplecheck.kernels.sampling_torch:softmax_torch", marks=(
-            Mark("skip", "the PyTorch path upcasts to fp32 and divides out of place (by design)",
-                 test="test_memory_bound"),)),
+            beyond_memory_bound("the PyTorch path upcasts to fp32 and divides out of place (by design)"),)),
         flashinfer_backend("flashinfer", "softmax", marks=contiguity_marks((torch.float32,))),
     ),
-    cases=softmax_cases,
-    make_args=temperature_args,
-    reference=softmax_ref,
-    check=softmax_check,
-    dtypes=ALL_DTYPES,
-    tolerance={dtype: UNIT for dtype in ALL_DTYPES},
+    cases=softmax_cases, make_args=temperature_args,
+    reference=Oracle(softmax_reference, tolerance="unit"),
+    check=check_probabilities,
+    tolerance=per_dtype(2.0**-24),  # u, fp32's unit roundoff
     semantics={"compute": "fp32 from the exact inputs", "temperature": "finite and > 0, per row",
                "output": "fp32 probabilities [B, V]"},
     error_inputs=SOFTMAX_ERRORS,

@@ -17,11 +17,13 @@ from pathlib import Path
 
 import pytest
 
+from samplecheck.harness import catalog
 from samplecheck.tools.suite import suite_path
 from samplecheck.kernels.runtime import resolve_device
 
-COLUMNS = ("oracle_equivalence", "strided_bitwise", "row_isolation", "deterministic", "exact_distribution",
-           "distribution", "memory_bound")
+COLUMNS = tuple(name.removeprefix("test_") for name in (
+    catalog.ORACLE_EQUIVALENCE, catalog.STRIDED_BITWISE, catalog.ROW_ISOLATION, catalog.DETERMINISTIC,
+    catalog.EXACT_DISTRIBUTION, catalog.DISTRIBUTION, catalog.MEMORY_BOUND))
 SYMBOL = {"passed": "pass", "failed": "FAIL", "skipped": "skip", "xfailed": "xfail", "xpassed": "XPASS"}
 
 

@@ -25,7 +25,7 @@ from hypothesis import given, strategies as st
 from samplecheck.oracles.logprobs import error_bound
 from samplecheck.judging.checks import assert_outputs_bitwise
 from samplecheck.inputs.drawing import draw_case
-from samplecheck.infos.logprobs import LogprobsCase, logprobs_cases
+from samplecheck.families.logprobs import LogprobsCase, logprobs_cases
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.harness.runner import prepare, reference, run
 from samplecheck.inputs.strategies import logits_recipes

@@ -10,7 +10,7 @@ from hypothesis import given, strategies as st
 
 from samplecheck.oracles.top_k_top_p import top_k_top_p_reference
 from samplecheck.inputs.drawing import draw_case
-from samplecheck.infos.top_k_top_p import TopKTopPCase, top_k_top_p_cases
+from samplecheck.families.masking import TopKTopPCase, top_k_top_p_cases
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.harness.runner import prepare, run
 

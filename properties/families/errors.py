@@ -1,0 +1,74 @@
+"""Error-input sets: the one builder of a bad call and the inputs every kernel rejects.
+
+An `ErrorInput.make(device)` returns (args, kwargs); `call` builds it from the record's
+arguments, each either a function of the device (a tensor made there) or a plain value
+passed as given, so a record writes only what is wrong with the call.
+"""
+
+import torch
+
+from samplecheck.harness.registry import ErrorInput, tensor_on, zeros_on
+
+NAN, INF = float("nan"), float("inf")
+LOGITS = zeros_on(2, 8)  # the valid logits of every error input: 2 rows of V = 8
+
+
+def built(value, device):
+    """An argument as a call receives it: a function of the device called there, any other
+    value as given."""
+    return value(device) if callable(value) else value
+
+
+def call(logits=LOGITS, **params):
+    """make(device) for an ErrorInput: `logits` and each parameter `built` on the device."""
+    def make(device):
+        return (logits(device),), {name: built(value, device) for name, value in params.items()}
+    return make
+
+
+def ids(values, dtype=torch.int64):
+    """Token ids (or any integer argument) as given, on the device."""
+    return tensor_on(values, dtype)
+
+
+def floats(values, dtype=torch.float32):
+    """A float argument as given (float32 unless another dtype is the error), on the device."""
+    return tensor_on(values, dtype)
+
+
+def full(shape, value, dtype=torch.int64):
+    """A tensor of `shape` filled with `value`, on the device (lists over a cap)."""
+    return lambda device: torch.full(shape, value, dtype=dtype, device=device)
+
+
+def every_other(values, dtype=torch.float32):
+    """A strided [len / 2] view of `values` on the device (a non-contiguous per-row argument)."""
+    return lambda device: tensor_on(values, dtype)(device)[::2]
+
+
+def logits_errors(**valid) -> tuple[ErrorInput, ...]:
+    """The bad logits every kernel rejects first (1-D, float64, a column-strided view), each
+    beside the record's `valid` other arguments for two rows."""
+    return (
+        ErrorInput("1-D logits", call(zeros_on(8), **valid), ValueError, r"logits must be 2-D"),
+        ErrorInput("float64 logits", call(zeros_on(2, 8, dtype=torch.float64), **valid),
+                   TypeError, r"logits dtype must be one of float32, bfloat16, float16"),
+        ErrorInput("column-strided logits", call(lambda device: zeros_on(2, 16)(device)[:, ::2], **valid),
+                   ValueError, r"column stride 1"),
+    )
+
+
+def row_shape(name: str) -> str:
+    """The message of a per-row argument of the wrong shape (two rows)."""
+    return rf"{name} must have shape \[batch\] = \[2\]"
+
+
+def dtype_message(name: str, allowed: str) -> str:
+    return rf"{name} dtype must be one of {allowed}"
+
+
+def rejected(argument: str, error: type[Exception], match: str, bad: dict, **valid) -> tuple[ErrorInput, ...]:
+    """One ErrorInput per entry of `bad` (description -> the bad value of `argument`), each
+    a call with the record's `valid` arguments but that one, raising `error` matching `match`."""
+    return tuple(ErrorInput(description, call(**{**valid, argument: value}), error, match)
+                 for description, value in bad.items())

@@ -1,0 +1,264 @@
+"""The whole-sampler family (`apply_sampling_params`): a record composed of the op records.
+
+A case is one set of logits plus, per op, that op's own registry case (or None: the op is
+off), drawn by the op records' strategies on the same logits (`logits_recipes` is shared
+within an example). The oracle is the composition of the op records' oracles, in the
+engine's order:
+- allowed/bias/min_tokens, penalties, bad words and temperature are exact: each value op's
+  `expected` output chains into the values before masking;
+- min_p and top-k/top-p are judged on those values by their oracles; at min_p's ambiguous
+  entries (a 2^-20 band) the kernel's decision, read off its output, feeds top-k/top-p;
+- the sampled id must be admissible for the Gumbel oracle run on the processed logits the
+  pipeline returned, with the pipeline's greedy flags (T = 0 rows: the lowest argmax);
+- logprobs are checked by the logprobs record on the tensor the mode names (the raw input
+  or the processed logits); `*_logits` modes must return the logit values themselves.
+
+`Pipeline(ops)` holds the op records themselves (not looked up in the registry, which
+--mutant and --backend-only prune to the kernels under test); `pipeline_record` makes the
+KernelInfo of its behaviour.
+"""
+
+from dataclasses import dataclass, fields, replace
+
+import torch
+from hypothesis import strategies as st
+
+from samplecheck.families.errors import built
+from samplecheck.families.samplers import MIN_SAMPLING_T
+from samplecheck.harness.registry import KernelInfo
+from samplecheck.inputs.recipes import LogitsRecipe
+from samplecheck.inputs.strategies import Budget, logits_recipes
+from samplecheck.judging import checks
+from samplecheck.kernels.sampling_params import SamplingBatch
+from samplecheck.oracles.gumbel import gumbel_law, lowest_one_hot, noise_resolves
+
+LOGPROBS_MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
+NUM_LOGPROBS = (None, 0, 1, 5, -1)
+# The value ops in the engine's order; then min_p, top-k/top-p, the Gumbel sampler, logprobs.
+VALUE_OPS = ("logit_bias", "penalties", "bad_words", "temperature")
+ARG_NAMES = {"k": "top_k", "p": "top_p"}  # top_k_top_p record -> SamplingBatch fields
+# Each op's keyword arguments, as SamplingBatch carries them (under ARG_NAMES' names).
+OP_ARGS = {"logit_bias": ("allowed_token_ids", "logit_bias_ids", "logit_bias_values", "stop_token_ids",
+                          "min_tokens", "output_len"),
+           "penalties": ("prompt_token_ids", "output_token_ids", "repetition_penalty", "frequency_penalty",
+                         "presence_penalty"),
+           "bad_words": ("bad_words", "output_token_ids"),
+           "temperature": ("temperature",), "min_p": ("min_p",), "top_k_top_p": ("k", "p")}
+OP_GATES = {"penalties": "repetition_penalty", "bad_words": "bad_words"}  # None here: the op is off
+SAMPLE_CALL_ELEMENTS = 2**24  # elements per call of the repeated-rows sampler
+
+
+@dataclass(frozen=True)
+class PipelineCase:
+    logits: LogitsRecipe
+    ops: tuple[tuple[str, object], ...]  # (record name, that record's case) for the ops that are on
+    sampling: object  # a gumbel_sample case: seeds and positions
+    num_logprobs: int | None
+    logprobs_mode: str
+
+
+@dataclass(frozen=True)
+class PipelineReference:
+    """`values`: the exact logits after the value-changing ops (before min_p, top-k/top-p);
+    `params`: the batch, for the checks that need the pipeline's own output."""
+
+    values: torch.Tensor
+    params: object
+
+
+def _sampler_args(params) -> dict:
+    """The Gumbel sampler's arguments inside the pipeline: the temperature is already applied
+    to the processed logits, so only the greedy flags remain (T = 0 -> 0, else 1)."""
+    greedy = None if params.temperature is None else (params.temperature != 0).to(torch.float32)
+    return {"seeds": params.seeds, "positions": params.positions, "temperature": greedy}
+
+
+def _logits_mode_gather(logits, params) -> int:
+    """raw_logits / processed_logits: the logits gathered at the [B, n + 1] output ids, in
+    the logits' dtype and then as fp32 (n = V for num_logprobs = -1, the requested output)."""
+    if params.num_logprobs is None or not params.logprobs_mode.endswith("logits"):
+        return 0
+    batch, vocab = logits.shape
+    n = vocab if params.num_logprobs == -1 else params.num_logprobs
+    return batch * (n + 1) * (logits.element_size() + 4)
+
+
+@dataclass(frozen=True, eq=False)
+class Pipeline:
+    """The pipeline's behaviour over its op records, `ops` by record name."""
+
+    ops: dict
+
+    def cases(self, budget: Budget):
+        return _pipeline_cases(self.ops, budget)
+
+    def distribution_cases(self, budget: Budget):
+        """Binnable rows (V <= 4096) and temperatures the Gumbel sampler's law covers (0 or
+        >= MIN_SAMPLING_T; a tiny T makes the scores so large that fp32 coarsens the noise,
+        and tied logits then favour the lowest id)."""
+        def sampled_law_holds(case):
+            temperature = dict(case.ops).get("temperature")
+            return temperature is None or all(t == 0 or t >= MIN_SAMPLING_T for t in temperature.temperature)
+        return self.cases(budget).filter(lambda case: case.logits.vocab <= 4096 and sampled_law_holds(case))
+
+    def make_args(self, case: PipelineCase, logits: torch.Tensor) -> dict:
+        """One SamplingBatch: every op's own arguments under the pipeline's field names; bad
+        words' output history (built to match its words) serves the penalties too."""
+        batch_fields = {}
+        for name, op_case in sorted(case.ops, key=lambda op: op[0] == "bad_words"):
+            for arg, value in self.ops[name].make_args(op_case, logits).items():
+                batch_fields[ARG_NAMES.get(arg, arg)] = value
+        sampling = self.ops["gumbel_sample"].make_args(case.sampling, logits)
+        num_logprobs = case.num_logprobs if case.num_logprobs is None else min(case.num_logprobs, logits.size(1))
+        return {"params": SamplingBatch(seeds=sampling["seeds"], positions=sampling["positions"],
+                                        num_logprobs=num_logprobs, logprobs_mode=case.logprobs_mode, **batch_fields)}
+
+    def _verdict(self, name: str, x: torch.Tensor, params):
+        """Op record `name`'s oracle on `x`, its arguments taken from the batch."""
+        return self.ops[name].verdict(x, _op_args(name, params))
+
+    def reference(self, logits, *, params) -> PipelineReference:
+        x = logits.clone()
+        for name in VALUE_OPS:
+            if _op_args(name, params) is not None:
+                x = self.ops[name].expected(x, self._verdict(name, x, params))
+        return PipelineReference(x, params)
+
+    def check(self, original, output, reference: PipelineReference, what):
+        """Rows whose exact values before masking hold +inf or NaN (a bias or penalty that
+        overflows the dtype) are outside min_p's, top-p's and logprobs' specification: there
+        only the values (unchanged or -inf) and the sampled id are checked."""
+        sampled, processed, logprobs = output
+        params, values = reference.params, reference.values
+        specified = ~((values == float("inf")) | values.isnan()).any(dim=-1)
+        # min_p on the exact values; its ambiguous entries as the kernel decided them.
+        by_min_p = self._verdict("min_p", values, params)
+        survivors = by_min_p.kept | (by_min_p.ambiguous & (processed != float("-inf")))
+        by_top = self._verdict("top_k_top_p", values.masked_fill(~survivors, float("-inf")), params)
+        kept = (by_top.kept & survivors) | (values == float("-inf"))
+        open_ids = by_min_p.ambiguous | by_top.ambiguous | ~specified[:, None]
+        checks.assert_masked_like(values, processed, kept, open_ids, f"{what}: processed logits vs the composed oracles")
+        gumbel = self.ops["gumbel_sample"]
+        gumbel.check(processed, sampled, gumbel.verdict(processed, _sampler_args(params)), f"{what}: sampled ids")
+        if logprobs is None and params.num_logprobs is None:
+            return
+        rows = specified.nonzero().flatten().tolist()
+        source = (original if params.logprobs_mode.startswith("raw") else processed)[rows]
+        logprobs = checks.output_rows(logprobs, rows)
+        if params.logprobs_mode.endswith("logits"):
+            expected = source.gather(1, logprobs.token_ids).to(torch.float32)
+            checks.assert_bitwise_equal(logprobs.logprobs, expected, f"{what}: {params.logprobs_mode} values")
+            logprobs = logprobs._replace(logprobs=torch.log_softmax(source.double(), dim=-1).gather(
+                1, logprobs.token_ids).to(torch.float32))
+        record = self.ops["logprobs"]
+        expected = record.verdict(source, {"sampled": sampled[rows], "num_logprobs": params.num_logprobs})
+        record.check(source, logprobs, expected, f"{what}: logprobs ({params.logprobs_mode}) of rows {rows}")
+
+    def law(self, original, reference: PipelineReference, **_):
+        """The law of the sampled id: softmax of the exact processed values over the finite
+        entries both masking oracles keep for certain; finite entries in either oracle's
+        ambiguity band may be drawn but are not required, -inf entries never. One-hot at the
+        lowest maximum in greedy rows, in rows with a +inf processed value (an overflowing
+        bias or penalty: the sampler takes the lowest +inf id) and in rows with no finite one
+        (the allowlist and the stop ids can mask a whole row: the sampler then returns id 0).
+        NaN (no law claimed) in sampled rows whose values are too large for the sampler's fp32
+        noise to resolve (`samplecheck.oracles.gumbel.noise_resolves`: a huge bias, or a
+        repetition penalty far from 1)."""
+        params, values = reference.params, reference.values
+        by_min_p = self._verdict("min_p", values, params)
+        open_min_p = by_min_p.kept | by_min_p.ambiguous
+        by_top = self._verdict("top_k_top_p", values.masked_fill(~open_min_p, float("-inf")), params)
+        x = values.double()
+        finite = x > float("-inf")
+        support = finite & open_min_p & (by_top.kept | by_top.ambiguous)
+        required = finite & by_min_p.kept & ~by_min_p.ambiguous & by_top.kept & ~by_top.ambiguous
+        single = ~finite.any(dim=-1) | (x == float("inf")).any(dim=-1)
+        if params.temperature is not None:
+            single |= params.temperature == 0
+        top = lowest_one_hot(x == x.amax(dim=-1, keepdim=True))
+        support = torch.where(single[:, None], top, support)
+        required = torch.where(single[:, None], top, required)
+        probs = torch.softmax(x.masked_fill(~required, float("-inf")), dim=-1)
+        law = torch.where(single[:, None], top.double(), probs.masked_fill(~noise_resolves(x)[:, None], float("nan")))
+        return law, support, required
+
+    def induced_law(self, output, args) -> torch.Tensor:
+        """The law the pipeline commits to: the Gumbel oracle's law of the processed logits
+        it returned, with its greedy flags."""
+        gumbel = self.ops["gumbel_sample"]
+        return gumbel_law(gumbel.verdict(output.processed_logits, _sampler_args(args["params"])))
+
+    def sample(self, call, logits, args, rows: int, n: int, seed: int) -> torch.Tensor:
+        """n draws per row: the row repeated (a fresh copy per call, the pipeline works in
+        place) with its parameters, seeds seed + i, logprobs off."""
+        params = args["params"]
+        per_call = max(1, min(n, SAMPLE_CALL_ELEMENTS // max(logits.size(1), 1)))
+        draws = []
+        for row in range(rows):
+            taken, out = 0, []
+            while taken < n:
+                m = min(per_call, n - taken)
+                index = torch.full((m,), row, dtype=torch.int64, device=logits.device)
+                repeated = {f.name: getattr(params, f.name).index_select(0, index) for f in fields(params)
+                            if isinstance(getattr(params, f.name), torch.Tensor)}
+                repeated["seeds"] = seed + taken + torch.arange(m, device=logits.device)
+                batch_params = replace(params, **repeated, num_logprobs=None)
+                out.append(call(logits.index_select(0, index), {"params": batch_params}).sampled)
+                taken += m
+            draws.append(torch.cat(out))
+        return torch.stack(draws)
+
+    def memory(self, logits, args):
+        """The raw clone (only in raw modes with logprobs requested: B * V in the logits'
+        dtype), the logits modes' gather, and the sum of every op's own stated bound (an
+        upper bound: the ops run one after the other); with num_logprobs >= 0 and no raw
+        clone, far below an fp32 copy (4 * B * V)."""
+        params = args["params"]
+        raw = logits.numel() * logits.element_size() if (
+            params.num_logprobs is not None and params.logprobs_mode.startswith("raw")) else 0
+        op_args = {name: _op_args(name, params) for name in ("penalties", "bad_words", "top_k_top_p")}
+        op_args["gumbel_sample"] = {}
+        op_args["logprobs"] = {"sampled": torch.zeros(logits.size(0), dtype=torch.int64),
+                               "num_logprobs": params.num_logprobs}
+        return raw + _logits_mode_gather(logits, params) + sum(
+            self.ops[name].extra_memory(logits, a) for name, a in op_args.items()
+            if a is not None and self.ops[name].extra_memory is not None)
+
+
+def _op_args(name: str, params) -> dict | None:
+    """The keyword arguments of op record `name` taken from a SamplingBatch (None when off)."""
+    args = {arg: getattr(params, ARG_NAMES.get(arg, arg)) for arg in OP_ARGS[name]}
+    gate = OP_GATES.get(name)
+    return None if gate and args[gate] is None else args
+
+
+@st.composite
+def _pipeline_cases(draw, ops: dict, budget: Budget) -> PipelineCase:
+    recipe = draw(logits_recipes(budget))
+    strategies = {name: ops[name].cases(budget) for name in ("logit_bias", "penalties", "bad_words", "min_p",
+                                                             "top_k_top_p")}
+    strategies["temperature"] = ops["temperature"].cases(budget, extremes=False)
+    chosen = tuple((name, case) for name, strategy in strategies.items()
+                   if (case := draw(st.none() | strategy, label=name)) is not None)
+    return PipelineCase(recipe, chosen, draw(ops["gumbel_sample"].cases(budget), label="sampling"),
+                        draw(st.sampled_from(NUM_LOGPROBS)), draw(st.sampled_from(LOGPROBS_MODES)))
+
+
+def batch(**fields):
+    """A SamplingBatch argument of an error input: two rows, seeds and positions 0, and
+    `fields` (each `built` on the device)."""
+    def make(device):
+        zeros = torch.zeros(2, dtype=torch.int64, device=device)
+        return SamplingBatch(**{"seeds": zeros, "positions": zeros,
+                                **{name: built(value, device) for name, value in fields.items()}})
+    return make
+
+
+def pipeline_record(records, **data) -> KernelInfo:
+    """The KernelInfo of the pipeline over the op `records`; `data` is the record's own
+    (name, backends, tolerance, semantics, error inputs, examples)."""
+    pipeline = Pipeline({info.name: info for info in records})
+    return KernelInfo(cases=pipeline.cases, make_args=pipeline.make_args, reference=pipeline.reference,
+                      check=pipeline.check, law=pipeline.law, distribution_cases=pipeline.distribution_cases,
+                      sample=pipeline.sample, induced_law=pipeline.induced_law, extra_memory=pipeline.memory,
+                      **data)

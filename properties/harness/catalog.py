@@ -1,0 +1,30 @@
+"""The names of samplecheck's property tests: one constant per test that records, marks,
+regression examples and tools refer to.
+
+A name here is the test function's name (what `Mark(test=...)`, `RegressionExample.tests`
+and the registry parametrization match against); a generic property lives in the module
+named after it (`tests/cover/<name>.py`), but for test_deterministic (in
+test_row_isolation.py) and test_repeated_calls_agree (test_repeatability.py).
+tests/cover/test_catalog.py checks that every name below is a test function of
+tests/cover, so a renamed test cannot leave a mark silently matching nothing.
+"""
+
+# Generic properties: every record, from the registry.
+ORACLE_EQUIVALENCE = "test_oracle_equivalence"
+STRIDED_BITWISE = "test_strided_bitwise"
+EXACT_DISTRIBUTION = "test_exact_distribution"
+ROW_ISOLATION = "test_row_isolation"
+DETERMINISTIC = "test_deterministic"
+DISTRIBUTION = "test_distribution"
+MEMORY_BOUND = "test_memory_bound"
+LARGE_OFFSETS = "test_large_offsets"
+ERROR_INPUTS = "test_error_inputs"
+
+# Kernel-specific properties named by records and backends.
+REPEATED_CALLS_AGREE = "test_repeated_calls_agree"
+
+# The exact properties: where a regression example is replayed unless it names its tests.
+EXACT_TESTS = (ORACLE_EQUIVALENCE, STRIDED_BITWISE, EXACT_DISTRIBUTION)
+
+NAMES = (ORACLE_EQUIVALENCE, STRIDED_BITWISE, EXACT_DISTRIBUTION, ROW_ISOLATION, DETERMINISTIC, DISTRIBUTION,
+         MEMORY_BOUND, LARGE_OFFSETS, ERROR_INPUTS, REPEATED_CALLS_AGREE)
