@@ -8,6 +8,7 @@ and `samplecheck.tests`. Subpackages by role:
 - `samplecheck.judging`: checks, sampling laws, statistics, memory;
 - `samplecheck.harness`: the registry, the runner, plug-ins, profiles, the pytest plugin;
 - `samplecheck.infos`: one registry record per kernel;
+- `samplecheck.families`: behaviour shared by records of one kind (OpInfo-style subclasses);
 - `samplecheck.backends`: adapters for third-party libraries (FlashInfer);
 - `samplecheck.probes`: GPU probes of third-party raw APIs;
 - `samplecheck.tools`: the `samplecheck` command and what it runs.

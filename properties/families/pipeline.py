@@ -44,7 +44,11 @@ OP_ARGS = {"logit_bias": ("allowed_token_ids", "logit_bias_ids", "logit_bias_val
                          "presence_penalty"),
            "bad_words": ("bad_words", "output_token_ids"),
            "temperature": ("temperature",), "min_p": ("min_p",), "top_k_top_p": ("k", "p")}
-OP_GATES = {"penalties": "repetition_penalty", "bad_words": "bad_words"}  # None here: the op is off
+# An op is off when every one of its gate fields is None.
+OP_GATES = {"penalties": ("repetition_penalty", "frequency_penalty", "presence_penalty"), "bad_words": ("bad_words",)}
+# The documented defaults of a partly given group (kernels/sampling_params.py): a penalty left
+# out is off, a missing id list is empty.
+GROUP_DEFAULTS = {"repetition_penalty": 1.0, "frequency_penalty": 0.0, "presence_penalty": 0.0}
 SAMPLE_CALL_ELEMENTS = 2**24  # elements per call of the repeated-rows sampler
 
 
@@ -228,8 +232,16 @@ class Pipeline:
 def _op_args(name: str, params) -> dict | None:
     """The keyword arguments of op record `name` taken from a SamplingBatch (None when off)."""
     args = {arg: getattr(params, ARG_NAMES.get(arg, arg)) for arg in OP_ARGS[name]}
-    gate = OP_GATES.get(name)
-    return None if gate and args[gate] is None else args
+    gate = OP_GATES.get(name, ())
+    if gate and all(args[field] is None for field in gate):
+        return None
+    rows = params.seeds.size(0)
+    for field, value in args.items():
+        if value is None and field in GROUP_DEFAULTS and name == "penalties":
+            args[field] = torch.full((rows,), GROUP_DEFAULTS[field], dtype=torch.float32, device=params.seeds.device)
+        elif value is None and field.endswith("token_ids") and name in ("penalties", "bad_words"):
+            args[field] = torch.empty((rows, 0), dtype=torch.int64, device=params.seeds.device)
+    return args
 
 
 @st.composite

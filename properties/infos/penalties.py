@@ -105,7 +105,7 @@ PENALTIES = register(ValueInfo(
     semantics={"repetition": "prompt ∪ output: l / r if l > 0 else l * r",
                "frequency": "l - f * c_out, one rounding (fma)",
                "presence": "l - q where c_out > 0", "order": "repetition, frequency, presence",
-               "counts": "output list only", "ignored_ids": "-1 and V anywhere in either list",
+               "counts": "output list only", "ignored_ids": "prompt: -1 and V anywhere; output: ends at its first -1, V anywhere",
                "precision": "fp32 steps, round-to-nearest-even store", "off_rows": "r == 1, f == 0, q == 0: untouched"},
     error_inputs=PENALTIES_ERRORS,
     examples=PENALTIES_REGRESSIONS,

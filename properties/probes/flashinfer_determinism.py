@@ -13,7 +13,7 @@ first call's, and the row and ids of the first difference.
 
 import torch
 
-from samplecheck.infos.top_k_top_p import TopKTopPCase
+from samplecheck.families.masking import TopKTopPCase
 from samplecheck.infos.top_k_top_p_sample import TOP_K_TOP_P_SAMPLE
 from samplecheck.inputs.recipes import LogitsRecipe, materialize
 from samplecheck.harness.registry import DTYPE_NAMES
