@@ -6,7 +6,12 @@
 #                FlashInfer top-p probe (finding F6);
 #   2: the multi-GPU comparison: the suite (profile ${PROFILE:-gate}) on GPU 0 alone, then on
 #      every GPU with pytest -n auto;
-#   3: the sweep, the bf16-vs-fp32 behaviour report and the benchmark.
+#   3: the sweep, the bf16-vs-fp32 behaviour report and the benchmark;
+#   4: bad input and isolation: the bad-input table and unchecked-value tests (graph capture
+#      included) and their outcome counts, distinct cases per kernel with and without per-combo
+#      seeds (gate profile), the faulting plug-in's demonstration;
+#   5: the measured flakiness (${RUNS:-30} reruns of the statistical and exact-distribution
+#      tests of our backends with fresh Hypothesis seeds), then a nightly piece and its report.
 # FlashInfer comes from .carry/ when present (../shared/device/flashinfer-carry.sh).
 # The device tool brings back at most 8 files: for several steps in one call, give each its
 # own OUT and tar them (run 5 lost the gate's suite log that way).
@@ -50,5 +55,27 @@ case "${STEP:-1}" in
   echo "behaviour exit $?" >> "$OUT/gpu.txt"
   timeout 100 python bench/bench_top_k_top_p.py --out "$OUT/bench.md" > "$OUT/bench.log" 2>&1
   echo "bench exit $?" >> "$OUT/gpu.txt" ;;
+4)
+  timeout 240 python -m pytest tests/cover/test_bad_inputs.py tests/cover/test_unchecked_values.py \
+    tests/cover/test_error_inputs.py -n 16 -p no:cacheprovider --device=cuda -q -rfE > "$OUT/bad-inputs.log" 2>&1
+  echo "bad-input tests exit $? ($(tail -1 "$OUT/bad-inputs.log"))" >> "$OUT/gpu.txt"
+  timeout 120 samplecheck badinputs --device cuda > "$OUT/badinputs.md" 2>&1
+  echo "badinputs exit $?" >> "$OUT/gpu.txt"
+  for seeds in own shared; do
+    off=(); [ $seeds = shared ] && off=(-p no:samplecheck-seeds)
+    timeout 150 python -m samplecheck.tools.cases tests/cover/test_row_isolation.py tests/cover/test_oracle_equivalence.py \
+      --device=cuda --hypothesis-profile=gate -n 16 "${off[@]}" > "$OUT/cases-$seeds.txt" 2>&1
+    echo "distinct cases ($seeds seeds) exit $?" >> "$OUT/gpu.txt"
+  done
+  WORKERS=8 timeout 200 bash examples/faulting_backend/demo.sh > "$OUT/fault-demo.txt" 2>&1
+  cp /tmp/faulting-demo.log "$OUT/fault-demo.log" 2>/dev/null
+  echo "fault demo exit $?" >> "$OUT/gpu.txt" ;;
+5)
+  timeout 420 samplecheck flakiness --device cuda --runs "${RUNS:-30}" --out "$OUT/flakiness.md" \
+    --workers 16 -k "not flashinfer" > "$OUT/flakiness.log" 2>&1
+  echo "flakiness exit $? wall $(( $(date +%s) - start )) s" >> "$OUT/gpu.txt"
+  timeout 150 samplecheck nightly --device=cuda --budget 2m --examples 30 --database "$OUT/db" \
+    --out "$OUT/nightly" -k "gumbel or min_p" > "$OUT/nightly.log" 2>&1
+  echo "nightly piece exit $?" >> "$OUT/gpu.txt" ;;
 esac
 cat "$OUT/gpu.txt"
