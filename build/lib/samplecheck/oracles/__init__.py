@@ -1,1 +1,0 @@
-"""Pure-PyTorch fp64 references. Each states its semantics in its docstring."""
