@@ -47,11 +47,14 @@ def find_failure(report: dict, test: str) -> dict:
 
 
 def case_classes() -> dict[str, str]:
-    """{class name: module} for the case and recipe classes a falsifying case may name."""
+    """{class name: module} for the case and recipe classes a falsifying case may name: the
+    recipes, the record families (where shared case classes live) and the records."""
+    import samplecheck.families
     import samplecheck.infos
 
-    modules = ["samplecheck.inputs.recipes"] + [f"samplecheck.infos.{m.name}"
-                                                for m in pkgutil.iter_modules(samplecheck.infos.__path__)]
+    modules = ["samplecheck.inputs.recipes"] + [f"{package.__name__}.{m.name}"
+                                                for package in (samplecheck.families, samplecheck.infos)
+                                                for m in pkgutil.iter_modules(package.__path__)]
     found = {}
     for name in modules:
         module = importlib.import_module(name)
@@ -66,7 +69,7 @@ def imports_for(case_source: str) -> list[str]:
     lines = ["import torch", "from samplecheck.harness.registry import RegressionExample"]
     for name in sorted(set(CLASS_CALL.findall(case_source))):
         if name not in known:
-            raise SystemExit(f"regress: the case names {name}, which no samplecheck.infos module or "
+            raise SystemExit(f"regress: the case names {name}, which no samplecheck.infos or samplecheck.families module or "
                              "samplecheck.inputs.recipes defines; add the example to its record by hand")
         lines.append(f"from {known[name]} import {name}")
     return lines
