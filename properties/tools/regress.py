@@ -69,8 +69,9 @@ def imports_for(case_source: str) -> list[str]:
     lines = ["import torch", "from samplecheck.harness.registry import RegressionExample"]
     for name in sorted(set(CLASS_CALL.findall(case_source))):
         if name not in known:
-            raise SystemExit(f"regress: the case names {name}, which no samplecheck.infos or samplecheck.families module or "
-                             "samplecheck.inputs.recipes defines; add the example to its record by hand")
+            raise SystemExit(f"regress: the case names {name}, which no samplecheck.infos or "
+                             "samplecheck.families module or samplecheck.inputs.recipes defines; "
+                             "add the example to its record by hand")
         lines.append(f"from {known[name]} import {name}")
     return lines
 
