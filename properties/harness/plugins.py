@@ -8,8 +8,10 @@
 
 A plugged callable may declare what it supports with a `samplecheck` attribute, a dict
 with any of `devices` ("cpu", "cuda"), `dtypes` (torch dtypes), `layouts` (names from
-samplecheck.inputs.layouts.LAYOUTS) and `extra_memory` (a callable (logits, args) -> bytes the call
-may allocate beyond its inputs; undeclared: the record's bound, our kernel's); undeclared
+samplecheck.inputs.layouts.LAYOUTS), `extra_memory` (a callable (logits, args) -> bytes the call
+may allocate beyond its inputs; undeclared: the record's bound, our kernel's) and `semantics`
+({axis: value} along the axes of samplecheck.judging.semantics; undeclared: the strict
+defaults); undeclared
 devices, dtypes and layouts mean everything. Combos outside the declaration
 are skipped with the reason shown. docs/backends.md documents each kernel's contract.
 """
@@ -31,12 +33,13 @@ def backend_from_target(name: str, target: str) -> Backend:
         raise ValueError(f"backend target must be 'package.module:callable', got {target!r}")
     backend = Backend(name, target)
     declared = getattr(backend.resolve(), "samplecheck", {})
-    unknown = set(declared) - {"devices", "dtypes", "layouts", "extra_memory"}
+    unknown = set(declared) - {"devices", "dtypes", "layouts", "extra_memory", "semantics"}
     if unknown:
         raise ValueError(f"{target}: unknown keys in its samplecheck declaration: {sorted(unknown)}")
     return Backend(name, target, devices=tuple(declared.get("devices", ("cpu", "cuda"))),
                    dtypes=declared.get("dtypes"), layouts=declared.get("layouts"),
-                   extra_memory=declared.get("extra_memory"), error_messages=False)
+                   extra_memory=declared.get("extra_memory"), semantics=dict(declared.get("semantics", {})),
+                   error_messages=False)
 
 
 def parse_backend_option(text: str) -> tuple[str, Backend]:
