@@ -3,6 +3,8 @@
 - `pytest --backend KERNEL=package.module:callable` (repeatable);
 - installed packages: entry points in the group `samplecheck.backends`, each named
   `KERNEL.BACKEND` with the value `package.module:callable`;
+- the vLLM pack (samplecheck.backends.vllm), plugged like an installed entry point whenever
+  the `vllm` package is installed or SAMPLECHECK_VLLM_KERNELS names vLLM's vendored kernels;
 - `pytest --backend-only`: test the plugged implementations alone;
 - `pytest --mutant NAME`: test one mutant of samplecheck.kernels.mutants alone.
 
@@ -71,7 +73,17 @@ def installed_backends() -> list[tuple[str, Backend]]:
                 plugged.append((kernel, Backend(name, ep.value, marks=(Mark("skip", reason),), error_messages=False)))
             else:
                 UNPLUGGED.append(reason)
-    return plugged
+    return plugged + vllm_pack()
+
+
+def vllm_pack() -> list[tuple[str, Backend]]:
+    """The vLLM pack's backends when a vLLM source is there; else none, with the reason."""
+    from samplecheck.backends import vllm, vllm_source
+
+    reason = vllm_source.unavailable()
+    if reason is not None:
+        UNPLUGGED.append(reason)
+    return vllm.pack()
 
 
 def mutant_backend(name: str) -> tuple[str, Backend]:
