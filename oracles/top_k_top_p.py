@@ -84,7 +84,10 @@ def top_k_top_p_expected(logits: torch.Tensor, reference: MaskReference) -> torc
 # Declared variants (samplecheck.judging.semantics): other tie policies at the k-th value and
 # other top-p boundary rules. The default arguments give `top_k_top_p_reference` itself.
 EXACTLY_K_POLICIES = ("exactly_k_any", "exactly_k_lowest_index")
-TOP_P_BOUNDARIES = ("strict", "strict_by_position", "inclusive")
+TOP_P_BOUNDARIES = ("strict", "strict_by_position", "inclusive", "pivot_search")
+# `pivot_search`: the cut probability is found by a ternary search over [min prob, max prob]
+# stopped after 18 steps, so it is known to (2/3)**18 of that range.
+PIVOT_RESOLUTION = (2.0 / 3.0) ** 18
 
 
 @dataclass(frozen=True)
@@ -114,7 +117,11 @@ def top_k_top_p_declared_reference(logits: torch.Tensor, k: torch.Tensor | None,
     - `inclusive`: keep x iff that mass <= p (differs from `strict` only at exact equality);
     - `strict_by_position`: keep x iff the mass before x in a descending sort < p, with ties
       in any order: of a tied group that straddles the boundary any prefix may be kept, so
-      its members are ambiguous (the first is kept when the mass above the group is < p).
+      its members are ambiguous (the first is kept when the mass above the group is < p);
+    - `pivot_search`: `strict_by_position`, with the cut found as a probability by a bounded
+      search: every survivor whose probability (of the survivors' mass) lies within
+      PIVOT_RESOLUTION * (max prob - min prob) of the smallest probability `strict` keeps is
+      ambiguous.
     A row whose tied group is cut by top-p (or is ambiguous there) claims no count.
     """
     if tie_policy not in TIE_POLICIES + EXACTLY_K_POLICIES:
@@ -155,7 +162,14 @@ def top_k_top_p_declared_reference(logits: torch.Tensor, k: torch.Tensor | None,
         p_on = (p < 1)[:, None]
         keep_p = above_mass <= limit if top_p_boundary == "inclusive" else above_mass < limit
         ambiguous = p_on & kept & (above_mass > 0) & ((above_mass - limit).abs() <= band * mass)
-        if top_p_boundary == "strict_by_position":
+        if top_p_boundary == "pivot_search":
+            prob = weight / mass
+            alive = p_on & kept & torch.isfinite(survivors)
+            cut = prob.masked_fill(~(alive & keep_p), float("inf")).amin(dim=-1, keepdim=True)
+            spread = prob.masked_fill(~alive, 0.0).amax(dim=-1, keepdim=True) - prob.masked_fill(
+                ~alive, float("inf")).amin(dim=-1, keepdim=True)
+            ambiguous |= alive & ((prob - cut).abs() <= PIVOT_RESOLUTION * spread)
+        if top_p_boundary in ("strict_by_position", "pivot_search"):
             # A tied member's mass before it lies in [above, above + tie mass - own weight].
             last_place = above_mass + _tie_mass(survivors, weight) - weight
             ambiguous |= p_on & kept & keep_p & (last_place >= limit - band * mass)

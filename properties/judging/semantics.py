@@ -57,7 +57,9 @@ AXES = {axis.name: axis for axis in (
         "strict": "keep x iff the mass strictly above x (by value) < p; band: the record's tolerance x mass",
         "strict_by_position": "keep x iff the mass before x in a descending sort < p, ties in any order: a tied "
                               "group straddling p is admitted either way; same band",
-        "inclusive": "keep x iff the mass above x <= p; same band"},
+        "inclusive": "keep x iff the mass above x <= p; same band",
+        "pivot_search": "strict_by_position with the cut probability found by a bounded ternary search (18 "
+                        "steps): survivors within (2/3)**18 (max prob - min prob) of the cut admitted either way"},
         "the top-p keep rule at the boundary"),
     Axis("compute_dtype", TOP_K_TOP_P_RECORDS + ("penalties",), {
         "fp32": "softmax/cumsum (top-p) and each penalty step in fp32, rounded to the logits' dtype once",
