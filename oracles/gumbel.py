@@ -159,3 +159,15 @@ def noise_resolves(scores: torch.Tensor) -> torch.Tensor:
     sampling law is claimed (module docstring: fp32 score resolution)."""
     top = scores.masked_fill(~torch.isfinite(scores), float("-inf")).amax(dim=-1)
     return top.abs() < LAW_MAX_SCORE
+
+
+def own_stream_reference(reference: GumbelReference) -> GumbelReference:
+    """`reference` for a backend with its own random stream (declared `random_stream: own`):
+    the ids its noise draws cannot be predicted, so a sampled row admits every entry with a
+    finite score; the rows with one admissible id (greedy rows: the lowest maximum; a +inf
+    score: the lowest +inf; nothing above -inf: id 0) keep it. The law (`gumbel_law`) is
+    unchanged: the sampling tests judge the stream."""
+    finite = torch.isfinite(reference.score)
+    admissible = torch.where(reference.single[:, None], reference.admissible, finite)
+    return GumbelReference(admissible=admissible, scaled=reference.scaled, noise=reference.noise,
+                           score=reference.score, greedy=reference.greedy, single=reference.single)

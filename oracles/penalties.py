@@ -106,3 +106,85 @@ def penalties_reference(logits: torch.Tensor, *, prompt_token_ids: torch.Tensor,
     x = torch.where(seen, round_sum_to_fp32(x, -q.expand_as(x)), x)
     expected = torch.where(touched, x.to(torch.float32).to(logits.dtype), logits.detach())
     return PenaltiesReference(expected=expected, touched=touched, counts=counts, rtol=rtol)
+
+
+# Declared arithmetic models (samplecheck.judging.semantics). The defaults give
+# `penalties_reference` itself.
+DIVISIONS = ("ieee", "reciprocal", "approximate")
+FREQUENCY_ROUNDINGS = ("one", "two")
+STEP_DTYPES = ("fp32", "logits_dtype")
+
+
+@dataclass(frozen=True)
+class ModelPenaltiesReference(PenaltiesReference):
+    """A PenaltiesReference whose entries may differ from `expected` by up to `bound` (fp64
+    [B, V], absolute; zeros: bitwise)."""
+
+    bound: torch.Tensor | None = None
+
+
+def _ulp32(x: torch.Tensor) -> torch.Tensor:
+    """fp64 ulp of |x| in fp32 (the smallest subnormal's spacing at 0)."""
+    a = x.abs().to(torch.float32)
+    return (torch.nextafter(a, torch.full_like(a, float("inf"))) - a).to(torch.float64)
+
+
+def penalties_model_reference(logits: torch.Tensor, *, prompt_token_ids: torch.Tensor,
+                              output_token_ids: torch.Tensor, repetition_penalty: torch.Tensor,
+                              frequency_penalty: torch.Tensor, presence_penalty: torch.Tensor,
+                              division: str = "ieee", frequency_rounding: str = "one",
+                              step_dtype: str = "fp32") -> PenaltiesReference:
+    """The output of a declared arithmetic model of the penalties (sets, ids and order as in
+    the module docstring). With the defaults: `penalties_reference` (the contract). Else,
+    in rows with a penalty on, every entry is computed in IEEE fp32 (torch's own fp32 ops,
+    correctly rounded) as the model states, so signed zeros follow IEEE (-0 - fl(f * 0)):
+    - division `reciprocal`: repetition l * fl32(1 / r) where l > 0 (the others l * r), over
+      prompt ∪ output; `approximate`: the same, with 1 / r within 2 ulp (Triton's `/` on
+      NVIDIA GPUs): bound 3 ulp of the product;
+    - frequency_rounding `two`: l - fl32(f * c), then l - fl32(q * [c > 0]), on every entry;
+    - step_dtype `logits_dtype`: each step's result is rounded to the logits' dtype (the
+      steps of an in-place torch op on bf16/fp16 logits), else once at the end.
+    The bound of `approximate` carries through the two subtractions (each may then round 1
+    ulp differently) and the final rounding: 5 fp32 ulp of the largest intermediate plus 1
+    ulp of the result in the logits' dtype."""
+    if division not in DIVISIONS or frequency_rounding not in FREQUENCY_ROUNDINGS or step_dtype not in STEP_DTYPES:
+        raise ValueError(f"division in {DIVISIONS}, frequency_rounding in {FREQUENCY_ROUNDINGS}, step_dtype in "
+                         f"{STEP_DTYPES}; got {division!r}, {frequency_rounding!r}, {step_dtype!r}")
+    ids = dict(prompt_token_ids=prompt_token_ids, output_token_ids=output_token_ids,
+               repetition_penalty=repetition_penalty, frequency_penalty=frequency_penalty,
+               presence_penalty=presence_penalty)
+    if (division, frequency_rounding, step_dtype) == ("ieee", "one", "fp32"):
+        return penalties_reference(logits, **ids)
+    vocab = logits.size(1)
+    counts = token_counts(output_token_ids, vocab)
+    present = (token_counts(prompt_token_ids, vocab) > 0) | (counts > 0)
+    r, f, q = (t.detach().to(torch.float32)[:, None] for t in (repetition_penalty, frequency_penalty, presence_penalty))
+    active = ((r != 1) | (f != 0) | (q != 0)).expand_as(present)
+    narrow = logits.dtype if step_dtype == "logits_dtype" else torch.float32
+
+    def step(value: torch.Tensor) -> torch.Tensor:
+        return value.to(narrow).to(torch.float32)
+
+    x = logits.detach().to(torch.float32)
+    scale = torch.where(present, r, torch.ones_like(r))
+    if division == "ieee":
+        x = step(torch.where(x > 0, x / scale, x * scale))
+    else:
+        x = step(x * torch.where(x > 0, 1.0 / scale, scale))
+    repeated = x
+    if frequency_rounding == "two":
+        x = step(x - f * counts.to(torch.float32))
+        x = step(x - q * (counts > 0).to(torch.float32))
+    else:
+        seen = counts > 0
+        x = torch.where(seen, round_sum_to_fp32(x.double(), -f.double() * counts), x.double()).float()
+        x = step(torch.where(seen, round_sum_to_fp32(x.double(), -q.double().expand_as(x)), x.double()).float())
+    expected = torch.where(active, x.to(logits.dtype), logits.detach())
+    bound = None
+    if division == "approximate":
+        final = expected.to(torch.float64)
+        dtype_ulp = (torch.nextafter(final.abs().to(logits.dtype), torch.tensor(float("inf"), dtype=logits.dtype))
+                     .to(torch.float64) - final.abs())
+        bound = torch.where(active & present, 5 * _ulp32(torch.maximum(repeated.abs(), x.abs()).double())
+                            + dtype_ulp.nan_to_num(0.0), 0.0)
+    return ModelPenaltiesReference(expected=expected, touched=active, counts=counts, bound=bound)

@@ -91,3 +91,116 @@ def top_k_top_p_reference(logits: torch.Tensor, k: torch.Tensor | None, p: torch
 def top_k_top_p_expected(logits: torch.Tensor, reference: MaskReference) -> torch.Tensor:
     """The oracle's output: `logits` with every entry the oracle drops set to -inf."""
     return logits.masked_fill(~reference.kept, float("-inf"))
+
+
+# Declared variants (samplecheck.judging.semantics): other tie policies at the k-th value and
+# other top-p boundary rules. The default arguments give `top_k_top_p_reference` itself.
+EXACTLY_K_POLICIES = ("exactly_k_any", "exactly_k_lowest_index")
+TOP_P_BOUNDARIES = ("strict", "strict_by_position", "inclusive", "pivot_search")
+# `pivot_search`: the cut probability is found by a ternary search over [min prob, max prob]
+# stopped after 18 steps, so it is known to (2/3)**18 of that range.
+PIVOT_RESOLUTION = (2.0 / 3.0) ** 18
+
+
+@dataclass(frozen=True)
+class DeclaredMaskReference(MaskReference):
+    """A MaskReference plus, per row, the k-th value's tied group (`group`, bool [B, V]) and
+    how many of its entries must be kept (`group_count`, int64 [B]; -1: no count claimed)."""
+
+    group: torch.Tensor
+    group_count: torch.Tensor
+
+
+def top_k_top_p_declared_reference(logits: torch.Tensor, k: torch.Tensor | None, p: torch.Tensor | None, *,
+                                   tie_policy: str = "keep_all_ties", top_p_boundary: str = "strict",
+                                   band: float = 0.0) -> DeclaredMaskReference:
+    """Kept and ambiguous masks under a declared tie policy and top-p boundary rule.
+
+    Tie policy (top-k, by input value, exact):
+    - `keep_all_ties`: as `top_k_top_p_reference`;
+    - `exactly_k_any`: every value strictly above the k-th largest is kept; of the values
+      tied with it, exactly k - #above are kept, any of them (the group is ambiguous and
+      `group_count` states the count);
+    - `exactly_k_lowest_index`: the same count, taken from the lowest column ids (exact).
+    Top-p runs on the survivors' mass, which depends only on how many tied entries survive,
+    not on which: it is computed with the lowest-index choice.
+    Top-p boundary (band as in `top_k_top_p_reference`):
+    - `strict`: keep x iff the mass strictly above x (by value) < p;
+    - `inclusive`: keep x iff that mass <= p (differs from `strict` only at exact equality);
+    - `strict_by_position`: keep x iff the mass before x in a descending sort < p, with ties
+      in any order: of a tied group that straddles the boundary any prefix may be kept, so
+      its members are ambiguous (the first is kept when the mass above the group is < p);
+    - `pivot_search`: `strict_by_position`, with the cut found as a probability by a bounded
+      search: every survivor whose probability (of the survivors' mass) lies within
+      PIVOT_RESOLUTION * (max prob - min prob) of the smallest probability `strict` keeps is
+      ambiguous.
+    A row whose tied group is cut by top-p (or is ambiguous there) claims no count.
+    """
+    if tie_policy not in TIE_POLICIES + EXACTLY_K_POLICIES:
+        raise ValueError(f"tie_policy must be one of {TIE_POLICIES + EXACTLY_K_POLICIES}, got {tie_policy!r}")
+    if top_p_boundary not in TOP_P_BOUNDARIES:
+        raise ValueError(f"top_p_boundary must be one of {TOP_P_BOUNDARIES}, got {top_p_boundary!r}")
+    x = logits.detach().to(torch.float64)
+    batch, vocab = x.shape
+    none = torch.zeros_like(x, dtype=torch.bool)
+    no_count = torch.full((batch,), -1, dtype=torch.int64, device=x.device)
+    if tie_policy == "keep_all_ties" and top_p_boundary == "strict":
+        base = top_k_top_p_reference(logits, k, p, band=band)
+        return DeclaredMaskReference(base.kept, base.ambiguous, none, no_count)
+    kept = torch.ones_like(none)
+    group, count = none.clone(), no_count.clone()
+    if k is not None:
+        k_on = (k > 0) & (k < vocab)
+        kth = x.sort(dim=-1, descending=True).values.gather(
+            1, (torch.where(k_on, k, vocab).long() - 1).clamp(min=0)[:, None])
+        above = (x > kth) & k_on[:, None]
+        if tie_policy == "keep_all_ties":
+            kept &= (x >= kth) | ~k_on[:, None]
+        else:
+            tied = (x == kth) & k_on[:, None] & torch.isfinite(kth)
+            wanted = (k.long() - above.sum(dim=-1))[:, None]
+            first = tied & (tied.long().cumsum(dim=-1) <= wanted)
+            kept &= above | first | ~k_on[:, None] | ~torch.isfinite(kth)
+            group = tied
+            count = torch.where(k_on & tied.any(dim=-1), wanted.squeeze(1), -1)
+    ambiguous = none.clone()
+    if p is not None:
+        survivors = x.masked_fill(~kept, float("-inf"))
+        row_max = survivors.max(dim=-1, keepdim=True).values
+        weight = torch.exp(survivors - torch.where(torch.isfinite(row_max), row_max, 0.0))
+        mass = weight.sum(dim=-1, keepdim=True)
+        above_mass = _mass_above_by_value(survivors, weight)
+        limit = p.to(torch.float64)[:, None] * mass
+        p_on = (p < 1)[:, None]
+        keep_p = above_mass <= limit if top_p_boundary == "inclusive" else above_mass < limit
+        ambiguous = p_on & kept & (above_mass > 0) & ((above_mass - limit).abs() <= band * mass)
+        if top_p_boundary == "pivot_search":
+            prob = weight / mass
+            alive = p_on & kept & torch.isfinite(survivors)
+            cut = prob.masked_fill(~(alive & keep_p), float("inf")).amin(dim=-1, keepdim=True)
+            spread = prob.masked_fill(~alive, 0.0).amax(dim=-1, keepdim=True) - prob.masked_fill(
+                ~alive, float("inf")).amin(dim=-1, keepdim=True)
+            ambiguous |= alive & ((prob - cut).abs() <= PIVOT_RESOLUTION * spread)
+        if top_p_boundary in ("strict_by_position", "pivot_search"):
+            # A tied member's mass before it lies in [above, above + tie mass - own weight].
+            last_place = above_mass + _tie_mass(survivors, weight) - weight
+            ambiguous |= p_on & kept & keep_p & (last_place >= limit - band * mass)
+        kept &= keep_p | ~p_on
+    if tie_policy == "exactly_k_lowest_index":
+        return DeclaredMaskReference(kept, ambiguous, none, no_count)
+    # Every member of the tied group shares the decision of the members chosen above.
+    alive = (group & kept).any(dim=-1, keepdim=True)
+    unsure = (group & ambiguous).any(dim=-1, keepdim=True)
+    group &= alive | unsure
+    count = torch.where((alive & ~unsure).squeeze(1), count, -1)
+    return DeclaredMaskReference(kept, ambiguous | group, group, count)
+
+def _tie_mass(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """For each entry, the summed weight of the entries of its row with the same value."""
+    ordered, order = x.sort(dim=-1, descending=True, stable=True)
+    w = weight.gather(1, order)
+    starts = torch.ones_like(ordered, dtype=torch.bool)
+    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    group = starts.long().cumsum(dim=-1) - 1
+    totals = torch.zeros_like(w).scatter_add_(1, group, w)
+    return torch.empty_like(w).scatter_(1, order, totals.gather(1, group))

@@ -3,13 +3,17 @@
 - `pytest --backend KERNEL=package.module:callable` (repeatable);
 - installed packages: entry points in the group `samplecheck.backends`, each named
   `KERNEL.BACKEND` with the value `package.module:callable`;
+- the vLLM pack (samplecheck.backends.vllm), plugged like an installed entry point whenever
+  the `vllm` package is installed or SAMPLECHECK_VLLM_KERNELS names vLLM's vendored kernels;
 - `pytest --backend-only`: test the plugged implementations alone;
 - `pytest --mutant NAME`: test one mutant of samplecheck.kernels.mutants alone.
 
 A plugged callable may declare what it supports with a `samplecheck` attribute, a dict
 with any of `devices` ("cpu", "cuda"), `dtypes` (torch dtypes), `layouts` (names from
-samplecheck.inputs.layouts.LAYOUTS) and `extra_memory` (a callable (logits, args) -> bytes the call
-may allocate beyond its inputs; undeclared: the record's bound, our kernel's); undeclared
+samplecheck.inputs.layouts.LAYOUTS), `extra_memory` (a callable (logits, args) -> bytes the call
+may allocate beyond its inputs; undeclared: the record's bound, our kernel's) and `semantics`
+({axis: value} along the axes of samplecheck.judging.semantics; undeclared: the strict
+defaults); undeclared
 devices, dtypes and layouts mean everything. Combos outside the declaration
 are skipped with the reason shown. docs/backends.md documents each kernel's contract.
 """
@@ -31,12 +35,13 @@ def backend_from_target(name: str, target: str) -> Backend:
         raise ValueError(f"backend target must be 'package.module:callable', got {target!r}")
     backend = Backend(name, target)
     declared = getattr(backend.resolve(), "samplecheck", {})
-    unknown = set(declared) - {"devices", "dtypes", "layouts", "extra_memory", "accepts"}
+    unknown = set(declared) - {"devices", "dtypes", "layouts", "extra_memory", "accepts", "semantics"}
     if unknown:
         raise ValueError(f"{target}: unknown keys in its samplecheck declaration: {sorted(unknown)}")
     return Backend(name, target, devices=tuple(declared.get("devices", ("cpu", "cuda"))),
                    dtypes=declared.get("dtypes"), layouts=declared.get("layouts"),
-                   extra_memory=declared.get("extra_memory"), accepts=declared.get("accepts"), error_messages=False)
+                   extra_memory=declared.get("extra_memory"), accepts=declared.get("accepts"),
+                   semantics=dict(declared.get("semantics", {})), error_messages=False)
 
 
 def parse_backend_option(text: str) -> tuple[str, Backend]:
@@ -68,7 +73,17 @@ def installed_backends() -> list[tuple[str, Backend]]:
                 plugged.append((kernel, Backend(name, ep.value, marks=(Mark("skip", reason),), error_messages=False)))
             else:
                 UNPLUGGED.append(reason)
-    return plugged
+    return plugged + vllm_pack()
+
+
+def vllm_pack() -> list[tuple[str, Backend]]:
+    """The vLLM pack's backends when a vLLM source is there; else none, with the reason."""
+    from samplecheck.backends import vllm, vllm_source
+
+    reason = vllm_source.unavailable()
+    if reason is not None:
+        UNPLUGGED.append(reason)
+    return vllm.pack()
 
 
 def mutant_backend(name: str) -> tuple[str, Backend]:

@@ -69,7 +69,10 @@ class Backend:
     (bytes beyond its inputs), replacing the record's (which states our kernel's).
     `knobs`: keyword arguments beyond the record's contract that this implementation takes
     (our kernels' launch knobs); properties and error inputs that pass a knob run only on
-    the backends that declare it, so a plug-in is called with contract arguments alone."""
+    the backends that declare it, so a plug-in is called with contract arguments alone.
+    `semantics`: {axis: value} along the axes of `samplecheck.judging.semantics` where this
+    implementation departs from the record's strict default (e.g. its tie policy); each
+    value swaps in that axis's oracle branch for this backend alone."""
 
     name: str
     target: str
@@ -81,6 +84,7 @@ class Backend:
     accepts: Callable | None = None
     extra_memory: Callable | None = None
     knobs: tuple[str, ...] = ()
+    semantics: dict[str, str] = dataclasses.field(default_factory=dict, hash=False)
 
     def resolve(self) -> Callable:
         module, _, attr = self.target.partition(":")
@@ -222,6 +226,13 @@ class Combo:
     dtype: torch.dtype
     layout: str
 
+    def __post_init__(self):
+        """`info` becomes the record as this backend is judged: its declared semantics merged
+        and their oracle branches in place (the record itself when none is declared)."""
+        from samplecheck.judging.semantics import declared_record
+
+        object.__setattr__(self, "info", declared_record(self.info, self.backend.semantics))
+
     @property
     def id(self) -> str:
         return f"{self.info.name}-{self.backend.name}-{DTYPE_NAMES[self.dtype]}-{self.layout}"
@@ -235,13 +246,16 @@ class Combo:
         printer.text(repr(self))
 
 
+# The records under test: `plug` adds backends to them and, with `only`, drops the others.
 REGISTRY: dict[str, KernelInfo] = {}
+# Every record as registered, whatever `plug` later did (for tests of the records themselves).
+RECORDS: dict[str, KernelInfo] = {}
 
 
 def register(info: KernelInfo) -> KernelInfo:
-    if info.name in REGISTRY:
+    if info.name in RECORDS:
         raise ValueError(f"kernel {info.name!r} is already registered")
-    REGISTRY[info.name] = info
+    REGISTRY[info.name] = RECORDS[info.name] = info
     return info
 
 
@@ -252,6 +266,7 @@ def plug(backends: list[tuple[str, Backend]], *, only: bool) -> None:
     for kernel, backend in backends:
         if kernel not in REGISTRY:
             raise KeyError(f"unknown kernel {kernel!r}; registered: {', '.join(REGISTRY)}")
+        _validate_semantics(kernel, backend)
         plugged.setdefault(kernel, []).append(backend)
     for name in list(REGISTRY):
         if name not in plugged:
@@ -264,6 +279,12 @@ def plug(backends: list[tuple[str, Backend]], *, only: bool) -> None:
             raise ValueError(f"kernel {name!r}: backend names must be unique, got {names}")
         kept = () if only else info.backends
         REGISTRY[name] = dataclasses.replace(info, backends=kept + tuple(plugged[name]))
+
+
+def _validate_semantics(kernel: str, backend: Backend) -> None:
+    from samplecheck.judging.semantics import validate
+
+    validate(kernel, backend.semantics)
 
 
 def combos(test: str, device: str, *, kernel=None, dtypes=None, layouts=None, sampled=False,
@@ -306,7 +327,11 @@ def _marks(combo: Combo, test: str, device: str) -> list:
         return [pytest.mark.skip(reason=f"backend {backend.name} does not declare {DTYPE_NAMES[combo.dtype]}")]
     if backend.layouts is not None and combo.layout not in backend.layouts:
         return [pytest.mark.skip(reason=f"backend {backend.name} does not declare layout {combo.layout}")]
-    return [m.as_pytest_mark() for m in backend.marks if m.applies(test, combo.dtype, combo.layout, device)]
+    from samplecheck.judging.semantics import axis_marks
+
+    declared = [pytest.mark.skip(reason=f"backend {backend.name} {reason}")
+                for skipped, reason in axis_marks(combo.info.name, backend.semantics) if skipped == test]
+    return declared + [m.as_pytest_mark() for m in backend.marks if m.applies(test, combo.dtype, combo.layout, device)]
 
 
 def error_cases(device: str) -> list:
@@ -333,7 +358,9 @@ def register_all() -> None:
 
 def declarations() -> list[str]:
     """One line per kernel: its backends and what each declares beyond the defaults (devices,
-    dtypes, layouts, own memory bound, knobs), for report headers."""
+    dtypes, layouts, own memory bound, knobs, semantics), for report headers."""
+    from samplecheck.judging.semantics import describe
+
     lines = []
     for info in REGISTRY.values():
         described = []
@@ -343,6 +370,7 @@ def declarations() -> list[str]:
             parts += [f"layouts={','.join(b.layouts)}"] if b.layouts is not None else []
             parts += ["own memory bound"] if b.extra_memory is not None else []
             parts += [f"knobs={','.join(b.knobs)}"] if b.knobs else []
+            parts += [f"semantics {describe(b.semantics)}"] if describe(b.semantics) else []
             parts += [m.reason for m in b.marks if m.kind == "skip" and m.test is None and m.dtype is None
                       and m.layout is None and m.device is None]
             described.append(b.name + (f" ({'; '.join(parts)})" if parts else ""))

@@ -40,5 +40,8 @@ def run(combo: Combo, logits: torch.Tensor, args: dict):
 
 
 def reference(combo: Combo, original: torch.Tensor, args: dict):
-    """The record's oracle on the original logits, at the combo's dtype's tolerance."""
+    """The oracle's verdict for this combo, at its dtype's tolerance. `combo.info` is the record
+    as the combo's backend is judged: the backend's declared semantics merged over the record's
+    and, for a declared variant, that axis's oracle branch
+    (`samplecheck.judging.semantics.declared_record`)."""
     return combo.info.verdict(original, args, combo.dtype)

@@ -72,3 +72,28 @@ def assert_outputs_bitwise(actual, expected, what: str) -> None:
     assert len(got) == len(want), f"{what}: {len(got)} output tensors != {len(want)}"
     for i, (a, e) in enumerate(zip(got, want)):
         assert_bitwise_equal(a, e, what if len(got) == 1 else f"{what} (output tensor {i})")
+
+
+def assert_group_counts(original: torch.Tensor, actual: torch.Tensor, group: torch.Tensor,
+                        count: torch.Tensor, what: str) -> None:
+    """In each row with count >= 0, exactly `count` entries of `group` are kept (not -inf
+    where the input was finite): an exactly-k tie policy keeps k entries, whichever ties."""
+    kept = group & (actual != float("-inf")) & torch.isfinite(original)
+    got = kept.sum(dim=-1)
+    wrong = (count >= 0) & (got != count)
+    if bool(wrong.any()):
+        rows = wrong.nonzero().flatten()[:5].tolist()
+        raise AssertionError(f"{what}: rows {rows} keep {[int(got[r]) for r in rows]} of the values tied at the "
+                             f"k-th, the declared tie policy keeps exactly {[int(count[r]) for r in rows]}")
+
+
+def assert_within_bound(actual: torch.Tensor, expected: torch.Tensor, bound: torch.Tensor, what: str) -> None:
+    """|actual - expected| <= bound elementwise (fp64; equal infinities and NaNs match; a zero
+    bound means bitwise)."""
+    a, e = actual.to(torch.float64), expected.to(torch.float64)
+    same = (as_bits(actual) == as_bits(expected)) | (a.isnan() & e.isnan())
+    wrong = ~same & ~((a - e).abs() <= bound)
+    if bool(wrong.any()):
+        where = _first_positions(wrong)
+        detail = [f"{w}: got {float(a[w])!r}, expected {float(e[w])!r} within {float(bound[w])!r}" for w in where]
+        raise AssertionError(f"{what}: {int(wrong.sum())} entries outside the declared bound; " + "; ".join(detail))

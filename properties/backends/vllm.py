@@ -1,0 +1,265 @@
+"""vLLM's sampling kernels as backends of our records (the vLLM pack).
+
+Each adapter maps one record's contract (docs/backends.md) onto one vLLM call and does
+nothing else: id lists to vLLM's representation (its pad ids, Python lists, per-request
+state in permuted slots for Model Runner V2), "off" parameters to vLLM's encoding (top-k
+off = V), and back. vLLM's code is called, never copied: `vllm_source.module` imports the
+installed `vllm` or the folder named by SAMPLECHECK_VLLM_KERNELS.
+
+`PACK` lists (record, Backend) pairs with each backend's declared semantics (the
+conventions in which vLLM legitimately differs from our strict contract, with the reason)
+and its strict xfails (the defects found, docs/findings.md). `samplecheck.harness.plugins`
+plugs the pack like an installed entry point whenever a vLLM source is there.
+"""
+
+import torch
+
+from samplecheck.backends import vllm_source as src
+from samplecheck.kernels.logprobs import Logprobs
+from samplecheck.harness import catalog
+from samplecheck.harness.registry import Backend, Mark
+
+MODULE = "samplecheck.backends.vllm"
+
+
+def _vllm_k(k: torch.Tensor | None, vocab: int) -> torch.Tensor | None:
+    """vLLM's top-k encoding: int32, V where top-k is off (k <= 0 or k >= V)."""
+    if k is None:
+        return None
+    return torch.where((k <= 0) | (k >= vocab), vocab, k).to(torch.int32)
+
+
+# --- V1 (vllm/v1/sample/ops) ------------------------------------------------------------------
+
+def v1_triton_top_k_top_p(logits, k=None, p=None):
+    """`apply_top_k_top_p_triton` (fp32 logits; vLLM dispatches it for batch >= 8 on GPU)."""
+    return src.module("v1_topk_topp_triton").apply_top_k_top_p_triton(logits, _vllm_k(k, logits.size(1)), p)
+
+
+def v1_torch_top_k_top_p(logits, k=None, p=None):
+    """`apply_top_k_top_p_pytorch` (the sort path; vLLM's path for small batches)."""
+    return src.module("v1_topk_topp_sampler").apply_top_k_top_p_pytorch(logits, _vllm_k(k, logits.size(1)), p)
+
+
+def v1_torch_top_k_only(logits, k=None, p=None):
+    """`apply_top_k_only` (top-k by torch.topk, no sort; taken when CPU syncs are allowed)."""
+    return src.module("v1_topk_topp_sampler").apply_top_k_only(logits, _vllm_k(k, logits.size(1)))
+
+
+def v1_torch_sample(logits, *, k=None, p=None, seed: int):
+    """V1's native sampling path on a copy: fp32 logits, `apply_top_k_top_p_pytorch`, fp32
+    softmax, `random_sample` (exponential race) with one torch.Generator per row seeded
+    from (seed, row), as for seeded requests."""
+    sampler = src.module("v1_topk_topp_sampler")
+    x = logits.to(torch.float32, copy=True)
+    x = sampler.apply_top_k_top_p_pytorch(x, _vllm_k(k, x.size(1)), p)
+    probs = x.softmax(dim=-1, dtype=torch.float32)
+    generators = {row: torch.Generator(device=x.device).manual_seed((seed + row * 0x9E3779B9) % 2**63)
+                  for row in range(x.size(0))}
+    return sampler.random_sample(probs, generators).to(torch.int64)
+
+
+def v1_penalties(logits, *, prompt_token_ids, output_token_ids, repetition_penalty, frequency_penalty,
+                 presence_penalty):
+    """`apply_all_penalties`: the prompt padded with V (vLLM's pad id; our -1 padding
+    mapped to it), the output as Python lists (vLLM turns its -1 placeholders into V)."""
+    vocab = logits.size(1)
+    prompt = torch.where(prompt_token_ids == -1, vocab, prompt_token_ids).to(torch.int64)
+    return src.module("v1_penalties").apply_all_penalties(
+        logits, prompt, presence_penalty, frequency_penalty, repetition_penalty, output_token_ids.tolist())
+
+
+def v1_bad_words(logits, *, bad_words, output_token_ids):
+    """`apply_bad_words` with {row: [word, ...]} (empty words dropped) and the past lists."""
+    words = {row: [w for w in src.prefixes(row_words) if w] for row, row_words in enumerate(bad_words)}
+    src.module("v1_bad_words").apply_bad_words(logits, {r: w for r, w in words.items() if w},
+                                               src.prefixes(output_token_ids))
+    return logits
+
+
+# --- Model Runner V2 (vllm/v1/worker/gpu/sample) ---------------------------------------------
+
+def mrv2_temperature(logits, temperature=None):
+    """`apply_temperature` (skipped by vLLM's host code when no row needs it)."""
+    if temperature is not None:
+        slot = src.slots(logits.size(0), logits.device)
+        src.module("mrv2_gumbel").apply_temperature(logits, slot, src.per_request(temperature, slot, 7.0))
+    return logits
+
+
+def mrv2_gumbel_sample(logits, *, seeds, positions, temperature=None):
+    """`gumbel_sample(apply_temperature=True)`: seeds and temperatures per request slot,
+    positions per row; T = 1 where the record passes none."""
+    batch = logits.size(0)
+    slot = src.slots(batch, logits.device)
+    t = torch.ones(batch, dtype=torch.float32, device=logits.device) if temperature is None else temperature
+    return src.module("mrv2_gumbel").gumbel_sample(
+        logits, slot, src.per_request(t, slot, 7.0), src.per_request(seeds, slot, 12345), positions,
+        apply_temperature=True)
+
+
+def mrv2_min_p(logits, min_p=None):
+    if min_p is not None:
+        slot = src.slots(logits.size(0), logits.device)
+        src.module("mrv2_min_p").apply_min_p(logits, slot, src.per_request(min_p, slot, 0.5))
+    return logits
+
+
+PROMPT_LEN = 5  # MRV2 positions count the prompt: pos = PROMPT_LEN + output_len
+
+
+def mrv2_logit_bias(logits, *, allowed_token_ids=None, logit_bias_ids=None, logit_bias_values=None,
+                    stop_token_ids=None, min_tokens=None, output_len=None):
+    """`apply_logit_bias` with the state `LogitBiasState.add_request` builds: int32 id lists
+    and counts per slot, min_len = prompt_len + min_tokens, stop ids only when min_tokens > 0."""
+    batch, device = logits.size(0), logits.device
+    slot = src.slots(batch, device)
+    empty = [[] for _ in range(batch)]
+
+    def lists(ids):
+        rows = empty if ids is None else src.prefixes(ids)
+        width = max((len(r) for r in rows), default=0)
+        return (torch.tensor([len(r) for r in rows], dtype=torch.int32, device=device),
+                src.padded(rows, width, 0, torch.int32, device))
+
+    n_allowed, allowed = lists(allowed_token_ids)
+    n_bias, bias_ids = lists(logit_bias_ids)
+    bias_rows = [v[:n] for v, n in zip(logit_bias_values.tolist(), n_bias.tolist())] if logit_bias_ids is not None else empty
+    bias = src.padded(bias_rows, bias_ids.size(1), 0.0, torch.float32, device)
+    n_stop, stop = lists(stop_token_ids)
+    mins = torch.zeros(batch, dtype=torch.int32, device=device) if min_tokens is None else min_tokens.to(torch.int32)
+    n_stop = torch.where(mins > 0, n_stop, 0)
+    done = torch.zeros(batch, dtype=torch.int64, device=device) if output_len is None else output_len.to(torch.int64)
+    src.module("mrv2_logit_bias").apply_logit_bias(
+        logits, slot, PROMPT_LEN + done,
+        src.per_request(n_allowed, slot, 0), src.per_request(allowed, slot, 0),
+        src.per_request(n_bias, slot, 0), src.per_request(bias_ids, slot, 0), src.per_request(bias, slot, 0.0),
+        src.per_request(PROMPT_LEN + mins, slot, 0), src.per_request(n_stop, slot, 0), src.per_request(stop, slot, 0))
+    return logits
+
+
+def _token_history(prompt_rows, output_rows, batch, device):
+    """MRV2's `all_token_ids` (prompt then output, int32) and the lengths, per row."""
+    rows = [p + o for p, o in zip(prompt_rows, output_rows)]
+    width = max((len(r) for r in rows), default=0)
+    return (src.padded(rows, width, 0, torch.int32, device),
+            torch.tensor([len(p) for p in prompt_rows], dtype=torch.int32, device=device),
+            torch.tensor([len(r) for r in rows], dtype=torch.int32, device=device))
+
+
+def mrv2_penalties(logits, *, prompt_token_ids, output_token_ids, repetition_penalty, frequency_penalty,
+                   presence_penalty):
+    """`bincount` then `apply_penalties` (no draft tokens: local positions 0). MRV2 stores
+    only real tokens, so the ids our contract ignores (-1, V) are left out of its history."""
+    batch, vocab = logits.shape
+    device = logits.device
+    slot = src.slots(batch, device)
+
+    def real(ids):
+        return [[t for t in row if 0 <= t < vocab] for row in ids.tolist()]
+    history, prompt_len, total_len = _token_history(real(prompt_token_ids), real(output_token_ids), batch, device)
+    reqs = src.max_requests(batch)
+    prompt_mask = torch.full((reqs, (vocab + 31) // 32), -1, dtype=torch.int32, device=device)
+    counts = torch.full((reqs, vocab), 99, dtype=torch.int32, device=device)
+    mrv2 = src.module("mrv2_penalties")
+    mrv2.bincount(slot, src.per_request(history, slot, 0), src.per_request(prompt_len, slot, 0),
+                  src.per_request(total_len, slot, 0), prompt_mask, counts, max(int(total_len.max()), 1))
+    zeros = torch.zeros(batch, dtype=torch.int32, device=device)
+    mrv2.apply_penalties(logits, slot, zeros, zeros, src.per_request(repetition_penalty, slot, 1.5),
+                         src.per_request(frequency_penalty, slot, 0.5), src.per_request(presence_penalty, slot, 0.5),
+                         prompt_mask, counts)
+    return logits
+
+
+BAD_WORDS_PROMPT = [0, 1, 2]  # prompt tokens before the output: never part of the past
+
+
+def mrv2_bad_words(logits, *, bad_words, output_token_ids):
+    """`apply_bad_words` with the flattened words and offsets `BadWordsState.add_request`
+    builds (empty words dropped), the history prompt + output, no draft tokens."""
+    batch, vocab = logits.shape
+    device = logits.device
+    slot = src.slots(batch, device)
+    words = [[w for w in src.prefixes(row) if w] for row in bad_words]
+    flat = [[t for w in row for t in w] for row in words]
+    offsets = [[0] + [sum(len(w) for w in row[:i + 1]) for i in range(len(row))] for row in words]
+    count = torch.tensor([len(row) for row in words], dtype=torch.int32, device=device)
+    if not any(words):
+        return logits
+    prompt = [[t % vocab for t in BAD_WORDS_PROMPT] for _ in range(batch)]
+    history, prompt_len, total_len = _token_history(prompt, src.prefixes(output_token_ids), batch, device)
+    zeros = torch.zeros(batch, dtype=torch.int32, device=device)
+    src.module("mrv2_bad_words").apply_bad_words(
+        logits, slot,
+        src.per_request(src.padded(flat, max(map(len, flat)), 0, torch.int32, device), slot, 0),
+        src.per_request(src.padded(offsets, max(map(len, offsets)), 0, torch.int32, device), slot, 0),
+        src.per_request(count, slot, 0), src.per_request(history, slot, 0),
+        src.per_request(prompt_len, slot, 0), src.per_request(total_len, slot, 0),
+        zeros, zeros, int(count.max()))
+    return logits
+
+
+def mrv2_logprobs(logits, *, sampled, num_logprobs):
+    """`compute_topk_logprobs` (no per-request logprob ids). -1 (the whole vocab) is asked
+    as V, as vLLM V1 maps it, and its columns are put in vocab order (our contract's order
+    for -1; the set is vLLM's)."""
+    if num_logprobs is None:
+        return None
+    vocab = logits.size(1)
+    n = vocab if num_logprobs == -1 else num_logprobs
+    out = src.module("mrv2_logprob").compute_topk_logprobs(logits, n, sampled)
+    ids, values = out.logprob_token_ids.to(torch.int64), out.logprobs
+    if num_logprobs == -1:
+        order = ids[:, 1:].argsort(dim=-1)
+        ids = torch.cat([ids[:, :1], ids[:, 1:].gather(1, order)], dim=1)
+        values = torch.cat([values[:, :1], values[:, 1:].gather(1, order)], dim=1)
+    return Logprobs(ids, values, out.selected_token_ranks.to(torch.int64))
+
+
+# --- the pack ----------------------------------------------------------------------------------
+
+VALIDATED_UPSTREAM = Mark(
+    "skip", "vLLM validates requests in SamplingParams and the state's add_request, before its kernels; the "
+    "kernels take validated state and raise nothing themselves", test=catalog.ERROR_INPUTS)
+INTERPRETER_BF16 = Mark(
+    "skip", "the Triton CPU interpreter converts fp32 <-> bf16 wrongly (truncation, subnormals: "
+    "samplecheck.kernels.rounding, finding F9), and vLLM's kernels use plain conversions: bf16 is judged on the GPU",
+    dtype=torch.bfloat16, device="cpu")
+TORCH_PATH = {"tie_policy": "keep_all_ties", "top_p_boundary": "strict_by_position"}
+
+
+def _backend(name: str, function: str, *, marks=(), triton=True, **fields) -> Backend:
+    """A pack backend; `triton`: vLLM's code there is a Triton kernel (bf16 skipped on CPU)."""
+    marks = (VALIDATED_UPSTREAM,) + ((INTERPRETER_BF16,) if triton else ()) + tuple(marks)
+    return Backend(name, f"{MODULE}:{function}", marks=marks, error_messages=False, **fields)
+
+
+def _top_k_only(case) -> bool:
+    return case.p is None and case.k is not None
+
+
+PACK: tuple[tuple[str, Backend], ...] = (
+    ("top_k_top_p", _backend("vllm_v1_triton", "v1_triton_top_k_top_p", dtypes=(torch.float32,),
+                             semantics={"tie_policy": "exactly_k_any", "top_p_boundary": "pivot_search"})),
+    ("top_k_top_p", _backend("vllm_v1_torch", "v1_torch_top_k_top_p", triton=False,
+                             semantics={**TORCH_PATH, "compute_dtype": "logits_dtype"})),
+    ("top_k_top_p", _backend("vllm_v1_torch_top_k_only", "v1_torch_top_k_only", triton=False, accepts=_top_k_only)),
+    ("top_k_top_p_sample", _backend("vllm_v1_torch_sample", "v1_torch_sample", triton=False,
+                                    semantics={**TORCH_PATH, "random_stream": "own"})),
+    ("penalties", _backend("vllm_v1_penalties", "v1_penalties", triton=False, semantics={
+        "division": "reciprocal", "frequency_rounding": "two", "compute_dtype": "logits_dtype"})),
+    ("bad_words", _backend("vllm_v1_bad_words", "v1_bad_words")),
+    ("temperature", _backend("vllm_mrv2_temperature", "mrv2_temperature", semantics={"division": "approximate"})),
+    ("gumbel_sample", _backend("vllm_mrv2_gumbel", "mrv2_gumbel_sample", semantics={"random_stream": "own"})),
+    ("min_p", _backend("vllm_mrv2_min_p", "mrv2_min_p")),
+    ("logit_bias", _backend("vllm_mrv2_logit_bias", "mrv2_logit_bias")),
+    ("penalties", _backend("vllm_mrv2_penalties", "mrv2_penalties",
+                           semantics={"division": "approximate", "frequency_rounding": "two"})),
+    ("bad_words", _backend("vllm_mrv2_bad_words", "mrv2_bad_words")),
+    ("logprobs", _backend("vllm_mrv2_logprobs", "mrv2_logprobs")),
+)
+
+
+def pack() -> list[tuple[str, Backend]]:
+    """The pack's (record, backend) pairs, or [] when no vLLM source is there."""
+    return [] if src.unavailable() else list(PACK)

@@ -1,0 +1,203 @@
+"""Declared semantics: the legitimate axes along which production samplers differ.
+
+A backend declares a value per axis (`Backend.semantics`, or `"semantics"` in a plug-in's
+`fn.samplecheck` declaration); an undeclared axis takes its default, the strict contract
+that our records and oracles state. A declared value swaps in that axis's oracle branch
+(and the check and bound it implies) for that backend alone; everything outside the axis
+is judged as before, so a declaration relaxes only along its axis.
+
+`declared_record(info, backend)` is the record as that backend is judged (the registry's
+`Combo` applies it, so every test, the runner's oracle call included, sees it);
+`axis_marks(info, backend)` are the skips a declaration implies (tests that need our own
+random stream); `describe(backend)` is the text the pytest header and sweep table print.
+The memory bound is declared separately (`Backend.extra_memory`).
+"""
+
+import dataclasses
+from dataclasses import dataclass
+
+import torch
+
+from samplecheck.harness.registry import Oracle
+from samplecheck.judging import checks
+from samplecheck.oracles.gumbel import own_stream_reference
+from samplecheck.oracles.penalties import penalties_model_reference
+from samplecheck.oracles.temperature import temperature_reference
+from samplecheck.oracles.top_k_top_p import top_k_top_p_declared_reference
+
+TOP_K_TOP_P_RECORDS = ("top_k_top_p", "top_k_top_p_sample")
+
+
+@dataclass(frozen=True)
+class Axis:
+    """One axis: its values (the default, strict one first), the records it applies to, and
+    per value the oracle branch and the bound the check then uses (`bounds`, text)."""
+
+    name: str
+    records: tuple[str, ...]
+    bounds: dict[str, str]
+    doc: str
+
+    @property
+    def values(self) -> tuple[str, ...]:
+        return tuple(self.bounds)
+
+    @property
+    def default(self) -> str:
+        return self.values[0]
+
+
+AXES = {axis.name: axis for axis in (
+    Axis("tie_policy", TOP_K_TOP_P_RECORDS, {
+        "keep_all_ties": "every value tied with the k-th largest is kept (exact)",
+        "exactly_k_any": "exactly k kept: the values above the k-th, then any of its ties (tied group "
+                         "admitted either way, its kept count checked exactly)",
+        "exactly_k_lowest_index": "exactly k kept: the values above the k-th, then its ties by lowest id (exact)"},
+        "which of the values tied at the k-th largest top-k keeps"),
+    Axis("top_p_boundary", TOP_K_TOP_P_RECORDS, {
+        "strict": "keep x iff the mass strictly above x (by value) < p; band: the record's tolerance x mass",
+        "strict_by_position": "keep x iff the mass before x in a descending sort < p, ties in any order: a tied "
+                              "group straddling p is admitted either way; same band",
+        "inclusive": "keep x iff the mass above x <= p; same band",
+        "pivot_search": "strict_by_position with the cut probability found by a bounded ternary search (18 "
+                        "steps): survivors within (2/3)**18 (max prob - min prob) of the cut admitted either way"},
+        "the top-p keep rule at the boundary"),
+    Axis("compute_dtype", TOP_K_TOP_P_RECORDS + ("penalties",), {
+        "fp32": "softmax/cumsum (top-p) and each penalty step in fp32, rounded to the logits' dtype once",
+        "logits_dtype": "in the logits' dtype: top-p band widened by 2 eps(dtype) (the softmax's and the "
+                        "cumsum's roundings); penalties: each step rounded to the logits' dtype (exact model)"},
+        "the dtype value ops compute in"),
+    Axis("division", ("temperature", "penalties"), {
+        "ieee": "the correctly rounded fp32 quotient (bitwise)",
+        "reciprocal": "l * fl32(1 / r), both correctly rounded (bitwise against that model)",
+        "approximate": "an fp32 division within 2 ulp (Triton's `/` on NVIDIA GPUs): temperature within 2 ulp "
+                       "(fp32) / 1 ulp (bf16, fp16); penalties: the reciprocal model within 5 fp32 ulp of the "
+                       "largest step plus 1 ulp of the result"},
+        "the arithmetic of a division by a temperature or a repetition penalty"),
+    Axis("frequency_rounding", ("penalties",), {
+        "one": "l - f * c rounded once, only where c > 0 (bitwise)",
+        "two": "l - fl32(f * c), then l - fl32(q * [c > 0]), on every entry of a penalised row, IEEE signed "
+               "zeros (bitwise against that model)"},
+        "the roundings of the frequency and presence steps"),
+    Axis("random_stream", ("gumbel_sample", "top_k_top_p_sample", "min_p_sample"), {
+        "ours": "sampled ids equal the oracle's for our noise (exact, within the fp32 band)",
+        "own": "the backend's own noise: judged by the sampling law, seed reproducibility, batch invariance and "
+               "the non-finite and greedy rules only"},
+        "where the randomness of a sampler comes from"),
+)}
+
+# Tests that need our own random stream, per record: skipped for a backend declaring
+# `random_stream: own` (the exact checks of that record admit any finite id instead).
+OUR_STREAM_TESTS: dict[str, tuple[str, ...]] = {}
+
+
+def validate(kernel: str, semantics: dict) -> None:
+    """ValueError naming the axis and its allowed values or records, for a bad declaration."""
+    for name, value in semantics.items():
+        if name not in AXES:
+            raise ValueError(f"semantics axis {name!r} is unknown; axes: {', '.join(AXES)}")
+        axis = AXES[name]
+        if value not in axis.values:
+            raise ValueError(f"semantics {name}={value!r}: allowed values are {', '.join(axis.values)}")
+        if kernel not in axis.records:
+            raise ValueError(f"semantics axis {name!r} applies to {', '.join(axis.records)}, not {kernel!r}")
+
+
+def declared(kernel: str, semantics: dict) -> dict[str, str]:
+    """Every axis of `kernel`: the declared value or the default."""
+    return {a.name: semantics.get(a.name, a.default) for a in AXES.values() if kernel in a.records}
+
+
+def describe(semantics: dict) -> str:
+    """The declared (non-default) values, for report headers: "axis=value, ..."."""
+    return ", ".join(f"{k}={v}" for k, v in semantics.items() if v != AXES[k].default)
+
+
+def axis_marks(kernel: str, semantics: dict) -> list[tuple[str, str]]:
+    """(test, reason) skips that a declaration implies."""
+    if semantics.get("random_stream") != "own":
+        return []
+    return [(test, "declares its own random stream (semantics random_stream=own): this test needs ours")
+            for test in OUR_STREAM_TESTS.get(kernel, ())]
+
+
+def declared_record(info, semantics: dict):
+    """`info` as a backend declaring `semantics` is judged: the record itself when nothing
+    departs from the defaults (strict behaviour unchanged), else with the axes merged into
+    `info.semantics` and the record's reference (and check) replaced by the branch."""
+    values = declared(info.name, semantics)
+    if all(v == AXES[k].default for k, v in values.items()):
+        return info
+    merged = {**info.semantics, **values}
+    branch = BRANCHES[info.name](info, values)
+    branch["reference"] = BranchOracle(branch["reference"])
+    return dataclasses.replace(info, semantics=merged, **branch)
+
+
+@dataclass(frozen=True)
+class BranchOracle(Oracle):
+    """An axis's oracle branch in the record's Oracle contract: the branch function takes
+    (logits, semantics, tolerance, **args) and decides itself what it uses."""
+
+    def __call__(self, logits: torch.Tensor, args: dict, semantics: dict, tolerance):
+        return self.function(logits, semantics, tolerance, **args)
+
+
+def _top_p_band(values: dict, tolerance: float, dtype: torch.dtype) -> float:
+    if values["compute_dtype"] == "logits_dtype" and dtype != torch.float32:
+        return tolerance + 2 * torch.finfo(dtype).eps
+    return tolerance
+
+
+def _top_k_top_p(info, values: dict) -> dict:
+    def reference(logits, semantics, tolerance, *, k, p, seed=None):
+        return top_k_top_p_declared_reference(
+            logits, k, p, tie_policy=values["tie_policy"], top_p_boundary=values["top_p_boundary"],
+            band=_top_p_band(values, tolerance, logits.dtype))
+
+    if info.sample is not None:  # the sampler record: ids checked against kept | ambiguous
+        return {"reference": reference}
+
+    def check(original, output, ref, what):
+        info.check(original, output, ref, what)
+        checks.assert_group_counts(original, output, ref.group, ref.group_count, what)
+    return {"reference": reference, "check": check}
+
+
+def _penalties(info, values: dict) -> dict:
+    def reference(logits, semantics, tolerance, **args):
+        return penalties_model_reference(logits, **args, division=values["division"],
+                                         frequency_rounding=values["frequency_rounding"],
+                                         step_dtype=values["compute_dtype"])
+
+    def check(original, output, ref, what):
+        if getattr(ref, "bound", None) is None:
+            return info.check(original, output, ref, what)
+        outside = (output != ref.expected) & ~ref.touched
+        assert not bool(outside.any()), f"{what}: entries changed outside the penalised rows"
+        checks.assert_within_bound(output, ref.expected, ref.bound, f"{what} (division=approximate)")
+    return {"reference": reference, "check": check}
+
+
+def _temperature(info, values: dict) -> dict:
+    if values["division"] != "approximate":
+        raise ValueError("the temperature record has branches for division=ieee and approximate only")
+
+    def reference(logits, semantics, tolerance, *, temperature):
+        return temperature_reference(logits, temperature, ulps=2 if logits.dtype == torch.float32 else 1)
+    return {"reference": reference}
+
+
+def _gumbel(info, values: dict) -> dict:
+    def reference(logits, semantics, tolerance, **args):
+        return own_stream_reference(info.reference(logits, args, semantics, tolerance))
+    return {"reference": reference}
+
+
+def _stream_only(info, values: dict) -> dict:
+    """Samplers whose checks need no noise of ours (ids in the kept set, the law)."""
+    return {}
+
+
+BRANCHES = {"top_k_top_p": _top_k_top_p, "top_k_top_p_sample": _top_k_top_p, "penalties": _penalties,
+            "temperature": _temperature, "gumbel_sample": _gumbel, "min_p_sample": _stream_only}
