@@ -247,14 +247,14 @@ def _empty_ids(logits):
     return torch.empty(0, dtype=torch.int64, device=logits.device)
 
 
-def _seed(seed) -> int:
-    """The caller's seed, checked as ours are (an int in [-2**63, 2**64 - 1]), as FlashInfer's
-    unsigned 64-bit seed."""
-    check_seed("seed", seed)
+def _seed(seed: int) -> int:
+    """The caller's seed (checked first by every sampling adapter, as ours are: an int in
+    [-2**63, 2**64 - 1]) as FlashInfer's unsigned 64-bit seed."""
     return seed & (2**64 - 1)
 
 
 def _from_logits(order: str, logits, k, p, seed, **bound):
+    check_seed("seed", seed)  # first: the adapters of one filter refuse the other one
     check_top_k_top_p(logits, k, p)
     if logits.size(0) == 0:
         return _empty_ids(logits)
@@ -326,6 +326,7 @@ def top_k_top_p_sampling_from_logits_joint(logits, *, k=None, p=None, seed: int)
 
 
 def _from_probs(order: str, logits, k, p, seed):
+    check_seed("seed", seed)  # first: the adapters of one filter refuse the other one
     check_top_k_top_p(logits, k, p)
     if logits.size(0) == 0:
         return _empty_ids(logits)
@@ -355,6 +356,7 @@ def top_p_sampling_from_probs(logits, *, k=None, p=None, seed: int):
     """flashinfer.sampling.top_p_sampling_from_probs(softmax(logits) fp32, p): rejection
     sampling with pivots, x accepted iff the mass strictly above it (by value) is < p, so
     boundary ties are all kept. fp32; contiguous probs; explicit seed, offset 0. Top-p only."""
+    check_seed("seed", seed)  # first: the adapters of one filter refuse the other one
     check_top_k_top_p(logits, k, p)
     _require_off("top-k", k, _k_off(logits), "top_p_sampling_from_probs")
     if logits.size(0) == 0:
@@ -367,6 +369,7 @@ def top_k_sampling_from_probs(logits, *, k=None, p=None, seed: int):
     """flashinfer.sampling.top_k_sampling_from_probs(softmax(logits) fp32, k): rejection
     sampling, x accepted iff #{j : p_j > p_x} < k (boundary ties over-accepted: keep_all_ties
     by probability value). fp32; contiguous probs; explicit seed, offset 0. Top-k only."""
+    check_seed("seed", seed)  # first: the adapters of one filter refuse the other one
     check_top_k_top_p(logits, k, p)
     _require_off("top-p", p, _p_off, "top_k_sampling_from_probs")
     if logits.size(0) == 0:
@@ -380,6 +383,7 @@ def sampling_from_logits(logits, *, k=None, p=None, seed: int):
     (Gumbel-max on `.float()` logits; Philox subsequence = row * V + col). No filter: k and
     p must be off. Contiguity: fp32 input reaches the kernel as given (strided raises,
     misaligned offsets refused); bf16/fp16 are copied by `.float()`. Explicit seed, offset 0."""
+    check_seed("seed", seed)  # first: the adapters of one filter refuse the other one
     check_top_k_top_p(logits, k, p)
     _require_off("top-k", k, _k_off(logits), "sampling_from_logits")
     _require_off("top-p", p, _p_off, "sampling_from_logits")
@@ -399,6 +403,7 @@ def min_p_sampling_from_probs(logits, *, min_p=None, seed: int):
     band), then samples (one pass, no rejection loop). Ties at the threshold are kept
     together (by value). min_p None -> 0 (off). fp32; contiguous probs; explicit seed,
     offset 0, Philox subsequence = row."""
+    check_seed("seed", seed)  # first: the adapters of one filter refuse the other one
     check_min_p(logits, min_p)
     if logits.size(0) == 0:
         return _empty_ids(logits)
@@ -472,7 +477,11 @@ SHORT_NUCLEUS = tuple(Mark("xfail", F6, test=test) for test in (catalog.ORACLE_E
 F8 = ("F8: top_k_top_p_sampling_from_probs(filter_apply_order='top_k_first', deterministic=True) is not "
       "repeatable on fp16-derived probabilities at V = 202048: 76 of 200 identical calls returned a "
       "neighbouring id in one row (135386 vs 135387)")
-# Two calls agree only about 60% of the time there, so test_deterministic would pass or fail by chance:
-# it is skipped, and test_repeated_calls_agree (50 calls on the pinned case) is the strict xfail.
+F8_FP32 = (F8 + "; also in fp32 (H200 run 9: test_strided_bitwise at B = 207, V = 151936, tied rows, "
+           "k = 151935, a Hypothesis FlakyFailure): the top-k renormalisation runs non-deterministic")
+# Two calls agree only about 60% of the time there, so the tests that compare two calls
+# (deterministic, strided vs contiguous, row isolation) would pass or fail by chance: they are
+# skipped, and test_repeated_calls_agree (50 calls on the pinned fp16 case) is the strict xfail.
 UNREPEATABLE_HALF = (Mark("skip", F8, test=catalog.DETERMINISTIC, dtype=torch.float16),
-                     Mark("xfail", F8, test=catalog.REPEATED_CALLS_AGREE, dtype=torch.float16))
+                     Mark("xfail", F8, test=catalog.REPEATED_CALLS_AGREE, dtype=torch.float16)) + tuple(
+    Mark("skip", F8_FP32, test=test) for test in (catalog.DETERMINISTIC, catalog.STRIDED_BITWISE, catalog.ROW_ISOLATION))

@@ -147,9 +147,8 @@ def logprobs_check(original, output, reference: LogprobsReference, what):
 def logprobs_memory(logits, args) -> int:
     """Bytes beyond the inputs (samplecheck.kernels.logprobs docstring): the outputs (int64 and fp32
     [B, n + 1], int64 [B]); for k >= 1 torch.topk's values and ids [B, k], counted twice, and
-    its workspace, bounded by a sort's ([B, V] values and int64 ids); for n = -1 the int64
-    arange of the vocab. Nothing of size [B, V] but the
-    n = -1 output itself."""
+    its workspace, up to four sorts' ([B, V] values and int64 ids, finding F13); for n = -1 the
+    int64 arange of the vocab. Nothing of size [B, V] but the n = -1 output itself."""
     num_logprobs = args["num_logprobs"]
     if num_logprobs is None:
         return 0
@@ -157,8 +156,8 @@ def logprobs_memory(logits, args) -> int:
     n = vocab if num_logprobs == -1 else num_logprobs
     # torch.topk: its [B, k] values and ids, counted twice, plus its selection workspace, which
     # torch does not document: on an H200 (torch 2.11) 8.4 bytes per vocab entry at B = 15,
-    # V = 32000 and 22.9 at B = 9, V = 50257, so the bound is what a sort-based top-k may
-    # allocate, values and int64 ids of the whole [B, V].
-    topk = 2 * batch * n * (logits.element_size() + 8) + batch * vocab * (logits.element_size() + 8) \
+    # V = 32000 and 22.9 at B = 9, V = 50257, but 3.6 sorts' worth (values and int64 ids of the
+    # whole [B, V]) at k = V - 1 (B = 15, V = 151936; finding F13), so the bound is four sorts'.
+    topk = 2 * batch * n * (logits.element_size() + 8) + 4 * batch * vocab * (logits.element_size() + 8) \
         if num_logprobs >= 1 else 0
     return batch * (n + 1) * (8 + 4) + 8 * batch + topk + (8 * vocab if num_logprobs == -1 else 0)

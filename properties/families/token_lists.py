@@ -34,7 +34,8 @@ BIAS_EDGES = (0.0, -0.0, 1.0, -1.0, 0.5, 100.0, -100.0, 1e-3, 65504.0, F32_MAX, 
 # (min_tokens, output_len): inactive at 0, active while output_len < min_tokens, equality edges.
 MIN_TOKENS_EDGES = ((0, 0), (1, 0), (1, 1), (3, 2), (3, 3), (3, 4))
 MAX_LIST = 6
-ALLOWED_CAP = 1024  # vLLM MRV2's per-request cap on allowed_token_ids
+ALLOWED_CAP = 1024  # vLLM MRV2's per-request cap on allowed_token_ids, padding included
+MAX_PAD = 2  # -1 columns beyond the longest list
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ def spread_ids(vocab: int, hot: list[int]) -> st.SearchStrategy[tuple[int, ...]]
     little entropy, still overlapping the other lists."""
     return st.builds(lambda start, step, count: tuple(hot) + tuple(range(start, vocab, step))[:count],
                      st.integers(0, vocab - 1), st.integers(1, max(1, vocab // 8)),
-                     st.integers(1, ALLOWED_CAP - len(hot)))
+                     st.integers(1, ALLOWED_CAP - MAX_PAD - len(hot)))
 
 
 @st.composite
@@ -89,7 +90,7 @@ def logit_bias_cases(draw, budget: Budget) -> LogitBiasCase:
                        st.integers(0, 6).map(lambda n: (n, n)))
     stops = st.tuples(st.lists(token, max_size=4).map(tuple), counts).map(lambda s: (s[0], *s[1]))
     min_tokens = draw(_maybe_pools(stops))
-    pad = draw(st.integers(0, 2))
+    pad = draw(st.integers(0, MAX_PAD))
     id_dtype = draw(st.sampled_from((torch.int64, torch.int32)))
     return LogitBiasCase(recipe, allowed, bias, min_tokens, pad, id_dtype)
 

@@ -1,7 +1,9 @@
 """GPU memory deltas: the peak bytes a call allocates beyond what was allocated before it.
 
-`torch.cuda.max_memory_allocated` counts the caching allocator's blocks (rounded up to
-512 bytes), so a stated bound gets `SLACK_BYTES` for small allocations such as validation
+The bytes are the ones the code requested (the allocator's `requested_bytes` statistics), not
+the blocks it handed out: a block may be rounded up by as much as 1 MiB (a large request is
+not split off a segment when less than 1 MiB would remain), which says nothing about the
+kernel. A stated bound gets `SLACK_BYTES` for small allocations such as validation
 temporaries. An fp32 copy of [B, V] logits is 4 * B * V bytes: any bound that is smaller
 proves no such copy was made.
 """
@@ -24,10 +26,10 @@ def peak_extra_bytes(call) -> tuple[object, int]:
     allocated above the memory allocated when it started."""
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
-    base = torch.cuda.memory_allocated()
+    base = torch.cuda.memory_stats()["requested_bytes.all.current"]
     result = call()
     torch.cuda.synchronize()
-    return result, torch.cuda.max_memory_allocated() - base
+    return result, torch.cuda.memory_stats()["requested_bytes.all.peak"] - base
 
 
 def stated_bound(combo, logits: torch.Tensor, args: dict) -> int:

@@ -1,7 +1,8 @@
 """The bad-input table (tests/cover/bad_input_table.py) on every backend of every record:
 each entry raises its declared error with a message naming the caller's field and its
 range, or gives its documented result; in every case no input changes unless the contract
-writes it (docs/validation.md). Plug-ins (error_messages=False): error entries, type only.
+writes it (docs/validation.md). Backends we do not ship (FlashInfer's adapters, plug-ins): error
+entries only; plug-ins (error_messages=False) by exception type.
 Counts per outcome for a device: `samplecheck badinputs --device D`."""
 
 import pytest
