@@ -228,6 +228,11 @@ INTERPRETER_BF16 = Mark(
 TORCH_PATH = {"tie_policy": "keep_all_ties", "top_p_boundary": "strict_by_position"}
 
 
+RANK_OF_NEG_INF = "finding V1: MRV2 _ranks_kernel counts its last block's masked lanes when the sampled logit is -inf"
+LOGPROBS_FINDINGS = (Mark("xfail", RANK_OF_NEG_INF, test="test_oracle_equivalence"),
+                     Mark("xfail", RANK_OF_NEG_INF, test="test_all_neg_inf_row"))
+
+
 def _backend(name: str, function: str, *, marks=(), triton=True, **fields) -> Backend:
     """A pack backend; `triton`: vLLM's code there is a Triton kernel (bf16 skipped on CPU)."""
     marks = (VALIDATED_UPSTREAM,) + ((INTERPRETER_BF16,) if triton else ()) + tuple(marks)
@@ -256,7 +261,7 @@ PACK: tuple[tuple[str, Backend], ...] = (
     ("penalties", _backend("vllm_mrv2_penalties", "mrv2_penalties",
                            semantics={"division": "approximate", "frequency_rounding": "two"})),
     ("bad_words", _backend("vllm_mrv2_bad_words", "mrv2_bad_words")),
-    ("logprobs", _backend("vllm_mrv2_logprobs", "mrv2_logprobs")),
+    ("logprobs", _backend("vllm_mrv2_logprobs", "mrv2_logprobs", marks=LOGPROBS_FINDINGS)),
 )
 
 

@@ -124,7 +124,8 @@ def axis_marks(kernel: str, semantics: dict) -> list[tuple[str, str]]:
 def declared_record(info, semantics: dict):
     """`info` as a backend declaring `semantics` is judged: the record itself when nothing
     departs from the defaults (strict behaviour unchanged), else with the axes merged into
-    `info.semantics` and the record's reference (and check) replaced by the branch."""
+    `info.semantics` and the record's reference (and check, and tolerance where the axis
+    widens a band) replaced by the branch."""
     values = declared(info.name, semantics)
     if all(v == AXES[k].default for k, v in values.items()):
         return info
@@ -143,25 +144,28 @@ class BranchOracle(Oracle):
         return self.function(logits, semantics, tolerance, **args)
 
 
-def _top_p_band(values: dict, tolerance: float, dtype: torch.dtype) -> float:
-    if values["compute_dtype"] == "logits_dtype" and dtype != torch.float32:
-        return tolerance + 2 * torch.finfo(dtype).eps
-    return tolerance
+def _top_p_tolerance(info, values: dict) -> dict:
+    """The record's top-p band per dtype, widened by 2 eps(dtype) for a softmax and cumsum
+    taken in the logits' dtype (each rounds once, relative to the mass)."""
+    if values["compute_dtype"] != "logits_dtype":
+        return info.tolerance
+    return {d: t + (2 * torch.finfo(d).eps if d != torch.float32 else 0.0) for d, t in info.tolerance.items()}
 
 
 def _top_k_top_p(info, values: dict) -> dict:
     def reference(logits, semantics, tolerance, *, k, p, seed=None):
         return top_k_top_p_declared_reference(
             logits, k, p, tie_policy=values["tie_policy"], top_p_boundary=values["top_p_boundary"],
-            band=_top_p_band(values, tolerance, logits.dtype))
+            band=tolerance)
 
+    tolerance = _top_p_tolerance(info, values)
     if info.sample is not None:  # the sampler record: ids checked against kept | ambiguous
-        return {"reference": reference}
+        return {"reference": reference, "tolerance": tolerance}
 
     def check(original, output, ref, what):
         info.check(original, output, ref, what)
         checks.assert_group_counts(original, output, ref.group, ref.group_count, what)
-    return {"reference": reference, "check": check}
+    return {"reference": reference, "check": check, "tolerance": tolerance}
 
 
 def _penalties(info, values: dict) -> dict:
