@@ -229,8 +229,8 @@ TORCH_PATH = {"tie_policy": "keep_all_ties", "top_p_boundary": "strict_by_positi
 
 
 RANK_OF_NEG_INF = "finding V1: MRV2 _ranks_kernel counts its last block's masked lanes when the sampled logit is -inf"
-LOGPROBS_FINDINGS = (Mark("xfail", RANK_OF_NEG_INF, test="test_oracle_equivalence"),
-                     Mark("xfail", RANK_OF_NEG_INF, test="test_all_neg_inf_row"))
+LOGPROBS_FINDINGS = (Mark("xfail", RANK_OF_NEG_INF, test=catalog.ORACLE_EQUIVALENCE),
+                     Mark("xfail", RANK_OF_NEG_INF, test=catalog.ALL_NEG_INF_ROW))
 
 
 def _backend(name: str, function: str, *, marks=(), triton=True, **fields) -> Backend:

@@ -22,9 +22,10 @@ ERROR_INPUTS = "test_error_inputs"
 
 # Kernel-specific properties named by records and backends.
 REPEATED_CALLS_AGREE = "test_repeated_calls_agree"
+ALL_NEG_INF_ROW = "test_all_neg_inf_row"
 
 # The exact properties: where a regression example is replayed unless it names its tests.
 EXACT_TESTS = (ORACLE_EQUIVALENCE, STRIDED_BITWISE, EXACT_DISTRIBUTION)
 
 NAMES = (ORACLE_EQUIVALENCE, STRIDED_BITWISE, EXACT_DISTRIBUTION, ROW_ISOLATION, DETERMINISTIC, DISTRIBUTION,
-         MEMORY_BOUND, LARGE_OFFSETS, ERROR_INPUTS, REPEATED_CALLS_AGREE)
+         MEMORY_BOUND, LARGE_OFFSETS, ERROR_INPUTS, REPEATED_CALLS_AGREE, ALL_NEG_INF_ROW)
