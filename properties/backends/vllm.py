@@ -216,6 +216,35 @@ def mrv2_logprobs(logits, *, sampled, num_logprobs):
     return Logprobs(ids, values, out.selected_token_ranks.to(torch.int64))
 
 
+# --- memory bounds (bytes beyond the inputs, as read from vLLM's code) ---------------------------
+# Each counts the [B, V]-sized temporaries alive at once in vLLM's call plus this adapter's
+# state, with 25% over for the allocator's rounding, plus 1 MiB for the O(B) tensors.
+
+def _bound(per_entry: float, width=lambda logits, args: logits.size(1)):
+    def extra(logits, args) -> int:
+        return int(1.25 * per_entry(logits.element_size()) * logits.size(0) * (width(logits, args) + 1)) + 2**20
+    return extra
+
+
+MEMORY = {
+    # sort values and int64 indices, softmax (cumsum in place), two bool masks
+    "v1_torch_top_k_top_p": _bound(lambda e: 2 * e + 8 + 2),
+    # topk values and indices (at most V wide), one bool mask
+    "v1_torch_top_k_only": _bound(lambda e: e + 8 + 1),
+    # fp32 copy, the sort path on it, fp32 probabilities and exponentials
+    "v1_torch_sample": _bound(lambda e: 4 + (2 * 4 + 8 + 2) + 4 + 4),
+    # two int64 [B, V + 1] bin counts, two bool masks, four fp32 [B, V] products and factors
+    "v1_penalties": _bound(lambda e: 2 * 8 + 2 + 4 * 4),
+    # MRV2 state: int32 counts [R, V] and prompt bits, R = B + 3 request slots (< 4 B)
+    "mrv2_penalties": _bound(lambda e: 4 * (4 + 1)),
+    # per-block argmax and max, [B, cdiv(V, 1024)] int64 + fp32
+    "mrv2_gumbel_sample": _bound(lambda e: 12, width=lambda logits, args: -(-logits.size(1) // 1024)),
+    # top-k values and ids, the id matrix, logprobs, and the vocab-order copies (n + 1 wide)
+    "mrv2_logprobs": _bound(lambda e: 3 * 8 + 2 * 4 + 8, width=lambda logits, args: logits.size(1)
+                            if args["num_logprobs"] == -1 else (args["num_logprobs"] or 0) + 1),
+}
+
+
 # --- the pack ----------------------------------------------------------------------------------
 
 VALIDATED_UPSTREAM = Mark(
@@ -234,9 +263,11 @@ LOGPROBS_FINDINGS = (Mark("xfail", RANK_OF_NEG_INF, test=catalog.ORACLE_EQUIVALE
 
 
 def _backend(name: str, function: str, *, marks=(), triton=True, **fields) -> Backend:
-    """A pack backend; `triton`: vLLM's code there is a Triton kernel (bf16 skipped on CPU)."""
+    """A pack backend; `triton`: vLLM's code there is a Triton kernel (bf16 skipped on CPU).
+    Its memory bound is MEMORY's, or O(B) state only (1 MiB)."""
     marks = (VALIDATED_UPSTREAM,) + ((INTERPRETER_BF16,) if triton else ()) + tuple(marks)
-    return Backend(name, f"{MODULE}:{function}", marks=marks, error_messages=False, **fields)
+    memory = MEMORY.get(function, lambda logits, args: 2**20)
+    return Backend(name, f"{MODULE}:{function}", marks=marks, error_messages=False, extra_memory=memory, **fields)
 
 
 def _top_k_only(case) -> bool:
