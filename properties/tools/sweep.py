@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from samplecheck.harness import catalog
+from samplecheck.harness.registry import declarations
 from samplecheck.tools.suite import suite_path
 from samplecheck.kernels.runtime import resolve_device
 
@@ -101,7 +102,8 @@ def main(argv=None) -> int:
     status = pytest.main(command + args.pytest_args, plugins=[report])
     title = (f"Sweep on {device} (profile {profile}), {time.monotonic() - started:.0f} s wall, "
              f"pytest exit status {int(status)}")
-    text = f"{title}\n\n{report.table()}\n"
+    declared = "\n".join(declarations())  # the backends tested and what each declared
+    text = f"{title}\n\n```\n{declared}\n```\n\n{report.table()}\n"
     print("\n" + text)
     if args.report:
         args.report.write_text(text)
