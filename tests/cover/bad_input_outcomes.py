@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
+from samplecheck.harness import catalog
 from samplecheck.tests.cover.bad_input_table import TABLE, BadInput
 
 CLEAR, DOCUMENTED, UNCLEAR, CHANGED = ("clear error", "documented result", "unclear", "input changed before error")
@@ -109,14 +110,17 @@ def cases(device: str, registry: dict):
     """(entry, record, backend) for every entry and every backend of its record that runs on
     `device`. The documented results (edge values) are the contract of the backends we ship
     (samplecheck.kernels, mutants included); third-party adapters (FlashInfer's) and plug-ins
-    get the error entries only, plug-ins (error_messages=False) by exception type."""
+    get the error entries only, plug-ins (error_messages=False) by exception type; a backend
+    whose error inputs are skipped by declaration (it validates nowhere, e.g. vLLM's kernels,
+    which take state validated upstream) gets none."""
     for entry in TABLE:
         info = registry.get(entry.kernel)
         if info is None:
             continue
         for backend in info.backends:
             ours = backend.target.startswith(OURS)
-            if device not in backend.devices or (entry.error is None and not ours):
+            unvalidated = any(m.kind == "skip" and m.test == catalog.ERROR_INPUTS for m in backend.marks)
+            if device not in backend.devices or (entry.error is None and not ours) or (entry.error and unvalidated):
                 continue
             yield entry, info, backend
 
