@@ -35,22 +35,29 @@ def _data_uri(fig, plt) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
 
 
-def coverage_bars(dimension: str, buckets: dict[str, int], examples: int) -> str | None:
-    """Examples per bucket of one coverage dimension, as horizontal bars."""
+def _horizontal_bars(counts: dict[str, float], width: float, color: str, xlabel: str, label: str,
+                     margin: float, title: str | None = None) -> str | None:
+    """One horizontal bar per entry of `counts`, each labelled with its value (`label` format)."""
     plt = _pyplot()
-    if plt is None or not buckets:
+    if plt is None or not counts:
         return None
-    labels, values = list(buckets), list(buckets.values())
-    fig, ax = plt.subplots(figsize=(4.2, 0.6 + 0.24 * len(labels)))
-    ax.barh(range(len(labels)), values, color="#4c78a8")
+    labels, values = list(counts), list(counts.values())
+    fig, ax = plt.subplots(figsize=(width, 0.6 + 0.24 * len(labels)))
+    ax.barh(range(len(labels)), values, color=color)
     ax.set_yticks(range(len(labels)), labels)
     ax.invert_yaxis()
-    ax.set_title(f"{dimension}", loc="left")
-    ax.set_xlabel(f"examples (of {examples})")
+    if title is not None:
+        ax.set_title(title, loc="left")
+    ax.set_xlabel(xlabel)
     for i, v in enumerate(values):
-        ax.text(v, i, f" {v}", va="center", fontsize=8)
-    ax.set_xlim(0, max(values) * 1.18)
+        ax.text(v, i, f" {v:{label}}", va="center", fontsize=8)
+    ax.set_xlim(0, max(values) * margin)
     return _data_uri(fig, plt)
+
+
+def coverage_bars(dimension: str, buckets: dict[str, int], examples: int) -> str | None:
+    """Examples per bucket of one coverage dimension, as horizontal bars."""
+    return _horizontal_bars(buckets, 4.2, "#4c78a8", f"examples (of {examples})", "", 1.18, title=dimension)
 
 
 def qq_plot(g: list[float], excess: list[float]) -> str | None:
@@ -84,19 +91,8 @@ def qq_plot(g: list[float], excess: list[float]) -> str | None:
 
 
 def time_bars(per_property: dict[str, float]) -> str | None:
-    plt = _pyplot()
-    if plt is None or not per_property:
-        return None
-    labels, values = list(per_property), list(per_property.values())
-    fig, ax = plt.subplots(figsize=(6.5, 0.6 + 0.26 * len(labels)))
-    ax.barh(range(len(labels)), values, color="#72b7b2")
-    ax.set_yticks(range(len(labels)), labels)
-    ax.invert_yaxis()
-    ax.set_xlabel("seconds (summed over workers)")
-    for i, v in enumerate(values):
-        ax.text(v, i, f" {v:.1f}", va="center", fontsize=8)
-    ax.set_xlim(0, max(values) * 1.15)
-    return _data_uri(fig, plt)
+    """Seconds per property, as horizontal bars."""
+    return _horizontal_bars(per_property, 6.5, "#72b7b2", "seconds (summed over workers)", ".1f", 1.15)
 
 
 def trends(nights: list[dict]) -> str | None:
