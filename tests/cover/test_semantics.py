@@ -74,10 +74,15 @@ def test_tie_policy_still_catches_a_wrong_count_and_a_top_p_bug():
 @settings(max_examples=30, deadline=None)
 @given(data=st.data())
 def test_tie_policy_variant_passes_on_drawn_cases(data):
-    c = combo("top_k_top_p", EXACTLY_K, dtype=data.draw(st.sampled_from([torch.float32, torch.bfloat16])))
+    judge_drawn_case(data, "top_k_top_p", EXACTLY_K, exactly_k)
+
+
+def judge_drawn_case(data, kernel: str, semantics: dict, implementation) -> None:
+    """`implementation`, declaring `semantics`, judged on a case of the record drawn in fp32 or bf16."""
+    c = combo(kernel, semantics, dtype=data.draw(st.sampled_from([torch.float32, torch.bfloat16])))
     case = data.draw(c.info.cases(BUDGETS["cpu"]))
     placed, args = prepare(c, case, torch.device("cpu"))
-    judge(c, exactly_k, placed.view.clone(), args)
+    judge(c, implementation, placed.view.clone(), args)
 
 
 def vllm_v1_penalties(logits, *, prompt_token_ids, output_token_ids, repetition_penalty, frequency_penalty,
@@ -101,10 +106,7 @@ def vllm_v1_penalties(logits, *, prompt_token_ids, output_token_ids, repetition_
 @settings(max_examples=25, deadline=None)
 @given(data=st.data())
 def test_penalties_arithmetic_model_passes_when_declared(data):
-    c = combo("penalties", VLLM_V1_PENALTIES, dtype=data.draw(st.sampled_from([torch.float32, torch.bfloat16])))
-    case = data.draw(c.info.cases(BUDGETS["cpu"]))
-    placed, args = prepare(c, case, torch.device("cpu"))
-    judge(c, vllm_v1_penalties, placed.view.clone(), args)
+    judge_drawn_case(data, "penalties", VLLM_V1_PENALTIES, vllm_v1_penalties)
 
 
 def _penalty_case():
