@@ -29,7 +29,7 @@ from samplecheck.harness.registry import KernelInfo
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.inputs.strategies import Budget, logits_recipes
 from samplecheck.judging import checks
-from samplecheck.kernels.sampling_params import SamplingBatch
+from samplecheck.kernels.sampling_params import PENALTY_DEFAULTS, SamplingBatch
 from samplecheck.oracles.gumbel import gumbel_law, lowest_one_hot, noise_resolves
 
 LOGPROBS_MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
@@ -44,11 +44,9 @@ OP_ARGS = {"logit_bias": ("allowed_token_ids", "logit_bias_ids", "logit_bias_val
                          "presence_penalty"),
            "bad_words": ("bad_words", "output_token_ids"),
            "temperature": ("temperature",), "min_p": ("min_p",), "top_k_top_p": ("k", "p")}
-# An op is off when every one of its gate fields is None.
-OP_GATES = {"penalties": ("repetition_penalty", "frequency_penalty", "presence_penalty"), "bad_words": ("bad_words",)}
-# The documented defaults of a partly given group (kernels/sampling_params.py): a penalty left
-# out is off, a missing id list is empty.
-GROUP_DEFAULTS = {"repetition_penalty": 1.0, "frequency_penalty": 0.0, "presence_penalty": 0.0}
+# An op is off when every one of its gate fields is None; in a partly given group a penalty
+# left out is off (PENALTY_DEFAULTS, the sampler's documented defaults) and a missing id list empty.
+OP_GATES = {"penalties": tuple(PENALTY_DEFAULTS), "bad_words": ("bad_words",)}
 SAMPLE_CALL_ELEMENTS = 2**24  # elements per call of the repeated-rows sampler
 
 
@@ -235,12 +233,12 @@ def _op_args(name: str, params) -> dict | None:
     gate = OP_GATES.get(name, ())
     if gate and all(args[field] is None for field in gate):
         return None
-    rows = params.seeds.size(0)
+    rows, device = params.seeds.size(0), params.seeds.device
     for field, value in args.items():
-        if value is None and field in GROUP_DEFAULTS and name == "penalties":
-            args[field] = torch.full((rows,), GROUP_DEFAULTS[field], dtype=torch.float32, device=params.seeds.device)
-        elif value is None and field.endswith("token_ids") and name in ("penalties", "bad_words"):
-            args[field] = torch.empty((rows, 0), dtype=torch.int64, device=params.seeds.device)
+        if value is None and field in PENALTY_DEFAULTS:
+            args[field] = torch.full((rows,), PENALTY_DEFAULTS[field], dtype=torch.float32, device=device)
+        elif value is None and field.endswith("token_ids") and gate:
+            args[field] = torch.empty((rows, 0), dtype=torch.int64, device=device)
     return args
 
 

@@ -53,7 +53,8 @@ def pytest_addoption(parser, pluginmanager):
                     help="per-test false-alarm rate of statistical tests (default by Hypothesis profile: "
                          + ", ".join(f"{k} {v:g}" for k, v in ALPHA.items()) + ")")
     group.addoption("--mutant", default=None,
-                    help="run the suite against this mutant alone (names: samplecheck.kernels.mutants.MUTANTS, the kill table)")
+                    help="run the suite against this mutant alone "
+                         "(names: samplecheck.kernels.mutants.MUTANTS, the kill table)")
     group.addoption("--backend", action="append", default=[], metavar="KERNEL=MODULE:CALLABLE",
                     help="also test this implementation of KERNEL (repeatable); see docs/backends.md")
     group.addoption("--backend-only", action="store_true",
@@ -77,7 +78,7 @@ def pytest_configure(config):
     for line in MARKERS:
         config.addinivalue_line("markers", line)
     device_type = getattr(config, "samplecheck_device_type", None)
-    if device_type is None:  # loaded with -p after the initial conftests
+    if device_type is None:  # registered after the initial conftests (e.g. by a conftest's pytest_plugins)
         from samplecheck.kernels.runtime import use_device
 
         device_type = use_device(config.getoption("--device"))

@@ -11,18 +11,18 @@
 A plugged callable may declare what it supports with a `samplecheck` attribute, a dict
 with any of `devices` ("cpu", "cuda"), `dtypes` (torch dtypes), `layouts` (names from
 samplecheck.inputs.layouts.LAYOUTS), `extra_memory` (a callable (logits, args) -> bytes the call
-may allocate beyond its inputs; undeclared: the record's bound, our kernel's) and `semantics`
-({axis: value} along the axes of samplecheck.judging.semantics; undeclared: the strict
-defaults); undeclared
-devices, dtypes and layouts mean everything. Combos outside the declaration
-are skipped with the reason shown. docs/backends.md documents each kernel's contract.
+may allocate beyond its inputs; undeclared: the record's bound, our kernel's), `accepts` (a
+callable case -> bool: the drawn cases it implements) and `semantics` ({axis: value} along
+the axes of samplecheck.judging.semantics; undeclared: the strict defaults); undeclared
+devices, dtypes and layouts mean everything. Combos outside the declaration are skipped with
+the reason shown. docs/backends.md documents each kernel's contract.
 """
 
+import dataclasses
 from importlib.metadata import entry_points
 
 from samplecheck.harness.registry import REGISTRY, Backend, Mark
 from samplecheck.kernels.mutants import GENERATED_ENV, MUTANTS
-from samplecheck.harness.registry import REGISTRY
 
 ENTRY_POINT_GROUP = "samplecheck.backends"
 # Entry points that name no registered kernel, with the reason: reported, not tested.
@@ -89,9 +89,6 @@ def vllm_pack() -> list[tuple[str, Backend]]:
 def mutant_backend(name: str) -> tuple[str, Backend]:
     """The mutant as a backend of its kernel, with the declared skips and `accepts` of the
     backend it patches (so it runs exactly where the original would)."""
-    import dataclasses
-
-
     if name not in MUTANTS:
         raise ValueError(f"--mutant must be one of {', '.join(MUTANTS)} (generated mutants: name their JSON file "
                          f"in ${GENERATED_ENV}); got {name!r}")
