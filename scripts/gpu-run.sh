@@ -10,8 +10,11 @@
 #   4: bad input and isolation: the bad-input table and unchecked-value tests (graph capture
 #      included) and their outcome counts, distinct cases per kernel with and without per-combo
 #      seeds (gate profile), the faulting plug-in's demonstration;
-#   5: the measured flakiness (${RUNS:-30} reruns of the statistical and exact-distribution
-#      tests of our backends with fresh Hypothesis seeds), then a nightly piece and its report.
+#   5: the measured flakiness (${RUNS:-30} reruns from seed ${FIRST_SEED:-1} of the statistical
+#      and exact-distribution tests of our backends with fresh Hypothesis seeds, ${CONCURRENT:-1}
+#      at a time), then a nightly piece and its report;
+#   6: the vLLM pack under the gate profile (vLLM's kernels from .carry/vllm_kernels, a copy of
+#      ../shared/external/vllm_kernels), then the broken-copy demonstration (examples/broken_vllm).
 # FlashInfer comes from .carry/ when present (../shared/device/flashinfer-carry.sh).
 # The device tool brings back at most 8 files: for several steps in one call, give each its
 # own OUT and tar them (run 5 lost the gate's suite log that way).
@@ -71,11 +74,20 @@ case "${STEP:-1}" in
   cp /tmp/faulting-demo.log "$OUT/fault-demo.log" 2>/dev/null
   echo "fault demo exit $?" >> "$OUT/gpu.txt" ;;
 5)
-  timeout 420 samplecheck flakiness --device cuda --runs "${RUNS:-30}" --out "$OUT/flakiness.md" \
-    --workers 16 -k "not flashinfer" > "$OUT/flakiness.log" 2>&1
+  timeout "${FLAKY_LIMIT:-420}" samplecheck flakiness --device cuda --runs "${RUNS:-30}" --first-seed "${FIRST_SEED:-1}" \
+    --concurrent "${CONCURRENT:-1}" --workers "${FLAKY_WORKERS:-16}" --out "$OUT/flakiness.md" -k "not flashinfer" \
+    > "$OUT/flakiness.log" 2>&1
   echo "flakiness exit $? wall $(( $(date +%s) - start )) s" >> "$OUT/gpu.txt"
   timeout 150 samplecheck nightly --device=cuda --budget 2m --examples 30 --database "$OUT/db" \
     --out "$OUT/nightly" -k "gumbel or min_p" > "$OUT/nightly.log" 2>&1
   echo "nightly piece exit $?" >> "$OUT/gpu.txt" ;;
+6)
+  export SAMPLECHECK_VLLM_KERNELS=$PWD/.carry/vllm_kernels
+  timeout -s INT -k 20 "${PACK_LIMIT:-330}" python -m pytest tests/cover --ignore=tests/cover/test_plugins.py \
+    --backend-only -n 16 -p no:cacheprovider --device=cuda --hypothesis-profile=gate -rfEx --tb=short \
+    --durations=20 --junitxml="$OUT/vllm-pack.xml" > "$OUT/vllm-pack.log" 2>&1
+  echo "vLLM pack exit $? wall $(( $(date +%s) - start )) s; $(tail -1 "$OUT/vllm-pack.log")" >> "$OUT/gpu.txt"
+  WORKERS=16 timeout "${DEMO_LIMIT:-200}" bash examples/broken_vllm/demo.sh --device=cuda > "$OUT/broken-vllm.txt" 2>&1
+  echo "broken-copy demo exit $?" >> "$OUT/gpu.txt" ;;
 esac
 cat "$OUT/gpu.txt"

@@ -6,12 +6,15 @@ N - 1 (`--hypothesis-seed=K`), each rerun in a fresh temporary working directory
 example database carries a failure from one rerun into the next, and prints one markdown
 row per rerun: tests run, passed, failed, errors, skipped, wall time and the failing test
 ids, then the totals. Extra arguments go to pytest (e.g. `-k top_k`, `--backend-only`).
+`--concurrent J` runs J reruns at once (each with its own `--workers`), which fills a GPU that
+one rerun's start-up and compile leave idle; every rerun stays its own pytest process.
 
 On the H200: `samplecheck flakiness --device cuda --runs 30`. On CPU, a tiny check:
 `samplecheck flakiness --device cpu --runs 2 -k "gumbel and fp32-contig"`.
 """
 
 import argparse
+import concurrent.futures
 import subprocess
 import sys
 import tempfile
@@ -102,19 +105,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=30, help="reruns (default 30)")
     parser.add_argument("--first-seed", type=int, default=1, help="Hypothesis seed of the first rerun")
     parser.add_argument("--workers", default="auto", help="pytest-xdist workers per rerun (0: none)")
+    parser.add_argument("--concurrent", type=int, default=1, help="reruns at once (default 1)")
     parser.add_argument("--out", type=Path, help="also write the table to this file")
     args, pytest_args = parser.parse_known_args(argv)
     if args.runs < 1:
         parser.error("--runs must be >= 1")
+    if args.concurrent < 1:
+        parser.error("--concurrent must be >= 1")
     from samplecheck.kernels.runtime import resolve_device
 
     device = resolve_device(args.device)
-    reruns = []
-    for seed in range(args.first_seed, args.first_seed + args.runs):
-        reruns.append(run_once(device, seed, args.workers, pytest_args))
-        r = reruns[-1]
-        print(f"rerun {len(reruns)}/{args.runs} (seed {seed}): {r.failed + r.errors} failures of {r.tests} "
-              f"tests, {r.wall_s:.0f} s", file=sys.stderr, flush=True)
+    seeds = range(args.first_seed, args.first_seed + args.runs)
+    with concurrent.futures.ThreadPoolExecutor(args.concurrent) as pool:
+        futures = [pool.submit(run_once, device, seed, args.workers, pytest_args) for seed in seeds]
+        for done, future in enumerate(concurrent.futures.as_completed(futures), 1):
+            r = future.result()
+            print(f"rerun {done}/{args.runs} (seed {r.seed}): {r.failed + r.errors} failures of {r.tests} "
+                  f"tests, {r.wall_s:.0f} s", file=sys.stderr, flush=True)
+    reruns = [future.result() for future in futures]
     report = table(device, reruns)
     print(report)
     if args.out is not None:
