@@ -122,8 +122,13 @@ class ModelPenaltiesReference(PenaltiesReference):
 
     bound: torch.Tensor | None = None
 
+    @property
+    def value_bound(self) -> torch.Tensor | None:
+        """The admissible absolute distance of each output entry from `expected` (None: bitwise)."""
+        return self.bound
 
-def _ulp32(x: torch.Tensor) -> torch.Tensor:
+
+def ulp32(x: torch.Tensor) -> torch.Tensor:
     """fp64 ulp of |x| in fp32 (the smallest subnormal's spacing at 0)."""
     a = x.abs().to(torch.float32)
     return (torch.nextafter(a, torch.full_like(a, float("inf"))) - a).to(torch.float64)
@@ -183,8 +188,8 @@ def penalties_model_reference(logits: torch.Tensor, *, prompt_token_ids: torch.T
     bound = None
     if division == "approximate":
         final = expected.to(torch.float64)
-        dtype_ulp = (torch.nextafter(final.abs().to(logits.dtype), torch.tensor(float("inf"), dtype=logits.dtype))
+        dtype_ulp = (torch.nextafter(final.abs().to(logits.dtype), torch.tensor(float("inf"), dtype=logits.dtype, device=logits.device))
                      .to(torch.float64) - final.abs())
-        bound = torch.where(active & present, 5 * _ulp32(torch.maximum(repeated.abs(), x.abs()).double())
+        bound = torch.where(active & present, 5 * ulp32(torch.maximum(repeated.abs(), x.abs()).double())
                             + dtype_ulp.nan_to_num(0.0), 0.0)
     return ModelPenaltiesReference(expected=expected, touched=active, counts=counts, bound=bound)

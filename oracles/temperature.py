@@ -41,6 +41,16 @@ class TemperatureReference:
     active: torch.Tensor
     ulps: int = 0
 
+    @property
+    def value_bound(self) -> torch.Tensor | None:
+        """The admissible absolute distance of each output entry from `expected`: `ulps` of
+        its dtype's spacing at |expected| (fp64 [B, V]; None when the check is bitwise)."""
+        if self.ulps == 0:
+            return None
+        a = self.expected.abs()
+        spacing = torch.nextafter(a, torch.full_like(a, float("inf"))).to(torch.float64) - a.to(torch.float64)
+        return self.ulps * spacing
+
 
 def temperature_reference(logits: torch.Tensor, temperature: torch.Tensor | None, *,
                           ulps: int = 0) -> TemperatureReference:

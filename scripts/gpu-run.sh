@@ -14,7 +14,8 @@
 #      and exact-distribution tests of our backends with fresh Hypothesis seeds, ${CONCURRENT:-1}
 #      at a time), then a nightly piece and its report;
 #   6: the vLLM pack under the gate profile (vLLM's kernels from .carry/vllm_kernels, a copy of
-#      ../shared/external/vllm_kernels), then the broken-copy demonstration (examples/broken_vllm).
+#      ../shared/external/vllm_kernels), the broken-copy demonstration (examples/broken_vllm),
+#      then the suite of our own backends under the gate profile.
 # FlashInfer comes from .carry/ when present (../shared/device/flashinfer-carry.sh).
 # The device tool brings back at most 8 files: for several steps in one call, give each its
 # own OUT and tar them (run 5 lost the gate's suite log that way).
@@ -87,7 +88,13 @@ case "${STEP:-1}" in
     --backend-only -n 16 -p no:cacheprovider --device=cuda --hypothesis-profile=gate -rfEx --tb=short \
     --durations=20 --junitxml="$OUT/vllm-pack.xml" > "$OUT/vllm-pack.log" 2>&1
   echo "vLLM pack exit $? wall $(( $(date +%s) - start )) s; $(tail -1 "$OUT/vllm-pack.log")" >> "$OUT/gpu.txt"
-  WORKERS=16 timeout "${DEMO_LIMIT:-200}" bash examples/broken_vllm/demo.sh --device=cuda > "$OUT/broken-vllm.txt" 2>&1
-  echo "broken-copy demo exit $?" >> "$OUT/gpu.txt" ;;
+  PRISTINE_LOG=$OUT/vllm-pack.log WORKERS=16 timeout "${DEMO_LIMIT:-200}" bash examples/broken_vllm/demo.sh --device=cuda \
+    > "$OUT/broken-vllm.txt" 2>&1
+  echo "broken-copy demo exit $?" >> "$OUT/gpu.txt"
+  # our own backends under the gate profile, for the record beside the pack
+  t0=$(date +%s); unset SAMPLECHECK_VLLM_KERNELS
+  timeout -s INT -k 20 "${SUITE_LIMIT:-200}" python -m pytest tests/cover -n 16 -p no:cacheprovider --device=cuda \
+    --hypothesis-profile=gate -q -rfE --tb=short > "$OUT/suite.log" 2>&1
+  echo "suite (our backends, gate) exit $? wall $(( $(date +%s) - t0 )) s; $(tail -1 "$OUT/suite.log")" >> "$OUT/gpu.txt" ;;
 esac
 cat "$OUT/gpu.txt"

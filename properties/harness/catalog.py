@@ -4,7 +4,8 @@ regression examples and tools refer to.
 A name here is the test function's name (what `Mark(test=...)`, `RegressionExample.tests`
 and the registry parametrization match against); a generic property lives in the module
 named after it (`tests/cover/<name>.py`), but for test_deterministic (in
-test_row_isolation.py) and test_repeated_calls_agree (test_repeatability.py).
+test_row_isolation.py), test_repeated_calls_agree (test_repeatability.py) and
+test_non_finite_never_drawn (test_gumbel.py).
 tests/cover/test_catalog.py checks that every name below is a test function of
 tests/cover, so a renamed test cannot leave a mark silently matching nothing.
 """
@@ -23,9 +24,10 @@ ERROR_INPUTS = "test_error_inputs"
 # Kernel-specific properties named by records and backends.
 REPEATED_CALLS_AGREE = "test_repeated_calls_agree"
 ALL_NEG_INF_ROW = "test_all_neg_inf_row"
+NON_FINITE_NEVER_DRAWN = "test_non_finite_never_drawn"
 
 # The exact properties: where a regression example is replayed unless it names its tests.
 EXACT_TESTS = (ORACLE_EQUIVALENCE, STRIDED_BITWISE, EXACT_DISTRIBUTION)
 
 NAMES = (ORACLE_EQUIVALENCE, STRIDED_BITWISE, EXACT_DISTRIBUTION, ROW_ISOLATION, DETERMINISTIC, DISTRIBUTION,
-         MEMORY_BOUND, LARGE_OFFSETS, ERROR_INPUTS, REPEATED_CALLS_AGREE, ALL_NEG_INF_ROW)
+         MEMORY_BOUND, LARGE_OFFSETS, ERROR_INPUTS, REPEATED_CALLS_AGREE, ALL_NEG_INF_ROW, NON_FINITE_NEVER_DRAWN)

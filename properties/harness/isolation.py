@@ -14,6 +14,9 @@ the fault's message. This plugin (registered by samplecheck.harness.plugin as
   controller's `pytest_handlecrashitem` puts the recorded fault in that test's report. The
   other tests run on a clean context. (xdist restarts at most `--max-worker-restart`
   workers, by default 4 per worker.)
+- A fault in a test marked xfail (a pinned finding that faults, e.g. a plugged kernel's int32
+  row offsets) is that expected failure: the controller reports the crashed test as xfailed
+  with the mark's reason (strict or not, since it did fail), and the run goes on as above.
 - Poisoned, without xdist: the test fails with the fault and the session stops, since no
   later test could run in this process: rerun under xdist (`-n`) to isolate it.
 - A hang: with `--test-timeout=S` (default 1800 s; 0 turns it off) a test still running
@@ -74,11 +77,16 @@ def _fault_dir(config) -> str | None:
     return workerinput.get(FAULT_DIR) if workerinput is not None else _CONTROLLER.get(FAULT_DIR)
 
 
-def _exit_worker(item, message: str) -> None:
-    """Record `message` for `item` and end this process before it reports the test."""
+XFAIL_PREFIX = "xfail: "
+
+
+def _exit_worker(item, message: str, xfail: str | None = None) -> None:
+    """Record `message` for `item` (first line `xfail: <reason>` when the test was expected to
+    fail) and end this process before it reports the test."""
     directory = _fault_dir(item.config)
     if directory is not None:
-        _record_path(directory, item.nodeid).write_text(message)
+        record = (f"{XFAIL_PREFIX}{xfail}\n" if xfail is not None else "") + message
+        _record_path(directory, item.nodeid).write_text(record)
     sys.stderr.write(f"\nsamplecheck: {item.nodeid}: {message}\n")
     sys.stderr.flush()
     os._exit(EXIT_STATUS)
@@ -99,7 +107,14 @@ def pytest_configure_node(node):
 def pytest_handlecrashitem(crashitem, report, sched):
     """xdist controller: a worker died running `crashitem`; say why, when it recorded it."""
     path = _record_path(_CONTROLLER[FAULT_DIR], crashitem)
-    if path.exists():
+    if not path.exists():
+        return
+    first, _, rest = path.read_text().partition("\n")
+    if first.startswith(XFAIL_PREFIX):
+        report.outcome = "skipped"
+        report.wasxfail = f"{first[len(XFAIL_PREFIX):]} ({rest.splitlines()[0]})"
+        report.longrepr = None
+    else:
         report.longrepr = f"{report.longrepr}\n{path.read_text()}"
 
 
@@ -135,7 +150,8 @@ def pytest_runtest_makereport(item, call):
     message = (f"kernel fault: this test left the CUDA context poisoned ({fault}); its own error: {own}. "
                "Every later CUDA call in this process would fail the same way")
     if getattr(item.config, "workerinput", None) is not None:
-        _exit_worker(item, message + "; the worker was replaced and its remaining tests ran on a fresh one")
+        _exit_worker(item, message + "; the worker was replaced and its remaining tests ran on a fresh one",
+                     xfail=getattr(report, "wasxfail", None))
     report.outcome = "failed"
     report.longrepr = report.longrepr or message
     report.sections.append(("kernel fault", message))

@@ -12,8 +12,9 @@ A plugged callable may declare what it supports with a `samplecheck` attribute, 
 with any of `devices` ("cpu", "cuda"), `dtypes` (torch dtypes), `layouts` (names from
 samplecheck.inputs.layouts.LAYOUTS), `extra_memory` (a callable (logits, args) -> bytes the call
 may allocate beyond its inputs; undeclared: the record's bound, our kernel's), `accepts` (a
-callable case -> bool: the drawn cases it implements) and `semantics` ({axis: value} along
-the axes of samplecheck.judging.semantics; undeclared: the strict defaults); undeclared
+callable case -> bool: the drawn cases it implements), `semantics` ({axis: value} along
+the axes of samplecheck.judging.semantics; undeclared: the strict defaults) and
+`fixed_vocabs` (True: it compiles per vocabulary size, so only the fixed sizes are drawn); undeclared
 devices, dtypes and layouts mean everything. Combos outside the declaration are skipped with
 the reason shown. docs/backends.md documents each kernel's contract.
 """
@@ -35,13 +36,15 @@ def backend_from_target(name: str, target: str) -> Backend:
         raise ValueError(f"backend target must be 'package.module:callable', got {target!r}")
     backend = Backend(name, target)
     declared = getattr(backend.resolve(), "samplecheck", {})
-    unknown = set(declared) - {"devices", "dtypes", "layouts", "extra_memory", "accepts", "semantics"}
+    unknown = set(declared) - {"devices", "dtypes", "layouts", "extra_memory", "accepts", "semantics",
+                              "fixed_vocabs"}
     if unknown:
         raise ValueError(f"{target}: unknown keys in its samplecheck declaration: {sorted(unknown)}")
     return Backend(name, target, devices=tuple(declared.get("devices", ("cpu", "cuda"))),
                    dtypes=declared.get("dtypes"), layouts=declared.get("layouts"),
                    extra_memory=declared.get("extra_memory"), accepts=declared.get("accepts"),
-                   semantics=dict(declared.get("semantics", {})), error_messages=False)
+                   semantics=dict(declared.get("semantics", {})), fixed_vocabs=bool(declared.get("fixed_vocabs")),
+                   error_messages=False)
 
 
 def parse_backend_option(text: str) -> tuple[str, Backend]:

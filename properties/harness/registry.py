@@ -72,7 +72,10 @@ class Backend:
     the backends that declare it, so a plug-in is called with contract arguments alone.
     `semantics`: {axis: value} along the axes of `samplecheck.judging.semantics` where this
     implementation departs from the record's strict default (e.g. its tie policy); each
-    value swaps in that axis's oracle branch for this backend alone."""
+    value swaps in that axis's oracle branch for this backend alone.
+    `fixed_vocabs`: this implementation compiles one kernel per vocabulary size (a constexpr),
+    so its cases draw only the fixed real and adversarial sizes (a bounded set of compiles per
+    run) instead of random ones."""
 
     name: str
     target: str
@@ -85,6 +88,7 @@ class Backend:
     extra_memory: Callable | None = None
     knobs: tuple[str, ...] = ()
     semantics: dict[str, str] = dataclasses.field(default_factory=dict, hash=False)
+    fixed_vocabs: bool = False
 
     def resolve(self) -> Callable:
         module, _, attr = self.target.partition(":")
@@ -182,6 +186,9 @@ class KernelInfo:
     extra_memory(logits, args): the bytes a call may allocate on the GPU beyond its inputs
     (outputs and scratch included), as the kernel's docstring states it; None: nothing
     beyond `samplecheck.judging.memory.SLACK_BYTES`.
+    same_output(actual, expected, what, vocab): the comparison of two outputs for inputs
+    that differ only in layout or batch mates (strided vs contiguous, row isolation, far
+    rows); None: bitwise on every output tensor (a declared `layout_invariance` replaces it).
     """
 
     name: str
@@ -202,6 +209,7 @@ class KernelInfo:
     sample: Callable | None = None
     induced_law: Callable | None = None
     extra_memory: Callable | None = None
+    same_output: Callable | None = None
 
     def __post_init__(self):
         if not isinstance(self.reference, Oracle):
@@ -217,6 +225,11 @@ class KernelInfo:
         return self.reference(logits, args, self.semantics, self.tolerance[dtype or logits.dtype])
 
 
+def _at_fixed_vocabs(cases: Callable) -> Callable:
+    """`cases(budget)` drawing only the budget's fixed vocabulary sizes."""
+    return lambda budget: cases(dataclasses.replace(budget, random_vocabs=False))
+
+
 @dataclass(frozen=True)
 class Combo:
     """One (kernel, backend, dtype, layout) cell of the test matrix."""
@@ -228,10 +241,16 @@ class Combo:
 
     def __post_init__(self):
         """`info` becomes the record as this backend is judged: its declared semantics merged
-        and their oracle branches in place (the record itself when none is declared)."""
+        and their oracle branches in place, its cases at fixed vocabulary sizes for a backend
+        declaring `fixed_vocabs` (the record itself when nothing is declared)."""
         from samplecheck.judging.semantics import declared_record
 
-        object.__setattr__(self, "info", declared_record(self.info, self.backend.semantics))
+        info = declared_record(self.info, self.backend.semantics)
+        if self.backend.fixed_vocabs:
+            info = dataclasses.replace(info, cases=_at_fixed_vocabs(info.cases),
+                                       distribution_cases=info.distribution_cases and _at_fixed_vocabs(
+                                           info.distribution_cases))
+        object.__setattr__(self, "info", info)
 
     @property
     def id(self) -> str:
@@ -358,7 +377,8 @@ def register_all() -> None:
 
 def declarations() -> list[str]:
     """One line per kernel: its backends and what each declares beyond the defaults (devices,
-    dtypes, layouts, own memory bound, knobs, semantics), for report headers."""
+    dtypes, layouts, own memory bound, the cases it accepts, knobs, semantics), for report
+    headers."""
     from samplecheck.judging.semantics import describe
 
     lines = []
@@ -369,7 +389,9 @@ def declarations() -> list[str]:
             parts += [f"dtypes={','.join(DTYPE_NAMES[d] for d in b.dtypes)}"] if b.dtypes is not None else []
             parts += [f"layouts={','.join(b.layouts)}"] if b.layouts is not None else []
             parts += ["own memory bound"] if b.extra_memory is not None else []
+            parts += [f"cases: {(b.accepts.__doc__ or b.accepts.__name__).splitlines()[0]}"] if b.accepts else []
             parts += [f"knobs={','.join(b.knobs)}"] if b.knobs else []
+            parts += ["fixed vocab sizes only"] if b.fixed_vocabs else []
             parts += [f"semantics {describe(b.semantics)}"] if describe(b.semantics) else []
             parts += [m.reason for m in b.marks if m.kind == "skip" and m.test is None and m.dtype is None
                       and m.layout is None and m.device is None]

@@ -21,11 +21,13 @@ EDGE_BATCHES = (1, 7, 8, 9, 1024)
 @dataclass(frozen=True)
 class Budget:
     """Caps per drawn example: batch * vocab <= max_elements, batch <= max_batch, and
-    drawn vocab sizes (not the fixed real/adversarial ones) <= max_random_vocab."""
+    drawn vocab sizes (not the fixed real/adversarial ones) <= max_random_vocab; with
+    `random_vocabs` False only the fixed sizes are drawn (a backend that compiles per size)."""
 
     max_elements: int
     max_batch: int
     max_random_vocab: int
+    random_vocabs: bool = True
 
 
 BUDGETS = {
@@ -35,8 +37,8 @@ BUDGETS = {
 
 
 def vocab_sizes(budget: Budget) -> st.SearchStrategy[int]:
-    fixed = [v for v in REAL_VOCABS + ADVERSARIAL_VOCABS if v <= budget.max_elements]
-    return st.one_of(st.sampled_from(fixed), st.integers(1, budget.max_random_vocab))
+    fixed = st.sampled_from([v for v in REAL_VOCABS + ADVERSARIAL_VOCABS if v <= budget.max_elements])
+    return st.one_of(fixed, st.integers(1, budget.max_random_vocab)) if budget.random_vocabs else fixed
 
 
 def logits_recipes(budget: Budget, max_vocab: int | None = None) -> st.SearchStrategy[LogitsRecipe]:

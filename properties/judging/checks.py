@@ -74,6 +74,15 @@ def assert_outputs_bitwise(actual, expected, what: str) -> None:
         assert_bitwise_equal(a, e, what if len(got) == 1 else f"{what} (output tensor {i})")
 
 
+def assert_same_output(info, actual, expected, what: str, vocab: int) -> None:
+    """Two outputs of `info`'s kernel for inputs that differ only in layout or batch mates:
+    the record's `same_output` comparison, bitwise by default."""
+    if info.same_output is None:
+        assert_outputs_bitwise(actual, expected, what)
+    else:
+        info.same_output(actual, expected, what, vocab)
+
+
 def assert_group_counts(original: torch.Tensor, actual: torch.Tensor, group: torch.Tensor,
                         count: torch.Tensor, what: str) -> None:
     """In each row with count >= 0, exactly `count` entries of `group` are kept (not -inf

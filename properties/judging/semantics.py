@@ -14,6 +14,7 @@ The memory bound is declared separately (`Backend.extra_memory`).
 """
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 import torch
@@ -21,7 +22,7 @@ import torch
 from samplecheck.harness.registry import Oracle
 from samplecheck.judging import checks
 from samplecheck.oracles.gumbel import own_stream_reference
-from samplecheck.oracles.penalties import penalties_model_reference
+from samplecheck.oracles.penalties import penalties_model_reference, ulp32
 from samplecheck.oracles.temperature import temperature_reference
 from samplecheck.oracles.top_k_top_p import top_k_top_p_declared_reference
 
@@ -79,6 +80,13 @@ AXES = {axis.name: axis for axis in (
         "two": "l - fl32(f * c), then l - fl32(q * [c > 0]), on every entry of a penalised row, IEEE signed "
                "zeros (bitwise against that model)"},
         "the roundings of the frequency and presence steps"),
+    Axis("layout_invariance", ("logprobs",), {
+        "bitwise": "outputs bitwise equal across layouts and batch mates",
+        "summation_order": "the logprob values' reduction order may follow the layout (Triton specialises on "
+                           "pointer and stride alignment): across layouts and batch mates, values within "
+                           "ceil(log2 V) eps32 (a reordered sum of V terms, relative) plus 2 fp32 ulp of each "
+                           "value; ids and ranks bitwise; reruns on the same input still bitwise"},
+        "what a kernel's output may depend on besides its row's values"),
     Axis("random_stream", ("gumbel_sample", "top_k_top_p_sample", "min_p_sample"), {
         "ours": "sampled ids equal the oracle's for our noise (exact, within the fp32 band)",
         "own": "the backend's own noise: judged by the sampling law, seed reproducibility, batch invariance and "
@@ -124,14 +132,15 @@ def axis_marks(kernel: str, semantics: dict) -> list[tuple[str, str]]:
 def declared_record(info, semantics: dict):
     """`info` as a backend declaring `semantics` is judged: the record itself when nothing
     departs from the defaults (strict behaviour unchanged), else with the axes merged into
-    `info.semantics` and the record's reference (and check, and tolerance where the axis
-    widens a band) replaced by the branch."""
+    `info.semantics` and what the branch replaces: the record's reference, check, tolerance
+    (where the axis widens a band) or comparison of outputs across layouts."""
     values = declared(info.name, semantics)
     if all(v == AXES[k].default for k, v in values.items()):
         return info
     merged = {**info.semantics, **values}
     branch = BRANCHES[info.name](info, values)
-    branch["reference"] = BranchOracle(branch["reference"])
+    if "reference" in branch:
+        branch["reference"] = BranchOracle(branch["reference"])
     return dataclasses.replace(info, semantics=merged, **branch)
 
 
@@ -198,10 +207,24 @@ def _gumbel(info, values: dict) -> dict:
     return {"reference": reference}
 
 
+def _logprobs(info, values: dict) -> dict:
+    def same_output(actual, expected, what, vocab):
+        if actual is None or expected is None:  # no logprobs asked
+            return checks.assert_outputs_bitwise(actual, expected, what)
+        checks.assert_bitwise_equal(actual.token_ids, expected.token_ids, f"{what} (token ids)")
+        checks.assert_bitwise_equal(actual.ranks, expected.ranks, f"{what} (ranks)")
+        summation = math.ceil(math.log2(max(vocab, 2))) * torch.finfo(torch.float32).eps
+        bound = summation + 2 * ulp32(expected.logprobs)
+        checks.assert_within_bound(actual.logprobs, expected.logprobs, bound,
+                                   f"{what} (values, layout_invariance=summation_order)")
+    return {"same_output": same_output}
+
+
 def _stream_only(info, values: dict) -> dict:
     """Samplers whose checks need no noise of ours (ids in the kept set, the law)."""
     return {}
 
 
 BRANCHES = {"top_k_top_p": _top_k_top_p, "top_k_top_p_sample": _top_k_top_p, "penalties": _penalties,
-            "temperature": _temperature, "gumbel_sample": _gumbel, "min_p_sample": _stream_only}
+            "temperature": _temperature, "gumbel_sample": _gumbel, "min_p_sample": _stream_only,
+            "logprobs": _logprobs}

@@ -128,17 +128,22 @@ class SamplingVerdict:
 VERDICT_OBSERVERS: list = []
 
 
-def check_samples(counts, law, support, required, plan: SamplingPlan) -> SamplingVerdict:
+def check_samples(counts, law, support, required, plan: SamplingPlan, *, rates: bool = True) -> SamplingVerdict:
     """Support, reachability, G-test and excess test of per-token draw `counts` against `law`
     (fp64, length V). `support` marks the ids that may be drawn; `required` those that must be
     drawn when their mass reaches the plan's floor (ids whose inclusion is ambiguous are in
-    neither obligation)."""
+    neither obligation). `rates=False`: the law is not determined (e.g. a sampler whose
+    admissible kept sets differ by more mass than its draws can resolve): support and
+    reachability only, the rate tests vacuous and not observed."""
     counts_np = _as_numpy(counts).astype(np.int64)
     law_np = _as_numpy(law).astype(np.float64)
     allowed = _as_numpy(support).astype(bool)
     needed = _as_numpy(required).astype(bool) & (law_np >= plan.reach_floor)
     outside = [int(t) for t in np.flatnonzero((counts_np > 0) & ~allowed)]
     unreached = [int(t) for t in np.flatnonzero(needed & (counts_np == 0))]
+    if not rates:
+        return SamplingVerdict(outside, unreached, GTest(0.0, 1.0, 0, [], np.zeros(0), np.zeros(0)),
+                               ExcessTest(-1, 0, 0.0, 1.0), plan)
     verdict = SamplingVerdict(outside, unreached, g_test(counts_np, law_np, max_bins=plan.max_bins),
                               excess_test(counts_np, law_np), plan)
     for observe in VERDICT_OBSERVERS:

@@ -1,5 +1,6 @@
 """Minimal regression cases of the defects the vLLM pack found in vLLM's kernels
-(docs/findings.md, V1 and V2), each a strict xfail that turns red when vLLM fixes it.
+(docs/findings.md, V1 to V5; V6, int32 row offsets, is pinned by test_large_offsets' marks),
+each a strict xfail that turns red when vLLM fixes it.
 Each states our contract on a hand-sized input and calls the pack's adapter; skipped
 without a vLLM source (samplecheck.backends.vllm_source)."""
 
@@ -31,3 +32,38 @@ def test_v2_top_p_off_row_is_unchanged_beside_a_top_p_row(device):
     logits = torch.tensor([[0.0, 1.0, -200.0], [0.0, 1.0, 2.0]], device=device)
     out = vllm.v1_torch_top_k_top_p(logits.clone(), None, torch.tensor([1.0, 0.5], device=device))
     assert torch.equal(out[0], logits[0])
+
+
+@pytest.mark.xfail(strict=True, reason="finding V3: apply_top_k_top_p_triton's final pass trims the ties at the "
+                                       "k-th against their total count, not the count to keep: every tie is kept")
+def test_v3_triton_top_k_keeps_exactly_k_of_a_tied_row(device):
+    """Its own duplicate handling computes how many ties to keep (k here); 8 tied values, k = 2."""
+    logits = torch.zeros(1, 8, device=device)
+    out = vllm.v1_triton_top_k_top_p(logits, torch.tensor([2], device=device), None)
+    assert int((out > NEG_INF).sum()) == 2
+
+
+@pytest.mark.gpu
+@pytest.mark.xfail(strict=True, reason="finding V4: MRV2 _bias_kernel fills the row with -inf and restores the "
+                                       "allowed ids without a barrier between the two: some allowed ids stay -inf")
+def test_v4_allowed_ids_keep_their_logits(device):
+    """Every allowed id keeps its logit, every other id is -inf, in each of 20 calls
+    (1024 allowed ids of 8193; the race shows in most calls on the H200)."""
+    logits = torch.randn(2, 8193, generator=torch.Generator().manual_seed(46245)).to(device)
+    allowed = torch.arange(1, 8193, 8, device=device)[:1024].repeat(2, 1)
+    expected = torch.full_like(logits, NEG_INF)
+    expected[:, allowed[0]] = logits[:, allowed[0]]
+    for _ in range(20):
+        out = vllm.mrv2_logit_bias(logits.clone(), allowed_token_ids=allowed)
+        assert torch.equal(out, expected)
+
+
+@pytest.mark.gpu
+@pytest.mark.xfail(strict=True, reason="finding V5: MRV2 gumbel_sample returns id V (a masked lane of its last "
+                                       "block) for an all-NaN row")
+def test_v5_all_nan_row_samples_an_id_in_the_vocabulary(device):
+    """A row of 200 NaNs: whichever id is returned, it is in [0, V)."""
+    logits = torch.full((1, 200), float("nan"), device=device)
+    ids = vllm.mrv2_gumbel_sample(logits, seeds=torch.tensor([1], device=device),
+                                  positions=torch.tensor([11], device=device))
+    assert 0 <= int(ids[0]) < 200
