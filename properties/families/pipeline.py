@@ -103,6 +103,11 @@ class Pipeline:
             return temperature is None or all(t == 0 or t >= MIN_SAMPLING_T for t in temperature.temperature)
         return self.cases(budget).filter(lambda case: case.logits.vocab <= 4096 and sampled_law_holds(case))
 
+    def off_encodings(self) -> tuple:
+        """Every op's off encodings, as fields of the SamplingBatch argument `params`."""
+        return tuple(dict.fromkeys(off.renamed(ARG_NAMES.get(off.param, off.param), "params")
+                                   for name in sorted(self.ops) for off in self.ops[name].off_encodings))
+
     def make_args(self, case: PipelineCase, logits: torch.Tensor) -> dict:
         """One SamplingBatch: every op's own arguments under the pipeline's field names; bad
         words' output history (built to match its words) serves the penalties too."""
@@ -271,4 +276,4 @@ def pipeline_record(records, **data) -> KernelInfo:
     return KernelInfo(cases=pipeline.cases, make_args=pipeline.make_args, reference=pipeline.reference,
                       check=pipeline.check, law=pipeline.law, distribution_cases=pipeline.distribution_cases,
                       sample=pipeline.sample, induced_law=pipeline.induced_law, extra_memory=pipeline.memory,
-                      **data)
+                      off_encodings=pipeline.off_encodings(), **data)

@@ -111,7 +111,7 @@ def sampler_of(masking: KernelInfo, *, name: str, backends, semantics=None, **fi
                    reference=dataclasses.replace(masking.reference, ignores=("seed",)), check=check_ids,
                    tolerance=masking.tolerance, law=masking.law, error_inputs=seeded_errors(masking.error_inputs),
                    semantics={**masking.semantics, **(semantics or {}), **SAMPLER_SEMANTICS},
-                   sample=sample_by_repeating, extra_memory=sample_memory)
+                   sample=sample_by_repeating, extra_memory=sample_memory, off_encodings=masking.off_encodings)
     return SamplerInfo(name=name, backends=backends, **{**derived, **fields})
 
 

@@ -30,7 +30,8 @@ from samplecheck.harness.seeds import SEED
 register_profiles()
 
 MARKERS = (
-    "matrix(kernel=None, dtypes=None, layouts=None, sampled=False, output_law=False, knob=None): "
+    "matrix(kernel=None, dtypes=None, layouts=None, sampled=False, output_law=False, knob=None, "
+    "off_encodings=False): "
     "restricts the registry matrix of a generic test",
     "interpreter: runs under the Triton CPU interpreter too (select with -m interpreter)",
     "gpu: needs a CUDA device; skipped on CPU",

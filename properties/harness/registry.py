@@ -189,6 +189,8 @@ class KernelInfo:
     same_output(actual, expected, what, vocab): the comparison of two outputs for inputs
     that differ only in layout or batch mates (strided vs contiguous, row isolation, far
     rows); None: bitwise on every output tensor (a declared `layout_invariance` replaces it).
+    off_encodings: the documented "off" values of its per-row parameters
+    (`samplecheck.inputs.off_encodings.OffEncoding`), each tried in one row beside binding rows.
     """
 
     name: str
@@ -210,6 +212,7 @@ class KernelInfo:
     induced_law: Callable | None = None
     extra_memory: Callable | None = None
     same_output: Callable | None = None
+    off_encodings: tuple = ()
 
     def __post_init__(self):
         if not isinstance(self.reference, Oracle):
@@ -307,14 +310,14 @@ def _validate_semantics(kernel: str, backend: Backend) -> None:
 
 
 def combos(test: str, device: str, *, kernel=None, dtypes=None, layouts=None, sampled=False,
-           output_law=False, knob=None) -> list:
+           output_law=False, knob=None, off_encodings=False) -> list:
     """pytest params for `test` over every registered combo, with skips/xfails as marks.
 
     kernel/dtypes/layouts restrict the matrix (kernel: one record, for kernel-specific
     tests); sampled=True keeps only kernels with `distribution_cases`; output_law=True only
     those with a law that their output shows without sampling: kernels with no own sampler
     (the output's softmax) and samplers with an `induced_law`; knob=NAME only the backends
-    that declare that launch knob.
+    that declare that launch knob; off_encodings=True only records that list off encodings.
     """
     params = []
     for info in REGISTRY.values():
@@ -323,6 +326,8 @@ def combos(test: str, device: str, *, kernel=None, dtypes=None, layouts=None, sa
         if sampled and info.distribution_cases is None:
             continue
         if output_law and (info.law is None or info.sample is not None and info.induced_law is None):
+            continue
+        if off_encodings and not info.off_encodings:
             continue
         for backend in info.backends:
             if knob is not None and knob not in backend.knobs:

@@ -11,6 +11,7 @@ from samplecheck.families.errors import dtype_message, floats, full, ids, logits
 from samplecheck.families.token_lists import BadWordsCase, bad_words_args, bad_words_cases, bad_words_row
 from samplecheck.families.values import ValueInfo, check_banned
 from samplecheck.harness.registry import ALL_DTYPES, Backend, RegressionExample, register
+from samplecheck.inputs.off_encodings import BAD_WORDS_OFF
 from samplecheck.inputs.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.oracles.bad_words import bad_words_expected, bad_words_reference
@@ -92,6 +93,7 @@ def bad_words_extra_memory(logits, args) -> int:
 
 BAD_WORDS = register(ValueInfo(
     name="bad_words",
+    off_encodings=BAD_WORDS_OFF,
     backends=(Backend("triton", "samplecheck.kernels.bad_words:apply_bad_words"),),
     cases=bad_words_cases, make_args=bad_words_args,
     reference=bad_words_reference, expected=bad_words_expected,

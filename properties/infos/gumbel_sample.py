@@ -7,6 +7,7 @@ from samplecheck.families.samplers import (INT64_MAX, INT64_MIN, GumbelCase, Sam
                                          gumbel_check, gumbel_distribution_cases, gumbel_memory, gumbel_sampling_law,
                                          gumbel_targets, sample_gumbel)
 from samplecheck.harness.registry import ALL_DTYPES, Backend, Oracle, RegressionExample, per_dtype, register, zeros_on
+from samplecheck.inputs.off_encodings import TEMPERATURE_OFF
 from samplecheck.inputs.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.oracles.gumbel import gumbel_reference
@@ -64,6 +65,7 @@ GUMBEL_REGRESSIONS = (
 
 GUMBEL = register(SamplerInfo(
     name="gumbel_sample",
+    off_encodings=TEMPERATURE_OFF,
     backends=(Backend("triton", "samplecheck.kernels.gumbel:gumbel_sample", knobs=("block_v", "splits")),),
     cases=gumbel_cases, make_args=gumbel_args, distribution_cases=gumbel_distribution_cases,
     reference=Oracle(gumbel_reference, tolerance="band"),

@@ -7,6 +7,7 @@ from samplecheck.families.errors import (INF, NAN, dtype_message, floats, full, 
 from samplecheck.families.token_lists import F32_MAX, LogitBiasCase, logit_bias_args, logit_bias_cases
 from samplecheck.families.values import ValueInfo, check_bitwise
 from samplecheck.harness.registry import ALL_DTYPES, Backend, RegressionExample, register
+from samplecheck.inputs.off_encodings import LOGIT_BIAS_OFF
 from samplecheck.inputs.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.oracles.logit_bias import logit_bias_reference
@@ -107,6 +108,7 @@ LOGIT_BIAS_REGRESSIONS = (
 
 LOGIT_BIAS = register(ValueInfo(
     name="logit_bias",
+    off_encodings=LOGIT_BIAS_OFF,
     backends=(Backend("triton", "samplecheck.kernels.logit_bias:apply_logit_bias"),),
     cases=logit_bias_cases, make_args=logit_bias_args,
     reference=logit_bias_reference,

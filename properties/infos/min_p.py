@@ -6,6 +6,7 @@ from samplecheck.families.errors import INF, NAN, dtype_message, every_other, fl
 from samplecheck.families.masking import (MaskingInfo, MinPCase, min_p_args, min_p_cases, min_p_distribution_cases,
                                         min_p_targets)
 from samplecheck.harness.registry import ALL_DTYPES, Oracle, RegressionExample, per_dtype, register, triton_and_torch
+from samplecheck.inputs.off_encodings import MIN_P_OFF
 from samplecheck.inputs.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.oracles.min_p import min_p_reference
@@ -47,6 +48,7 @@ MIN_P_REGRESSIONS = (
 
 MIN_P = register(MaskingInfo(
     name="min_p",
+    off_encodings=MIN_P_OFF,
     backends=triton_and_torch("samplecheck.kernels.min_p:apply_min_p", "samplecheck.kernels.min_p:apply_min_p_torch",
                               "the PyTorch fallback compares an fp32 upcast of the whole [B, V] logits (by design)"),
     cases=min_p_cases, make_args=min_p_args, distribution_cases=min_p_distribution_cases,

@@ -12,6 +12,7 @@ from samplecheck.families.errors import INF, NAN, dtype_message, floats, ids, lo
 from samplecheck.families.token_lists import FixedHistory, HistoryRecipe, PenaltiesCase, penalties_args, penalties_cases
 from samplecheck.families.values import ValueInfo, check_penalised
 from samplecheck.harness.registry import ALL_DTYPES, Backend, Oracle, RegressionExample, register
+from samplecheck.inputs.off_encodings import PENALTIES_OFF
 from samplecheck.inputs.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.kernels.penalties import SCRATCH_BYTES_PER_ID
@@ -94,6 +95,7 @@ def penalties_scratch(logits, args):
 
 PENALTIES = register(ValueInfo(
     name="penalties",
+    off_encodings=PENALTIES_OFF,
     backends=(Backend("triton", "samplecheck.kernels.penalties:apply_penalties"),),
     cases=penalties_cases, make_args=penalties_args,
     reference=Oracle(penalties_reference, tolerance="rtol"),

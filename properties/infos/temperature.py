@@ -6,6 +6,7 @@ from samplecheck.families.errors import INF, NAN, dtype_message, every_other, fl
 from samplecheck.families.values import (TemperatureCase, ValueInfo, check_scaled, temperature_args, temperature_cases,
                                        temperature_distribution_cases, temperature_targets)
 from samplecheck.harness.registry import ALL_DTYPES, Oracle, RegressionExample, register, triton_and_torch
+from samplecheck.inputs.off_encodings import TEMPERATURE_OFF
 from samplecheck.inputs.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.oracles.temperature import temperature_reference
@@ -49,6 +50,7 @@ TEMPERATURE_REGRESSIONS = (
 
 TEMPERATURE = register(ValueInfo(
     name="temperature",
+    off_encodings=TEMPERATURE_OFF,
     backends=triton_and_torch("samplecheck.kernels.temperature:apply_temperature",
                               "samplecheck.kernels.temperature:apply_temperature_torch",
                               "the PyTorch fallback divides an fp32 copy of the scaled rows (by design)"),

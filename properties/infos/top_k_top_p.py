@@ -9,6 +9,7 @@ from samplecheck.families.masking import (MaskingInfo, TopKTopPCase, top_k_top_p
                                         top_k_top_p_distribution_cases, top_k_top_p_targets)
 from samplecheck.harness.registry import (ALL_DTYPES, Oracle, RegressionExample, beyond_memory_bound, register,
                                           triton_and_torch)
+from samplecheck.inputs.off_encodings import TOP_K_TOP_P_OFF
 from samplecheck.inputs.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.kernels.top_k_top_p import LAUNCH_CONFIG
@@ -63,6 +64,7 @@ FLASHINFER_MASKING = (
 
 TOP_K_TOP_P = register(MaskingInfo(
     name="top_k_top_p",
+    off_encodings=TOP_K_TOP_P_OFF,
     backends=triton_and_torch(
         "samplecheck.kernels.top_k_top_p:apply_top_k_top_p",
         "samplecheck.kernels.top_k_top_p_torch:apply_top_k_top_p_torch",

@@ -23,7 +23,7 @@ from samplecheck.tools.suite import suite_path
 from samplecheck.kernels.runtime import resolve_device
 
 COLUMNS = tuple(name.removeprefix("test_") for name in (
-    catalog.ORACLE_EQUIVALENCE, catalog.STRIDED_BITWISE, catalog.ROW_ISOLATION, catalog.DETERMINISTIC,
+    catalog.ORACLE_EQUIVALENCE, catalog.STRIDED_BITWISE, catalog.ROW_ISOLATION, catalog.DETERMINISTIC, catalog.OFF_ENCODINGS,
     catalog.EXACT_DISTRIBUTION, catalog.DISTRIBUTION, catalog.MEMORY_BOUND))
 SYMBOL = {"passed": "pass", "failed": "FAIL", "skipped": "skip", "xfailed": "xfail", "xpassed": "XPASS"}
 

@@ -15,7 +15,9 @@ from hypothesis import given, settings, strategies as st
 from samplecheck.harness.registry import RECORDS, Backend, Combo, plug
 from samplecheck.harness.runner import prepare, reference
 from samplecheck.inputs.strategies import BUDGETS
+from samplecheck.judging.checks import assert_same_output
 from samplecheck.judging.semantics import AXES, describe, validate
+from samplecheck.kernels.logprobs import Logprobs
 from samplecheck.kernels.top_k_top_p_torch import apply_top_k_top_p_torch
 
 EXACTLY_K = {"tie_policy": "exactly_k_lowest_index"}
@@ -199,3 +201,18 @@ def test_plug_rejects_a_bad_declaration(monkeypatch):
     bad = dataclasses.replace(Backend("x", "unused:unused"), semantics={"division": "reciprocal"})
     with pytest.raises(ValueError, match="applies to temperature, penalties"):
         plug([("min_p", bad)], only=False)
+
+
+def test_summation_order_admits_last_place_drift_across_layouts_and_nothing_else():
+    gen = torch.Generator().manual_seed(3)
+    values = torch.randn(4, 6, generator=gen) - 5
+    same = Logprobs(torch.arange(24).view(4, 6), values, torch.tensor([1, 2, 3, 4]))
+    drift = same._replace(logprobs=torch.nextafter(values, torch.zeros_like(values)))
+    declared = combo("logprobs", {"layout_invariance": "summation_order"})
+    assert_same_output(declared.info, drift, same, "1 ulp", vocab=151936)
+    with pytest.raises(AssertionError, match="differ bitwise"):
+        assert_same_output(combo("logprobs", {}).info, drift, same, "1 ulp, undeclared", vocab=151936)
+    for bug in (same._replace(logprobs=values + 1e-4), same._replace(ranks=same.ranks + 1),
+                same._replace(token_ids=same.token_ids.flip(-1))):
+        with pytest.raises(AssertionError):
+            assert_same_output(declared.info, bug, same, "a bug outside the axis", vocab=151936)

@@ -6,6 +6,7 @@ import pytest
 import torch
 from scipy import stats
 
+from samplecheck.judging.laws import condition_on_kept
 from samplecheck.judging.stats import (
     SamplingPlan,
     check_samples,
@@ -254,3 +255,21 @@ def test_seed_from_id_differs_between_ids_and_is_in_range():
     assert len(set(seeds)) == len(ids)
     assert all(0 <= s < 2**63 - 1 for s in seeds)
     torch.Generator().manual_seed(seeds[0])  # usable as a torch seed
+
+
+def test_a_law_conditioned_on_the_kept_set_judges_the_set_chosen():
+    """Four tied ids of which any may be kept (position-cut ties): drawing from the two a
+    backend kept passes once the law is conditioned on them, fails against the guess of all
+    four, and an undetermined law still gets its support and reachability tested."""
+    plan = SamplingPlan(alpha=ALPHA)
+    law = torch.tensor([0.25, 0.25, 0.25, 0.25, 0.0], dtype=torch.float64)
+    support, required = law > 0, torch.zeros(5, dtype=torch.bool)
+    kept = torch.tensor([True, False, True, False, False])
+    counts = torch.from_numpy(np.random.default_rng(4).multinomial(plan.samples, [0.5, 0, 0.5, 0, 0]))
+    assert check_samples(counts, law, support, required, plan).rejected
+    given = condition_on_kept(law, support, required, kept)
+    assert given.tolist() == [0.5, 0.0, 0.5, 0.0, 0.0]
+    assert not check_samples(counts, given, support, required, plan).rejected
+    counts[4] = 1
+    verdict = check_samples(counts, given, support, required, plan, rates=False)
+    assert verdict.fired == "support" and verdict.gtest.pvalue == 1.0

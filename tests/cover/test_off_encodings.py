@@ -1,0 +1,26 @@
+"""Every documented "off" encoding of every per-row parameter, in one row of a batch whose
+other rows keep their drawn (mostly binding) values, matches the oracle: the row as if its
+filter were absent, its batch mates as drawn (samplecheck.judging.off_rows). Drawn cases
+reach each encoding only by chance; here each one is tried on every example, for every
+record that lists them (`KernelInfo.off_encodings`, samplecheck.inputs.off_encodings), the
+sampler included. tests/quality/test_off_encodings_power.py measures what it catches."""
+
+import pytest
+from hypothesis import given, strategies as st
+
+from samplecheck.inputs.drawing import draw_case
+from samplecheck.judging.off_rows import check_off_encodings
+
+pytestmark = pytest.mark.interpreter
+
+
+@pytest.mark.matrix(layouts=("contig",), off_encodings=True)
+@given(data=st.data())
+def test_off_encodings(combo, device, budget, data):
+    check_off_encodings(combo, draw_case(data, combo, off_cases(combo, budget)), device)
+
+
+def off_cases(combo, budget):
+    """Batches of two rows or more with no drawn -inf (a filter wrongly left on hides behind
+    masked entries)."""
+    return combo.info.cases(budget).filter(lambda c: c.logits.batch >= 2 and c.logits.neg_inf_fraction == 0)
