@@ -21,7 +21,7 @@ KernelInfo of its behaviour.
 from dataclasses import dataclass, fields, replace
 
 import torch
-from hypothesis import strategies as st
+from hypothesis import event, strategies as st
 
 from samplecheck.families.errors import built
 from samplecheck.families.samplers import MIN_SAMPLING_T
@@ -131,6 +131,35 @@ class Pipeline:
                 x = self.ops[name].expected(x, self._verdict(name, x, params))
         return PipelineReference(x, params)
 
+    def binding(self, logits, params) -> dict[str, torch.Tensor]:
+        """Per op, bool [B]: the rows where it is on and changes the row in the engine's order
+        (a value op changes a value; min_p or top-k/top-p masks a finite entry)."""
+        rows = {}
+        x = logits.clone()
+        for name in VALUE_OPS:
+            if _op_args(name, params) is not None:
+                after = self.ops[name].expected(x, self._verdict(name, x, params))
+                rows[name] = ((after != x) & ~(after.isnan() & x.isnan())).any(dim=-1)
+                x = after
+        finite = x > float("-inf")
+        for name in ("min_p", "top_k_top_p"):
+            if _op_args(name, params) is not None:
+                kept = self._verdict(name, x, params).kept
+                rows[name] = (finite & ~kept).any(dim=-1)
+                x = x.masked_fill(~kept, float("-inf"))
+                finite &= kept
+        return rows
+
+    def targets(self, original, reference: PipelineReference) -> dict[str, float]:
+        """Steers long runs towards interactions: the most ops binding in one row, and the
+        op pairs binding together in some row (each also an `event`)."""
+        binding = self.binding(original, reference.params)
+        pairs = binding_pairs(binding)
+        for pair in sorted(pairs):
+            event(f"ops binding together: {' + '.join(pair)}")
+        most = max((int(sum(rows.long() for rows in binding.values()).max()) if binding else 0), 0)
+        return {"ops binding in one row": float(most), "op pairs binding together": float(len(pairs))}
+
     def check(self, original, output, reference: PipelineReference, what):
         """Rows whose exact values before masking hold +inf or NaN (a bias or penalty that
         overflows the dtype) are outside min_p's, top-p's and logprobs' specification: there
@@ -232,6 +261,12 @@ class Pipeline:
             if a is not None and self.ops[name].extra_memory is not None)
 
 
+def binding_pairs(binding: dict[str, torch.Tensor]) -> set[tuple[str, str]]:
+    """The op pairs (in the engine's order) that bind together in at least one row."""
+    names = [name for name in VALUE_OPS + ("min_p", "top_k_top_p") if name in binding]
+    return {(a, b) for i, a in enumerate(names) for b in names[i + 1:] if bool((binding[a] & binding[b]).any())}
+
+
 def _op_args(name: str, params) -> dict | None:
     """The keyword arguments of op record `name` taken from a SamplingBatch (None when off)."""
     args = {arg: getattr(params, ARG_NAMES.get(arg, arg)) for arg in OP_ARGS[name]}
@@ -276,4 +311,4 @@ def pipeline_record(records, **data) -> KernelInfo:
     return KernelInfo(cases=pipeline.cases, make_args=pipeline.make_args, reference=pipeline.reference,
                       check=pipeline.check, law=pipeline.law, distribution_cases=pipeline.distribution_cases,
                       sample=pipeline.sample, induced_law=pipeline.induced_law, extra_memory=pipeline.memory,
-                      off_encodings=pipeline.off_encodings(), **data)
+                      off_encodings=pipeline.off_encodings(), targets=pipeline.targets, **data)

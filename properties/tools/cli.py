@@ -3,7 +3,7 @@
     samplecheck test [--device D] [--workers N] [PYTEST ARGS ...]
     samplecheck gate [--device D] [--workers N] [--mutant-workers N] [--out DIR] [--no-killtable] [PYTEST ARGS ...]
     samplecheck sweep | killtable | mutate | behaviour | calibration | nightly | regress | badinputs | flakiness
-                                                         [ARGS ...] (each: --help)
+                | interactions                           [ARGS ...] (each: --help)
     samplecheck probe NAME [ARGS ...]                                    (GPU probes of third-party APIs)
 
 `test` runs samplecheck's property suite on every registered backend: ours, installed plug-ins
@@ -31,9 +31,11 @@ COMMANDS = {
     "regress": "turn a nightly failure (from its report JSON) into a replayed regression example",
     "badinputs": "the bad-input table's outcome counts on one device (clear error / documented result / ...)",
     "flakiness": "rerun the statistical tests N times with fresh Hypothesis seeds: failures per rerun",
+    "interactions": "which pairs of the sampler's ops bind together in one row of its drawn cases",
 }
 DELEGATED = {name: f"samplecheck.tools.{name}" for name in ("sweep", "killtable", "behaviour", "calibration", "mutate",
-                                                            "nightly", "regress", "badinputs", "flakiness")}
+                                                            "nightly", "regress", "badinputs", "flakiness",
+                                                            "interactions")}
 
 
 def _suite_parser(name: str) -> argparse.ArgumentParser:
