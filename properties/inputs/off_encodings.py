@@ -42,13 +42,14 @@ class OffEncoding:
     def near_value(self, vocab: int):
         return _resolve(self.near, vocab)
 
-    def apply(self, args: dict, row: int, batch: int, vocab: int, device) -> dict | None:
+    def apply(self, args: dict, row: int, batch: int, vocab: int, device, *, add_missing: bool = True) -> dict | None:
         """A copy of `args` with `row` of the parameter off and the other rows as drawn (or
-        `binding`); None when the case leaves the parameter out and there is no binding."""
+        `binding`); None when the case leaves the parameter out and there is no binding, or
+        `add_missing` is False (a backend that implements only the cases it `accepts`)."""
         holder = args[self.within] if self.within else args
         current = getattr(holder, self.param) if self.within else holder.get(self.param)
         if current is None:
-            if self.binding is None:
+            if self.binding is None or not add_missing:
                 return None
             current = torch.full((batch,), self.binding, dtype=self.dtype, device=device)
         changed = current.clone()

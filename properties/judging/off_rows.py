@@ -23,8 +23,8 @@ def check_off_encodings(combo, case, device, encodings=None) -> None:
     batch, vocab = original.shape
     row = off_row(original)
     for off in combo.info.off_encodings if encodings is None else encodings:
-        off_args = off.apply(args, row, batch, vocab, device)
-        if off_args is None:  # an id list the case left out: nothing to switch off
+        off_args = off.apply(args, row, batch, vocab, device, add_missing=combo.backend.accepts is None)
+        if off_args is None:  # a parameter the case left out: nothing to switch off
             continue
         expected = reference(combo, original, off_args)
         output = run(combo, original.clone(), off_args)
