@@ -22,7 +22,7 @@ import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from samplecheck.families.pipeline import VALUE_OPS, binding_pairs
-from samplecheck.harness.registry import REGISTRY, Combo, register_all
+from samplecheck.harness.registry import RECORDS, Combo, register_all
 from samplecheck.harness.runner import prepare
 from samplecheck.inputs.strategies import BUDGETS
 from samplecheck.kernels.runtime import resolve_device
@@ -34,7 +34,7 @@ PAIRS = tuple(itertools.combinations(OPS, 2))
 def measure(examples: int, device: torch.device) -> Counter:
     """For each op pair, the number of drawn sampler cases with the pair binding in one row."""
     register_all()
-    info = REGISTRY["sampling_params"]
+    info = RECORDS["sampling_params"]
     pipeline = info.targets.__self__  # the record's Pipeline (its targets are its bound method)
     combo = Combo(info, info.backends[0], torch.float32, "contig")
     covered = Counter()

@@ -4,14 +4,14 @@ which rows, and the measurement over drawn cases."""
 import torch
 
 from samplecheck.families.pipeline import binding_pairs
-from samplecheck.harness.registry import REGISTRY, Combo
+from samplecheck.harness.registry import RECORDS, Combo
 from samplecheck.harness.runner import prepare
 from samplecheck.infos.sampling_params import EVERYTHING_ON
 from samplecheck.tools.interactions import PAIRS, measure, table
 
 
 def test_binding_names_the_ops_that_change_each_row():
-    info = REGISTRY["sampling_params"]
+    info = RECORDS["sampling_params"]
     placed, args = prepare(Combo(info, info.backends[0], torch.float32, "contig"), EVERYTHING_ON, torch.device("cpu"))
     binding = info.targets.__self__.binding(placed.view, args["params"])
     assert set(binding) == {"logit_bias", "penalties", "bad_words", "temperature", "min_p", "top_k_top_p"}

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from samplecheck.backends import vllm, vllm_source
-from samplecheck.harness.registry import REGISTRY, Combo
+from samplecheck.harness.registry import RECORDS, Combo
 from samplecheck.harness.runner import prepare, reference, run
 from samplecheck.infos.logit_bias import BIG_ALLOWLIST
 
@@ -54,7 +54,7 @@ def test_v4_allowed_ids_keep_their_logits(device):
     row, two biased ids), judged by the record's oracle in each of 100 calls: the race left
     allowed ids at -inf in it on the H200 (run 10). A race, so a probabilistic pin."""
     backend = next(b for _, b in vllm.PACK if b.name == "vllm_mrv2_logit_bias")
-    combo = Combo(REGISTRY["logit_bias"], backend, torch.float32, "contig")
+    combo = Combo(RECORDS["logit_bias"], backend, torch.float32, "contig")
     placed, args = prepare(combo, BIG_ALLOWLIST, device)
     original = placed.view.clone()
     expected = reference(combo, original, args)

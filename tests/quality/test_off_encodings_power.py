@@ -14,7 +14,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from samplecheck.harness.registry import REGISTRY, Backend, Combo
+from samplecheck.harness.registry import RECORDS, Backend, Combo
 from samplecheck.inputs.strategies import BUDGETS
 from samplecheck.judging.off_rows import check_off_encodings, misreading
 from samplecheck.tests.cover.test_off_encodings import off_cases
@@ -49,12 +49,12 @@ def cells() -> list:
     return [pytest.param(info.name, i, id=f"{info.name}-{off.label}",
                          marks=[pytest.mark.xfail(strict=True, reason=BLIND[info.name, off.label])]
                          if (info.name, off.label) in BLIND else [])
-            for info in REGISTRY.values() for i, off in enumerate(info.off_encodings)]
+            for info in RECORDS.values() for i, off in enumerate(info.off_encodings)]
 
 
 @pytest.mark.parametrize(("record", "index"), cells())
 def test_a_misread_off_encoding_is_caught(record, index):
-    info = REGISTRY[record]
+    info = RECORDS[record]
     ours = info.backends[0]
     off = info.off_encodings[index]
     combo = Combo(info, Injected(f"misread_{off.label}", "injected:injected", fn=misreading(ours.resolve(), off)),
