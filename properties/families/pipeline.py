@@ -18,6 +18,7 @@ engine's order:
 KernelInfo of its behaviour.
 """
 
+import itertools
 from dataclasses import dataclass, fields, replace
 
 import torch
@@ -261,6 +262,9 @@ class Pipeline:
             if a is not None and self.ops[name].extra_memory is not None)
 
 
+FOCUS_PAIRS = ((),) + tuple(itertools.combinations(VALUE_OPS + ("min_p", "top_k_top_p"), 2))
+
+
 def binding_pairs(binding: dict[str, torch.Tensor]) -> set[tuple[str, str]]:
     """The op pairs (in the engine's order) that bind together in at least one row."""
     names = [name for name in VALUE_OPS + ("min_p", "top_k_top_p") if name in binding]
@@ -288,8 +292,10 @@ def _pipeline_cases(draw, ops: dict, budget: Budget) -> PipelineCase:
     strategies = {name: ops[name].cases(budget) for name in ("logit_bias", "penalties", "bad_words", "min_p",
                                                              "top_k_top_p")}
     strategies["temperature"] = ops["temperature"].cases(budget, extremes=False)
+    # A pair of ops on for sure (or none): every pair gets cases where both can bind.
+    focus = draw(st.sampled_from(FOCUS_PAIRS), label="ops on together")
     chosen = tuple((name, case) for name, strategy in strategies.items()
-                   if (case := draw(st.none() | strategy, label=name)) is not None)
+                   if (case := draw(strategy if name in focus else st.none() | strategy, label=name)) is not None)
     return PipelineCase(recipe, chosen, draw(ops["gumbel_sample"].cases(budget), label="sampling"),
                         draw(st.sampled_from(NUM_LOGPROBS)), draw(st.sampled_from(LOGPROBS_MODES)))
 
