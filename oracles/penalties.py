@@ -40,6 +40,8 @@ from dataclasses import dataclass
 
 import torch
 
+from samplecheck.oracles.ulp import ulp, ulp32
+
 FP32_OVERFLOW = 2.0**128  # where an fp32 rounding of a finite value becomes inf, at the midpoint below
 
 
@@ -128,12 +130,6 @@ class ModelPenaltiesReference(PenaltiesReference):
         return self.bound
 
 
-def ulp32(x: torch.Tensor) -> torch.Tensor:
-    """fp64 ulp of |x| in fp32 (the smallest subnormal's spacing at 0)."""
-    a = x.abs().to(torch.float32)
-    return (torch.nextafter(a, torch.full_like(a, float("inf"))) - a).to(torch.float64)
-
-
 def penalties_model_reference(logits: torch.Tensor, *, prompt_token_ids: torch.Tensor,
                               output_token_ids: torch.Tensor, repetition_penalty: torch.Tensor,
                               frequency_penalty: torch.Tensor, presence_penalty: torch.Tensor,
@@ -187,9 +183,6 @@ def penalties_model_reference(logits: torch.Tensor, *, prompt_token_ids: torch.T
     expected = torch.where(active, x.to(logits.dtype), logits.detach())
     bound = None
     if division == "approximate":
-        final = expected.to(torch.float64)
-        dtype_ulp = (torch.nextafter(final.abs().to(logits.dtype), torch.tensor(float("inf"), dtype=logits.dtype, device=logits.device))
-                     .to(torch.float64) - final.abs())
         bound = torch.where(active & present, 5 * ulp32(torch.maximum(repeated.abs(), x.abs()).double())
-                            + dtype_ulp.nan_to_num(0.0), 0.0)
+                            + ulp(expected).nan_to_num(0.0), 0.0)
     return ModelPenaltiesReference(expected=expected, touched=active, counts=counts, bound=bound)

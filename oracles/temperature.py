@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 import torch
 
+from samplecheck.oracles.ulp import ulp
+
 
 @dataclass(frozen=True)
 class TemperatureReference:
@@ -45,11 +47,7 @@ class TemperatureReference:
     def value_bound(self) -> torch.Tensor | None:
         """The admissible absolute distance of each output entry from `expected`: `ulps` of
         its dtype's spacing at |expected| (fp64 [B, V]; None when the check is bitwise)."""
-        if self.ulps == 0:
-            return None
-        a = self.expected.abs()
-        spacing = torch.nextafter(a, torch.full_like(a, float("inf"))).to(torch.float64) - a.to(torch.float64)
-        return self.ulps * spacing
+        return None if self.ulps == 0 else self.ulps * ulp(self.expected)
 
 
 def temperature_reference(logits: torch.Tensor, temperature: torch.Tensor | None, *,

@@ -37,6 +37,9 @@ LOGPROBS_MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed
 NUM_LOGPROBS = (None, 0, 1, 5, -1)
 # The value ops in the engine's order; then min_p, top-k/top-p, the Gumbel sampler, logprobs.
 VALUE_OPS = ("logit_bias", "penalties", "bad_words", "temperature")
+MASK_OPS = ("min_p", "top_k_top_p")
+# Every pair of ops that can change a row, in the engine's order (op interactions).
+OP_PAIRS = tuple(itertools.combinations(VALUE_OPS + MASK_OPS, 2))
 ARG_NAMES = {"k": "top_k", "p": "top_p"}  # top_k_top_p record -> SamplingBatch fields
 # Each op's keyword arguments, as SamplingBatch carries them (under ARG_NAMES' names).
 OP_ARGS = {"logit_bias": ("allowed_token_ids", "logit_bias_ids", "logit_bias_values", "stop_token_ids",
@@ -63,10 +66,12 @@ class PipelineCase:
 @dataclass(frozen=True)
 class PipelineReference:
     """`values`: the exact logits after the value-changing ops (before min_p, top-k/top-p);
-    `params`: the batch, for the checks that need the pipeline's own output."""
+    `params`: the batch, for the checks that need the pipeline's own output; `changed`: per
+    value op that is on, bool [B], the rows it changed."""
 
     values: torch.Tensor
     params: object
+    changed: dict
 
 
 def _sampler_args(params) -> dict:
@@ -126,24 +131,21 @@ class Pipeline:
         return self.ops[name].verdict(x, _op_args(name, params))
 
     def reference(self, logits, *, params) -> PipelineReference:
-        x = logits.clone()
-        for name in VALUE_OPS:
-            if _op_args(name, params) is not None:
-                x = self.ops[name].expected(x, self._verdict(name, x, params))
-        return PipelineReference(x, params)
-
-    def binding(self, logits, params) -> dict[str, torch.Tensor]:
-        """Per op, bool [B]: the rows where it is on and changes the row in the engine's order
-        (a value op changes a value; min_p or top-k/top-p masks a finite entry)."""
-        rows = {}
-        x = logits.clone()
+        x, changed = logits.clone(), {}
         for name in VALUE_OPS:
             if _op_args(name, params) is not None:
                 after = self.ops[name].expected(x, self._verdict(name, x, params))
-                rows[name] = ((after != x) & ~(after.isnan() & x.isnan())).any(dim=-1)
+                changed[name] = ((after != x) & ~(after.isnan() & x.isnan())).any(dim=-1)
                 x = after
+        return PipelineReference(x, params, changed)
+
+    def binding(self, reference: PipelineReference) -> dict[str, torch.Tensor]:
+        """Per op that is on, bool [B]: the rows it changes in the engine's order (a value op
+        changes a value; min_p or top-k/top-p masks a finite entry)."""
+        rows, params = dict(reference.changed), reference.params
+        x = reference.values
         finite = x > float("-inf")
-        for name in ("min_p", "top_k_top_p"):
+        for name in MASK_OPS:
             if _op_args(name, params) is not None:
                 kept = self._verdict(name, x, params).kept
                 rows[name] = (finite & ~kept).any(dim=-1)
@@ -154,11 +156,11 @@ class Pipeline:
     def targets(self, original, reference: PipelineReference) -> dict[str, float]:
         """Steers long runs towards interactions: the most ops binding in one row, and the
         op pairs binding together in some row (each also an `event`)."""
-        binding = self.binding(original, reference.params)
+        binding = self.binding(reference)
         pairs = binding_pairs(binding)
         for pair in sorted(pairs):
             event(f"ops binding together: {' + '.join(pair)}")
-        most = max((int(sum(rows.long() for rows in binding.values()).max()) if binding else 0), 0)
+        most = int(sum(rows.long() for rows in binding.values()).max()) if binding else 0
         return {"ops binding in one row": float(most), "op pairs binding together": float(len(pairs))}
 
     def check(self, original, output, reference: PipelineReference, what):
@@ -262,13 +264,9 @@ class Pipeline:
             if a is not None and self.ops[name].extra_memory is not None)
 
 
-FOCUS_PAIRS = ((),) + tuple(itertools.combinations(VALUE_OPS + ("min_p", "top_k_top_p"), 2))
-
-
 def binding_pairs(binding: dict[str, torch.Tensor]) -> set[tuple[str, str]]:
-    """The op pairs (in the engine's order) that bind together in at least one row."""
-    names = [name for name in VALUE_OPS + ("min_p", "top_k_top_p") if name in binding]
-    return {(a, b) for i, a in enumerate(names) for b in names[i + 1:] if bool((binding[a] & binding[b]).any())}
+    """The op pairs (of OP_PAIRS) that bind together in at least one row."""
+    return {(a, b) for a, b in OP_PAIRS if a in binding and b in binding and bool((binding[a] & binding[b]).any())}
 
 
 def _op_args(name: str, params) -> dict | None:
@@ -293,7 +291,7 @@ def _pipeline_cases(draw, ops: dict, budget: Budget) -> PipelineCase:
                                                              "top_k_top_p")}
     strategies["temperature"] = ops["temperature"].cases(budget, extremes=False)
     # A pair of ops on for sure (or none): every pair gets cases where both can bind.
-    focus = draw(st.sampled_from(FOCUS_PAIRS), label="ops on together")
+    focus = draw(st.sampled_from(((),) + OP_PAIRS), label="ops on together")
     chosen = tuple((name, case) for name, strategy in strategies.items()
                    if (case := draw(strategy if name in focus else st.none() | strategy, label=name)) is not None)
     return PipelineCase(recipe, chosen, draw(ops["gumbel_sample"].cases(budget), label="sampling"),
@@ -310,11 +308,18 @@ def batch(**fields):
     return make
 
 
-def pipeline_record(records, **data) -> KernelInfo:
-    """The KernelInfo of the pipeline over the op `records`; `data` is the record's own
+@dataclass(frozen=True, kw_only=True)
+class PipelineInfo(KernelInfo):
+    """The record of the whole sampler, with its `pipeline` (e.g. for `Pipeline.binding`)."""
+
+    pipeline: Pipeline
+
+
+def pipeline_record(records, **data) -> PipelineInfo:
+    """The record of the pipeline over the op `records`; `data` is the record's own
     (name, backends, tolerance, semantics, error inputs, examples)."""
     pipeline = Pipeline({info.name: info for info in records})
-    return KernelInfo(cases=pipeline.cases, make_args=pipeline.make_args, reference=pipeline.reference,
+    return PipelineInfo(pipeline=pipeline, cases=pipeline.cases, make_args=pipeline.make_args, reference=pipeline.reference,
                       check=pipeline.check, law=pipeline.law, distribution_cases=pipeline.distribution_cases,
                       sample=pipeline.sample, induced_law=pipeline.induced_law, extra_memory=pipeline.memory,
                       off_encodings=pipeline.off_encodings(), targets=pipeline.targets, **data)

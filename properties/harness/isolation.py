@@ -109,13 +109,14 @@ def pytest_handlecrashitem(crashitem, report, sched):
     path = _record_path(_CONTROLLER[FAULT_DIR], crashitem)
     if not path.exists():
         return
-    first, _, rest = path.read_text().partition("\n")
+    record = path.read_text()
+    first, _, rest = record.partition("\n")
     if first.startswith(XFAIL_PREFIX):
         report.outcome = "skipped"
         report.wasxfail = f"{first[len(XFAIL_PREFIX):]} ({rest.splitlines()[0]})"
         report.longrepr = None
     else:
-        report.longrepr = f"{report.longrepr}\n{path.read_text()}"
+        report.longrepr = f"{report.longrepr}\n{record}"
 
 
 @pytest.hookimpl(wrapper=True)

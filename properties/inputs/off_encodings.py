@@ -46,17 +46,24 @@ class OffEncoding:
         """A copy of `args` with `row` of the parameter off and the other rows as drawn (or
         `binding`); None when the case leaves the parameter out and there is no binding, or
         `add_missing` is False (a backend that implements only the cases it `accepts`)."""
-        holder = args[self.within] if self.within else args
-        current = getattr(holder, self.param) if self.within else holder.get(self.param)
+        current = self.read(args)
         if current is None:
             if self.binding is None or not add_missing:
                 return None
             current = torch.full((batch,), self.binding, dtype=self.dtype, device=device)
         changed = current.clone()
         changed[row] = self.off_value(vocab)
+        return self.written(args, changed)
+
+    def read(self, args: dict) -> torch.Tensor | None:
+        """The parameter's tensor in `args` (None when left out)."""
+        return getattr(args[self.within], self.param) if self.within else args.get(self.param)
+
+    def written(self, args: dict, value: torch.Tensor) -> dict:
+        """A copy of `args` with the parameter set to `value`."""
         if self.within:
-            return {**args, self.within: dataclasses.replace(holder, **{self.param: changed})}
-        return {**args, self.param: changed}
+            return {**args, self.within: dataclasses.replace(args[self.within], **{self.param: value})}
+        return {**args, self.param: value}
 
     def renamed(self, param: str, within: str) -> "OffEncoding":
         """This encoding for a parameter carried as field `param` of argument `within`."""

@@ -2,7 +2,6 @@
 power measurement in tests/quality: each documented "off" value of a record's per-row
 parameters, written into one row of a drawn case, against the oracle."""
 
-import dataclasses
 from collections.abc import Callable
 
 import torch
@@ -36,13 +35,9 @@ def misreading(fn: Callable, off) -> Callable:
     its binding neighbour `off.near` instead (e.g. k = V read as V - 1, a -1 pad as id 0)."""
     def faulty(logits, **args):
         vocab = logits.size(1)
-        holder = args[off.within] if off.within else args
-        current = getattr(holder, off.param) if off.within else holder.get(off.param)
+        current = off.read(args)
         if current is None:
             return fn(logits, **args)
-        misread = torch.where(current == off.off_value(vocab), torch.as_tensor(off.near_value(vocab), dtype=current.dtype,
-                                                                              device=current.device), current)
-        if off.within:
-            return fn(logits, **{**args, off.within: dataclasses.replace(holder, **{off.param: misread})})
-        return fn(logits, **{**args, off.param: misread})
+        near = torch.as_tensor(off.near_value(vocab), dtype=current.dtype, device=current.device)
+        return fn(logits, **off.written(args, torch.where(current == off.off_value(vocab), near, current)))
     return faulty

@@ -22,9 +22,10 @@ import torch
 from samplecheck.harness.registry import Oracle
 from samplecheck.judging import checks
 from samplecheck.oracles.gumbel import own_stream_reference
-from samplecheck.oracles.penalties import penalties_model_reference, ulp32
+from samplecheck.oracles.penalties import penalties_model_reference
 from samplecheck.oracles.temperature import temperature_reference
 from samplecheck.oracles.top_k_top_p import top_k_top_p_declared_reference
+from samplecheck.oracles.ulp import ulp32
 
 TOP_K_TOP_P_RECORDS = ("top_k_top_p", "top_k_top_p_sample")
 

@@ -3,49 +3,46 @@ cases its tests draw.
 
 A fault that shows only when two ops are active and binding in the same row (the order of
 ops, which tensor a later op reads) is reached only by cases where both change that row.
-This draws `--examples` sampler cases as the suite does (derandomized; `--device` sizes),
+This draws `--examples` sampler cases as the suite does (fixed by `--seed`; `--device` sizes),
 computes per row which ops change it (`Pipeline.binding`: a value op changes a value, min_p
 or top-k/top-p masks a finite entry), and prints, for each of the 15 pairs of the six ops,
 how many cases had it binding in one row, then the pairs never reached. The suite's
 sampler tests report the same pairs as Hypothesis events and steer long (nightly) runs
 towards more of them with `target()` (`Pipeline.targets`).
 
-    samplecheck interactions --device cpu --examples 200
+    samplecheck interactions --device cpu --examples 200 [--seed 0]
 """
 
 import argparse
-import itertools
 import sys
 from collections import Counter
 
 import torch
+import hypothesis
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from samplecheck.families.pipeline import VALUE_OPS, binding_pairs
+from samplecheck.families.pipeline import OP_PAIRS, binding_pairs
 from samplecheck.harness.registry import RECORDS, Combo, register_all
 from samplecheck.harness.runner import prepare
 from samplecheck.inputs.strategies import BUDGETS
 from samplecheck.kernels.runtime import resolve_device
 
-OPS = VALUE_OPS + ("min_p", "top_k_top_p")
-PAIRS = tuple(itertools.combinations(OPS, 2))
 
-
-def measure(examples: int, device: torch.device) -> Counter:
-    """For each op pair, the number of drawn sampler cases with the pair binding in one row."""
+def measure(examples: int, device: torch.device, seed: int = 0) -> Counter:
+    """For each op pair, the number of drawn sampler cases with the pair binding in one row
+    (the draws fixed by `seed`, whatever the code around them)."""
     register_all()
     info = RECORDS["sampling_params"]
-    pipeline = info.targets.__self__  # the record's Pipeline (its targets are its bound method)
     combo = Combo(info, info.backends[0], torch.float32, "contig")
     covered = Counter()
 
-    @settings(max_examples=examples, derandomize=True, database=None, deadline=None,
-              suppress_health_check=list(HealthCheck))
+    @hypothesis.seed(seed)
+    @settings(max_examples=examples, database=None, deadline=None, suppress_health_check=list(HealthCheck))
     @given(data=st.data())
     def draw(data):
         case = data.draw(info.cases(BUDGETS[device.type]), label="case")
         placed, args = prepare(combo, case, device)
-        covered.update(binding_pairs(pipeline.binding(placed.view, args["params"])))
+        covered.update(binding_pairs(info.pipeline.binding(info.pipeline.reference(placed.view, **args))))
 
     draw()
     return covered
@@ -54,9 +51,9 @@ def measure(examples: int, device: torch.device) -> Counter:
 def table(covered: Counter, examples: int) -> str:
     lines = [f"Op pairs binding together in one row, {examples} drawn sampler cases:", "",
              "| ops | cases |", "|---|---|"]
-    lines += [f"| {a} + {b} | {covered[(a, b)]} |" for a, b in PAIRS]
-    missing = [f"{a} + {b}" for a, b in PAIRS if not covered[(a, b)]]
-    lines += ["", f"{len(PAIRS) - len(missing)} of {len(PAIRS)} pairs reached"
+    lines += [f"| {a} + {b} | {covered[(a, b)]} |" for a, b in OP_PAIRS]
+    missing = [f"{a} + {b}" for a, b in OP_PAIRS if not covered[(a, b)]]
+    lines += ["", f"{len(OP_PAIRS) - len(missing)} of {len(OP_PAIRS)} pairs reached"
               + (f"; never: {', '.join(missing)}" if missing else "")]
     return "\n".join(lines)
 
@@ -65,9 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="samplecheck interactions", description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     parser.add_argument("--examples", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0, help="fixes the drawn cases (default 0)")
     args = parser.parse_args(argv)
     device = torch.device(resolve_device(args.device))
-    covered = measure(args.examples, device)
+    covered = measure(args.examples, device, args.seed)
     print(table(covered, args.examples))
     return 0
 
