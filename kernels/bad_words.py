@@ -37,7 +37,8 @@ import triton
 import triton.language as tl
 
 from samplecheck.kernels.runtime import check_launchable, first_fitting
-from samplecheck.kernels.validation import PAD_ID, check_logits, check_token_ids, values_checked
+from samplecheck.kernels.guard import ValueGuard, torch_check
+from samplecheck.kernels.validation import PAD_ID, check_logits, check_token_ids
 
 MAX_WORDS = 128
 MAX_WORD_TOKENS = 1024
@@ -53,29 +54,39 @@ WORD_BLOCKS = {"cuda": (16, 256), "cpu": (8,)}
 PAIR_BLOCKS = {"cuda": (1, 8, 64), "cpu": (256,)}
 
 
-def check_bad_words(logits: torch.Tensor, bad_words: torch.Tensor, output_token_ids: torch.Tensor) -> None:
+def _after_padding(bad_words: torch.Tensor) -> torch.Tensor:
+    """bool [B, W, T - 1]: True at an id that follows a -1 within its word."""
+    return (bad_words[..., 1:] != PAD_ID) & (bad_words[..., :-1] == PAD_ID)
+
+
+def check_bad_words(logits: torch.Tensor, bad_words: torch.Tensor, output_token_ids: torch.Tensor,
+                    guard: ValueGuard | None = None) -> ValueGuard:
     """bad_words: [batch, words <= 128, tokens <= 1024] ids in [0, V) or -1, each word
-    left-aligned (no id after a -1); output_token_ids: [batch, length] ids in [0, V) or -1."""
+    left-aligned (no id after a -1); output_token_ids: [batch, length] ids in [0, V) or -1.
+    Ids and the padding rule are value checks, added to `guard` (a new one if None)."""
     check_logits(logits)
-    check_token_ids("bad_words", bad_words, logits, dims=3)
+    guard = ValueGuard(logits.device, "apply_bad_words") if guard is None else guard
+    check_token_ids(guard, "bad_words", bad_words, logits, dims=3)
     if bad_words.size(1) > MAX_WORDS:
         raise ValueError(f"bad_words must have at most {MAX_WORDS} words per row (dim 1); got {bad_words.size(1)}")
     if bad_words.size(2) > MAX_WORD_TOKENS:
         raise ValueError(
             f"bad_words must have at most {MAX_WORD_TOKENS} tokens per word (dim 2); got {bad_words.size(2)}")
-    check_token_ids("output_token_ids", output_token_ids, logits)
-    if not values_checked():
-        return
-    after_pad = (bad_words[..., 1:] != PAD_ID) & (bad_words[..., :-1] == PAD_ID)
-    if after_pad.numel() and bool(after_pad.any()):
-        r, w, t = (int(i) for i in after_pad.nonzero()[0])
-        raise ValueError(f"bad_words must be right-padded per word: no token id after a -1 within a word; "
-                         f"got id {int(bad_words[r, w, t + 1])} at [{r}, {w}, {t + 1}]")
+    check_token_ids(guard, "output_token_ids", output_token_ids, logits)
+
+    def describe_padding() -> None:
+        after_pad = _after_padding(bad_words)
+        if after_pad.numel() and bool(after_pad.any()):
+            r, w, t = (int(i) for i in after_pad.nonzero()[0])
+            raise ValueError(f"bad_words must be right-padded per word: no token id after a -1 within a word; "
+                             f"got id {int(bad_words[r, w, t + 1])} at [{r}, {w}, {t + 1}]")
+    guard.check("bad_words", describe_padding, torch_check(lambda: _after_padding(bad_words)))
+    return guard
 
 
 @triton.jit(do_not_specialize=["row_stride", "V", "W", "T", "O", "PAIRS"])
-def _bad_words_kernel(logits_ptr, row_stride, V, words_ptr, W, T, past_ptr, O, PAIRS,
-                      BLOCK_P: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_PAST: tl.constexpr):
+def _bad_words_kernel(logits_ptr, row_stride, V, words_ptr, W, T, past_ptr, O, PAIRS, guard_ptr,
+                      GUARDED: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_PAST: tl.constexpr):
     # BLOCK_P (row, word) pairs of the flattened [B * W] word list, one word per tile row.
     pair = tl.program_id(0).to(tl.int64) * BLOCK_P + tl.arange(0, BLOCK_P)
     in_batch = pair < PAIRS
@@ -107,15 +118,17 @@ def _bad_words_kernel(logits_ptr, row_stride, V, words_ptr, W, T, past_ptr, O, P
         past = tl.load(row_past + (past_len - n)[:, None] + t, mask=in_prefix, other=0).to(tl.int64)
         mismatches += tl.sum((in_prefix & (words != past)).to(tl.int32), axis=1)
     match = applies & (mismatches == 0)
+    if GUARDED:
+        match = match & (tl.load(guard_ptr + tl.zeros([BLOCK_P], tl.int32)) == 0)
     banned = tl.load(words_ptr + pair * T + n, mask=match, other=0).to(tl.int64)
     neg_inf = tl.full([BLOCK_P], float("-inf"), tl.float32).to(logits_ptr.dtype.element_ty)
-    # Unchecked calls (values_checked() False) may carry ids outside [0, V): never stored.
+    # Unchecked calls may carry ids outside [0, V): never stored.
     tl.store(logits_ptr + row * row_stride + banned, neg_inf, mask=match & (banned >= 0) & (banned < V))
 
 
 def apply_bad_words(logits: torch.Tensor, *, bad_words: torch.Tensor, output_token_ids: torch.Tensor) -> torch.Tensor:
     """Set every banned id of `logits` to -inf in place (module docstring) and return it."""
-    check_bad_words(logits, bad_words, output_token_ids)
+    flag = check_bad_words(logits, bad_words, output_token_ids).settle()
     batch, vocab = logits.shape
     _, words, tokens = bad_words.shape
     if batch == 0 or vocab == 0 or words == 0 or tokens == 0:
@@ -129,6 +142,6 @@ def apply_bad_words(logits: torch.Tensor, *, bad_words: torch.Tensor, output_tok
     block_p = min(first_fitting(PAIR_BLOCKS[kind], pairs), TILE[kind] // block_t)
     _bad_words_kernel[(triton.cdiv(pairs, block_p),)](
         logits, logits.stride(0), vocab, bad_words.contiguous(), words, tokens,
-        output_token_ids.contiguous(), output_token_ids.size(1), pairs,
+        output_token_ids.contiguous(), output_token_ids.size(1), pairs, flag, GUARDED=flag is not None,
         BLOCK_P=block_p, BLOCK_T=block_t, BLOCK_PAST=TILE[kind] // block_p)
     return logits

@@ -46,7 +46,8 @@ import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32
 from samplecheck.kernels.runtime import check_launchable, first_fitting, is_interpreted
-from samplecheck.kernels.validation import check_logits, check_range, check_row_param, values_checked
+from samplecheck.kernels.guard import FLOAT32_MAX, ValueGuard
+from samplecheck.kernels.validation import check_logits, check_row_param, guard_range
 
 HASH_SEED = 0x5EED5A3D
 # Launch menu (`plan`): BLOCK_V is the first of BLOCK_V_MENU that holds the vocab, else the
@@ -66,23 +67,22 @@ MAX_BLOCK_V = 8192
 SPLIT_COLUMNS = 8192
 
 
-def check_gumbel(logits, seeds, positions, temperature) -> None:
+def check_gumbel(logits, seeds, positions, temperature, guard: ValueGuard | None = None) -> ValueGuard:
     """seeds: int64 [B]; positions: int64 [B], >= 0; temperature: float32 [B], finite and
-    >= 0, or None; all on the logits' device. V >= 1."""
+    >= 0, or None; all on the logits' device. V >= 1. The value checks are added to `guard`
+    (a new one if None), which is returned."""
     check_logits(logits)
     if logits.size(1) == 0:
         raise ValueError("logits must have vocab >= 1 (a sampled id lies in [0, vocab)); got vocab 0")
+    guard = ValueGuard(logits.device, "gumbel_sample") if guard is None else guard
     check_row_param("seeds", seeds, logits, (torch.int64,))
     check_row_param("positions", positions, logits, (torch.int64,))
+    guard_range(guard, "positions", positions, ">= 0 (the token position being sampled)", 0,
+                torch.iinfo(torch.int64).max)
     if temperature is not None:
         check_row_param("temperature", temperature, logits, (torch.float32,))
-    if not values_checked():
-        return
-    if positions.numel() and bool((positions < 0).any()):
-        raise ValueError(f"positions must be >= 0 (the token position being sampled); got {int(positions.min())}")
-    if temperature is not None:
-        check_range("temperature", temperature, torch.isfinite(temperature) & (temperature >= 0),
-                    "finite and >= 0 (0: greedy row)")
+        guard_range(guard, "temperature", temperature, "finite and >= 0 (0: greedy row)", 0.0, FLOAT32_MAX)
+    return guard
 
 
 @triton.jit
@@ -178,7 +178,7 @@ def gumbel_sample(logits: torch.Tensor, *, seeds: torch.Tensor, positions: torch
                   splits: int | None = None) -> torch.Tensor:
     """Sample one token id per row (module docstring); returns int64 [B]. `block_v` (a power
     of two in [1, MAX_BLOCK_V]) and `splits` (>= 1) tune the launch only."""
-    check_gumbel(logits, seeds, positions, temperature)
+    check_gumbel(logits, seeds, positions, temperature).settle()
     if block_v is not None and not (1 <= block_v <= MAX_BLOCK_V and block_v & (block_v - 1) == 0):
         raise ValueError(f"block_v must be a power of two in [1, {MAX_BLOCK_V}]; got {block_v}")
     if splits is not None and splits < 1:

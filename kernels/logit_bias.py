@@ -44,8 +44,9 @@ import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32, to_output_dtype
 from samplecheck.kernels.runtime import check_launchable, is_interpreted
+from samplecheck.kernels.guard import FLOAT32_MAX, ValueGuard, range_check, torch_check
 from samplecheck.kernels.validation import (INDEX_DTYPES, PAD_ID, check_logits, check_row_param, check_token_ids,
-                                            values_checked)
+                                            guard_range)
 
 # Per-row caps of vLLM MRV2 (entries per list, padding included).
 MAX_ALLOWED = 1024
@@ -65,10 +66,9 @@ def _check_width(name: str, ids: torch.Tensor, cap: int) -> None:
         raise ValueError(f"{name} may hold at most {cap} ids per row (padding included); got {ids.size(1)}")
 
 
-def _check_count(name: str, value: torch.Tensor, logits: torch.Tensor) -> None:
+def _check_count(guard: ValueGuard, name: str, value: torch.Tensor, logits: torch.Tensor) -> None:
     check_row_param(name, value, logits, INDEX_DTYPES)
-    if value.numel() and values_checked() and bool((value < 0).any()):
-        raise ValueError(f"{name} must be >= 0; got {int(value.min())}")
+    guard_range(guard, name, value, ">= 0", 0, torch.iinfo(value.dtype).max)
 
 
 def _check_pair(first: str, a, second: str, b) -> None:
@@ -77,28 +77,38 @@ def _check_pair(first: str, a, second: str, b) -> None:
 
 
 def check_logit_bias(logits, allowed_token_ids, logit_bias_ids, logit_bias_values,
-                     stop_token_ids, min_tokens, output_len) -> None:
-    """Shapes, dtypes, devices, id ranges, caps and values of every argument (module docstring)."""
+                     stop_token_ids, min_tokens, output_len, guard: ValueGuard | None = None) -> ValueGuard:
+    """Shapes, dtypes, devices and caps of every argument (raised at once), and the value
+    checks (id ranges, values), added to `guard` (a new one if None) and returned."""
     check_logits(logits)
+    guard = ValueGuard(logits.device, "apply_logit_bias") if guard is None else guard
     if allowed_token_ids is not None:
-        check_token_ids("allowed_token_ids", allowed_token_ids, logits)
+        check_token_ids(guard, "allowed_token_ids", allowed_token_ids, logits)
         _check_width("allowed_token_ids", allowed_token_ids, MAX_ALLOWED)
     _check_pair("logit_bias_ids", logit_bias_ids, "logit_bias_values", logit_bias_values)
     if logit_bias_ids is not None:
-        check_token_ids("logit_bias_ids", logit_bias_ids, logits)
+        check_token_ids(guard, "logit_bias_ids", logit_bias_ids, logits)
         _check_width("logit_bias_ids", logit_bias_ids, MAX_BIAS)
-        _check_bias_values(logit_bias_ids, logit_bias_values)
+        _check_bias_values(guard, logit_bias_ids, logit_bias_values)
     _check_pair("min_tokens", min_tokens, "stop_token_ids", stop_token_ids)
     _check_pair("min_tokens", min_tokens, "output_len", output_len)
     if stop_token_ids is not None:
-        check_token_ids("stop_token_ids", stop_token_ids, logits)
+        check_token_ids(guard, "stop_token_ids", stop_token_ids, logits)
         _check_width("stop_token_ids", stop_token_ids, MAX_STOP)
-        _check_count("min_tokens", min_tokens, logits)
-        _check_count("output_len", output_len, logits)
+        _check_count(guard, "min_tokens", min_tokens, logits)
+        _check_count(guard, "output_len", output_len, logits)
+    return guard
 
 
-def _check_bias_values(ids: torch.Tensor, values: torch.Tensor) -> None:
-    """float32 values shaped like the ids, finite where an id is given; ids unique per row."""
+def _repeated_ids(ids: torch.Tensor) -> torch.Tensor:
+    """bool [B, K - 1]: True at an id (not -1) equal to its predecessor in the row's sorted ids."""
+    ordered = ids.sort(dim=1).values
+    return (ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] != PAD_ID)
+
+
+def _check_bias_values(guard: ValueGuard, ids: torch.Tensor, values: torch.Tensor) -> None:
+    """float32 values shaped like the ids (raised at once); value checks added to `guard`:
+    finite where an id is given, ids unique per row."""
     if not isinstance(values, torch.Tensor):
         raise TypeError(f"logit_bias_values must be a torch.Tensor [batch, length], got {type(values).__name__}")
     if values.dtype != torch.float32:
@@ -108,19 +118,23 @@ def _check_bias_values(ids: torch.Tensor, values: torch.Tensor) -> None:
                          f"got {tuple(values.shape)}")
     if values.device != ids.device:
         raise ValueError(f"logit_bias_values must be on the device of logit_bias_ids {ids.device}; got {values.device}")
-    if not ids.numel() or not values_checked():
-        return
-    given = ids != PAD_ID
-    bad = given & ~torch.isfinite(values)
-    if bool(bad.any()):
-        raise ValueError("logit_bias_values must be finite where logit_bias_ids is not -1; "
-                         f"got {values[bad][0].item()}")
-    ordered = ids.sort(dim=1).values
-    repeated = (ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] != PAD_ID)
-    if bool(repeated.any()):
-        row = int(repeated.any(dim=1).nonzero()[0])
-        raise ValueError(f"logit_bias_ids must not repeat an id within a row; row {row} repeats "
-                         f"{int(ordered[:, 1:][repeated][0])}")
+
+    def describe_values() -> None:
+        bad = (ids != PAD_ID) & ~torch.isfinite(values)
+        if ids.numel() and bool(bad.any()):
+            raise ValueError("logit_bias_values must be finite where logit_bias_ids is not -1; "
+                             f"got {values[bad][0].item()}")
+
+    def describe_unique() -> None:
+        repeated = _repeated_ids(ids)
+        if ids.numel() and bool(repeated.any()):
+            row = int(repeated.any(dim=1).nonzero()[0])
+            repeat = int(ids.sort(dim=1).values[:, 1:][repeated][0])
+            raise ValueError(f"logit_bias_ids must not repeat an id within a row; row {row} repeats {repeat}")
+
+    guard.check("logit_bias_values", describe_values,
+                range_check(values, -FLOAT32_MAX, FLOAT32_MAX, where=ids))
+    guard.check("logit_bias_ids", describe_unique, torch_check(lambda: _repeated_ids(ids)))
 
 
 @triton.jit
@@ -146,10 +160,14 @@ def _logit_bias_kernel(logits_ptr, row_stride, V,
                        allowed_ptr, A, bias_ids_ptr, bias_values_ptr, K,
                        stop_ptr, S, min_tokens_ptr, output_len_ptr,
                        HAS_ALLOWED: tl.constexpr, A_BLOCK: tl.constexpr, HAS_BIAS: tl.constexpr,
-                       HAS_MIN_TOKENS: tl.constexpr, LIST_BLOCK: tl.constexpr, BLOCK: tl.constexpr):
+                       HAS_MIN_TOKENS: tl.constexpr, LIST_BLOCK: tl.constexpr, BLOCK: tl.constexpr,
+                       guard_ptr, GUARDED: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     row_ptr = logits_ptr + row * row_stride
-    if HAS_ALLOWED:
+    clear = True
+    if GUARDED:
+        clear = tl.load(guard_ptr) == 0
+    if HAS_ALLOWED & clear:
         # A <= A_BLOCK: the whole allowlist is held across the fill.
         allowed = _load_ids(allowed_ptr + row * A, tl.arange(0, A_BLOCK), A, V)
         keep = allowed >= 0
@@ -160,7 +178,7 @@ def _logit_bias_kernel(logits_ptr, row_stride, V,
         tl.debug_barrier()
         tl.store(row_ptr + allowed, saved, mask=keep)
         tl.debug_barrier()
-    if HAS_BIAS:
+    if HAS_BIAS & clear:
         # Bias ids are unique within a row: no step reads an entry another step writes.
         for start in range(0, K, LIST_BLOCK):
             k = start + tl.arange(0, LIST_BLOCK)
@@ -170,7 +188,7 @@ def _logit_bias_kernel(logits_ptr, row_stride, V,
             x = to_fp32(tl.load(row_ptr + ids, mask=given, other=0.0))
             tl.store(row_ptr + ids, to_output_dtype(x + b, logits_ptr.dtype.element_ty), mask=given)
         tl.debug_barrier()
-    if HAS_MIN_TOKENS:
+    if HAS_MIN_TOKENS & clear:
         if tl.load(output_len_ptr + row) < tl.load(min_tokens_ptr + row):
             neg_inf = tl.full([LIST_BLOCK], float("-inf"), tl.float32).to(logits_ptr.dtype.element_ty)
             for start in range(0, S, LIST_BLOCK):
@@ -192,8 +210,8 @@ def apply_logit_bias(logits: torch.Tensor, *, allowed_token_ids: torch.Tensor | 
                      output_len: torch.Tensor | None = None) -> torch.Tensor:
     """Apply the allowlist, the biases and the min_tokens stop mask in place (module docstring);
     returns `logits`."""
-    check_logit_bias(logits, allowed_token_ids, logit_bias_ids, logit_bias_values,
-                     stop_token_ids, min_tokens, output_len)
+    flag = check_logit_bias(logits, allowed_token_ids, logit_bias_ids, logit_bias_values,
+                            stop_token_ids, min_tokens, output_len).settle()
     batch, vocab = logits.shape
     allowed, A = _ids_arg(allowed_token_ids, logits)
     bias_ids, K = _ids_arg(logit_bias_ids, logits)
@@ -211,5 +229,6 @@ def apply_logit_bias(logits: torch.Tensor, *, allowed_token_ids: torch.Tensor | 
             allowed, A, bias_ids, bias_values, K,
             stop, S, min_tokens.contiguous() if S else logits, output_len.contiguous() if S else logits,
             HAS_ALLOWED=A > 0, A_BLOCK=max(ALLOWED_FLOOR, triton.next_power_of_2(A)), HAS_BIAS=K > 0,
-            HAS_MIN_TOKENS=S > 0, LIST_BLOCK=LIST_BLOCK[logits.device.type], BLOCK=BLOCK[logits.device.type])
+            HAS_MIN_TOKENS=S > 0, LIST_BLOCK=LIST_BLOCK[logits.device.type], BLOCK=BLOCK[logits.device.type],
+            guard_ptr=flag, GUARDED=flag is not None)
     return logits

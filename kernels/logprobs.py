@@ -48,7 +48,8 @@ import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32
 from samplecheck.kernels.runtime import check_launchable, is_interpreted
-from samplecheck.kernels.validation import check_logits, check_row_param, values_checked
+from samplecheck.kernels.guard import ValueGuard, range_check
+from samplecheck.kernels.validation import check_logits, check_row_param
 
 BLOCK = 1024  # lanes per step of the max and sum passes
 GATHER_BLOCK = 1024  # default columns per step of the gather (the `gather_block` keyword)
@@ -71,19 +72,23 @@ def check_num_logprobs(num_logprobs, vocab: int) -> None:
                          f"or in [1, vocab = {vocab}]; got {num_logprobs}")
 
 
-def check_logprobs_args(logits: torch.Tensor, sampled: torch.Tensor, num_logprobs, gather_block: int) -> None:
-    """sampled: int64 [batch] in [0, V); num_logprobs: None or an int in [-1, V];
-    gather_block: a power of two in [16, 1024]."""
+def check_logprobs_args(logits: torch.Tensor, sampled: torch.Tensor, num_logprobs, gather_block: int) -> ValueGuard:
+    """sampled: int64 [batch] in [0, V) (a value check: returned in the call's guard);
+    num_logprobs: None or an int in [-1, V]; gather_block: a power of two in [16, 1024]."""
     check_logits(logits)
     vocab = logits.size(1)
     check_row_param("sampled", sampled, logits, (torch.int64,))
-    if sampled.numel() and values_checked():
+    guard = ValueGuard(logits.device, "compute_logprobs")
+
+    def describe() -> None:
         bad = (sampled < 0) | (sampled >= vocab)
-        if bool(bad.any()):
+        if sampled.numel() and bool(bad.any()):
             raise ValueError(f"sampled must hold token ids in [0, {vocab}); got {int(sampled[bad][0])}")
+    guard.check("sampled", describe, range_check(sampled, 0, vocab - 1))
     check_num_logprobs(num_logprobs, vocab)
     if not isinstance(gather_block, int) or gather_block not in [2**i for i in range(4, 11)]:
         raise ValueError(f"gather_block must be a power of two in [16, 1024]; got {gather_block!r}")
+    return guard
 
 
 @triton.jit(do_not_specialize=["row_stride", "V", "n_cols"])
@@ -141,7 +146,7 @@ def compute_logprobs(logits: torch.Tensor, *, sampled: torch.Tensor, num_logprob
                      gather_block: int = GATHER_BLOCK) -> Logprobs | None:
     """Logprobs of the sampled token and of the requested columns (module docstring); the
     logits are not modified. `gather_block` only sets the gather's step width."""
-    check_logprobs_args(logits, sampled, num_logprobs, gather_block)
+    check_logprobs_args(logits, sampled, num_logprobs, gather_block).settle()
     if num_logprobs is None:
         return None
     token_ids = _token_ids(logits, sampled, num_logprobs)

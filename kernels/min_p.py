@@ -27,7 +27,8 @@ import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32
 from samplecheck.kernels.runtime import check_launchable
-from samplecheck.kernels.validation import check_logits, check_range, check_row_param, values_checked
+from samplecheck.kernels.guard import ValueGuard
+from samplecheck.kernels.validation import check_logits, check_row_param, guard_range
 
 # Entries per loop step. The interpreter pays per operation, so the CPU block is wide;
 # the suite's vocab sizes 8191-8193 and the full-size regression example (50272) still
@@ -35,24 +36,27 @@ from samplecheck.kernels.validation import check_logits, check_range, check_row_
 BLOCK = {"cuda": 1024, "cpu": 4096}
 
 
-def check_min_p(logits: torch.Tensor, min_p: torch.Tensor | None) -> None:
+def check_min_p(logits: torch.Tensor, min_p: torch.Tensor | None, guard: ValueGuard | None = None) -> ValueGuard:
     """min_p: per-row float32 [batch] on the logits' device, in [0, 1], or None. The range
-    is a value check (`values_checked`); unchecked, min_p > 1 acts as 1 and min_p < 0 or
-    NaN as 0 (off)."""
+    is a value check, added to `guard` (a new one if None) and returned; unchecked, min_p > 1
+    acts as 1 and min_p < 0 or NaN as 0 (off)."""
     check_logits(logits)
-    if min_p is None:
-        return
-    check_row_param("min_p", min_p, logits, (torch.float32,))
-    if values_checked():
-        check_range("min_p", min_p, (min_p >= 0) & (min_p <= 1),
-                    "in [0, 1] (0 turns min-p off, 1 keeps only the maximum and its ties)")
+    guard = ValueGuard(logits.device, "apply_min_p") if guard is None else guard
+    if min_p is not None:
+        check_row_param("min_p", min_p, logits, (torch.float32,))
+        guard_range(guard, "min_p", min_p, "in [0, 1] (0 turns min-p off, 1 keeps only the maximum and its ties)",
+                    0.0, 1.0)
+    return guard
 
 
-@triton.jit(do_not_specialize=["row_stride", "V"])
-def _min_p_kernel(logits_ptr, row_stride, min_p_ptr, V, BLOCK: tl.constexpr):
+@triton.jit
+def _min_p_kernel(logits_ptr, row_stride, min_p_ptr, V, guard_ptr, GUARDED: tl.constexpr, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     min_p = tl.load(min_p_ptr + row).to(tl.float32)
-    if min_p > 0.0:
+    clear = True
+    if GUARDED:
+        clear = tl.load(guard_ptr) == 0
+    if (min_p > 0.0) & clear:
         row_ptr = logits_ptr + row * row_stride
         offs = tl.arange(0, BLOCK)
         # Pass 1: the row max (elementwise over blocks, then one reduction).
@@ -76,12 +80,13 @@ def _min_p_kernel(logits_ptr, row_stride, min_p_ptr, V, BLOCK: tl.constexpr):
 
 def apply_min_p(logits: torch.Tensor, min_p: torch.Tensor | None = None) -> torch.Tensor:
     """Mask `logits` in place (module docstring) and return it."""
-    check_min_p(logits, min_p)
+    flag = check_min_p(logits, min_p).settle()
     batch, vocab = logits.shape
     if batch == 0 or vocab == 0 or min_p is None:
         return logits
     check_launchable(_min_p_kernel, logits)
-    _min_p_kernel[(batch,)](logits, logits.stride(0), min_p, vocab, BLOCK=BLOCK[logits.device.type])
+    _min_p_kernel[(batch,)](logits, logits.stride(0), min_p, vocab, flag, GUARDED=flag is not None,
+                            BLOCK=BLOCK[logits.device.type])
     return logits
 
 
@@ -89,7 +94,7 @@ def apply_min_p_torch(logits: torch.Tensor, min_p: torch.Tensor | None = None) -
     """PyTorch fallback with the same contract: the threshold in fp32 from the row max (NaN
     read as -inf) and torch.log(min_p), then `masked_fill_` in place, NaN included where
     min-p is on. min_p == 0 rows get threshold -inf, which masks nothing."""
-    check_min_p(logits, min_p)
+    check_min_p(logits, min_p).check_now()
     if logits.numel() == 0 or min_p is None:
         return logits
     nan = logits.isnan()

@@ -49,8 +49,8 @@ import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32, to_output_dtype
 from samplecheck.kernels.runtime import check_launchable, is_interpreted
-from samplecheck.kernels.validation import (check_logits, check_range, check_row_param, check_token_ids, history,
-                                            values_checked)
+from samplecheck.kernels.guard import FLOAT32_MAX, ValueGuard
+from samplecheck.kernels.validation import check_logits, check_row_param, check_token_ids, guard_range, history
 
 # List entries per program (the result does not depend on it). The interpreter pays per
 # program, so the CPU block holds a drawn row's lists whole; the full-size regression
@@ -61,21 +61,22 @@ SCRATCH_BYTES_PER_ID = 64
 
 
 def check_penalties(logits, prompt_token_ids, output_token_ids, repetition_penalty, frequency_penalty,
-                    presence_penalty) -> None:
-    """Shapes, dtypes, devices and ranges (module docstring); each error names its parameter."""
+                    presence_penalty, guard: ValueGuard | None = None) -> ValueGuard:
+    """Shapes, dtypes and devices (raised at once) and the value checks, added to `guard` (a
+    new one if None) and returned (module docstring); each error names its parameter."""
     check_logits(logits)
+    guard = ValueGuard(logits.device, "apply_penalties") if guard is None else guard
     vocab = logits.size(1)
-    check_token_ids("prompt_token_ids", prompt_token_ids, logits, ignored=(vocab,))
-    check_token_ids("output_token_ids", output_token_ids, logits, ignored=(vocab,))
+    check_token_ids(guard, "prompt_token_ids", prompt_token_ids, logits, ignored=(vocab,))
+    check_token_ids(guard, "output_token_ids", output_token_ids, logits, ignored=(vocab,))
     check_row_param("repetition_penalty", repetition_penalty, logits, (torch.float32,))
     check_row_param("frequency_penalty", frequency_penalty, logits, (torch.float32,))
     check_row_param("presence_penalty", presence_penalty, logits, (torch.float32,))
-    if logits.size(0) == 0 or not values_checked():
-        return
-    check_range("repetition_penalty", repetition_penalty,
-                torch.isfinite(repetition_penalty) & (repetition_penalty > 0), "finite and > 0 (1 turns it off)")
+    guard_range(guard, "repetition_penalty", repetition_penalty, "finite and > 0 (1 turns it off)", 0.0, FLOAT32_MAX,
+                lo_open=True)
     for name, value in (("frequency_penalty", frequency_penalty), ("presence_penalty", presence_penalty)):
-        check_range(name, value, value.abs() <= 2, "in [-2, 2] (0 turns it off)")
+        guard_range(guard, name, value, "in [-2, 2] (0 turns it off)", -2.0, 2.0)
+    return guard
 
 
 def sorted_keys(prompt_token_ids: torch.Tensor, output_token_ids: torch.Tensor, vocab: int) -> torch.Tensor:
@@ -105,12 +106,15 @@ def first_occurrences(prompt_token_ids: torch.Tensor, output_token_ids: torch.Te
 
 @triton.jit(do_not_specialize=["row_stride", "V", "L"])
 def _penalties_kernel(logits_ptr, row_stride, tokens_ptr, counts_ptr, L, repetition_ptr, frequency_ptr,
-                      presence_ptr, V, BLOCK: tl.constexpr):
+                      presence_ptr, V, guard_ptr, GUARDED: tl.constexpr, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     r = tl.load(repetition_ptr + row)
     f = tl.load(frequency_ptr + row)
     q = tl.load(presence_ptr + row)
-    if (r != 1.0) | (f != 0.0) | (q != 0.0):
+    clear = True
+    if GUARDED:
+        clear = tl.load(guard_ptr) == 0
+    if ((r != 1.0) | (f != 0.0) | (q != 0.0)) & clear:
         cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
         token = tl.load(tokens_ptr + row * L + cols, mask=cols < L, other=V)
         hit = token < V
@@ -128,8 +132,8 @@ def apply_penalties(logits: torch.Tensor, *, prompt_token_ids: torch.Tensor, out
                     repetition_penalty: torch.Tensor, frequency_penalty: torch.Tensor,
                     presence_penalty: torch.Tensor) -> torch.Tensor:
     """Apply the penalties to `logits` in place (module docstring) and return it."""
-    check_penalties(logits, prompt_token_ids, output_token_ids, repetition_penalty, frequency_penalty,
-                    presence_penalty)
+    flag = check_penalties(logits, prompt_token_ids, output_token_ids, repetition_penalty, frequency_penalty,
+                           presence_penalty).settle()
     batch, vocab = logits.shape
     length = prompt_token_ids.size(1) + output_token_ids.size(1)
     if batch == 0 or vocab == 0 or length == 0:
@@ -143,5 +147,5 @@ def apply_penalties(logits: torch.Tensor, *, prompt_token_ids: torch.Tensor, out
     with quiet:
         _penalties_kernel[(batch, triton.cdiv(length, block))](
             logits, logits.stride(0), tokens, counts, length, repetition_penalty, frequency_penalty,
-            presence_penalty, vocab, BLOCK=block)
+            presence_penalty, vocab, flag, GUARDED=flag is not None, BLOCK=block)
     return logits

@@ -22,10 +22,11 @@ Contract:
   (`*_logits`). Ranks count entries >= the sampled one in that tensor.
 - Bad input (docs/validation.md): every field is validated in ONE phase before anything
   is written, so an error leaves the logits and every field bitwise unchanged; messages
-  name the SamplingBatch field (`top_k`, `top_p`, `seeds`, ...) and its range. Value checks
-  run when `samplecheck.kernels.validation.values_checked()` (one host synchronisation;
-  off inside `unchecked_values()` and during CUDA graph capture); the ops then run with
-  their own value checks off, so a call synchronises at most once for validation.
+  name the SamplingBatch field (`top_k`, `top_p`, `seeds`, ...) and its range. The value
+  checks of every field form one guard (`samplecheck.kernels.validation`: eager, deferred,
+  captured or off); the ops then run with their own value checks off under that guard's
+  flag, so a bad field makes every op write nothing, and no call synchronises on CUDA by
+  default.
 - Groups and defaults: the penalties run when any of `repetition_penalty`,
   `frequency_penalty`, `presence_penalty` is set; the others then default to off (1, 0,
   0), and missing `prompt_token_ids` / `output_token_ids` to empty lists. Bad words with
@@ -47,6 +48,7 @@ from samplecheck.kernels.logprobs import Logprobs, check_num_logprobs, compute_l
 from samplecheck.kernels.min_p import apply_min_p, check_min_p
 from samplecheck.kernels.penalties import apply_penalties, check_penalties
 from samplecheck.kernels.temperature import apply_temperature, check_temperature
+from samplecheck.kernels.guard import ValueGuard
 from samplecheck.kernels.top_k_top_p import apply_top_k_top_p
 from samplecheck.kernels.validation import check_logits, check_top_k_top_p, unchecked_values
 
@@ -116,9 +118,10 @@ def with_defaults(params: SamplingBatch, logits: torch.Tensor) -> SamplingBatch:
     return replace(params, **filled) if filled else params
 
 
-def check_sampling_batch(logits: torch.Tensor, params: SamplingBatch) -> SamplingBatch:
+def check_sampling_batch(logits: torch.Tensor, params: SamplingBatch) -> tuple[SamplingBatch, ValueGuard]:
     """Validate every field before anything is written (module docstring); returns the batch
-    with its groups' defaults filled in. Errors name the SamplingBatch field."""
+    with its groups' defaults filled in and the guard holding every value check. Errors name
+    the SamplingBatch field."""
     if not isinstance(params, SamplingBatch):
         raise TypeError(f"params must be a samplecheck.kernels.sampling_params.SamplingBatch, "
                         f"got {type(params).__name__}")
@@ -127,25 +130,27 @@ def check_sampling_batch(logits: torch.Tensor, params: SamplingBatch) -> Samplin
         raise ValueError(f"logprobs_mode must be one of {', '.join(LOGPROBS_MODES)}; got {params.logprobs_mode!r}")
     check_num_logprobs(params.num_logprobs, logits.size(1))
     p = with_defaults(params, logits)
+    guard = ValueGuard(logits.device, "apply_sampling_params")
     check_logit_bias(logits, p.allowed_token_ids, p.logit_bias_ids, p.logit_bias_values, p.stop_token_ids,
-                     p.min_tokens, p.output_len)
+                     p.min_tokens, p.output_len, guard)
     if p.repetition_penalty is not None:
         check_penalties(logits, p.prompt_token_ids, p.output_token_ids, p.repetition_penalty,
-                        p.frequency_penalty, p.presence_penalty)
+                        p.frequency_penalty, p.presence_penalty, guard)
     if p.bad_words is not None:
-        check_bad_words(logits, p.bad_words, p.output_token_ids)
-    check_temperature(logits, p.temperature)
-    check_min_p(logits, p.min_p)
-    check_top_k_top_p(logits, p.top_k, p.top_p, names=("top_k", "top_p"))
-    check_gumbel(logits, p.seeds, p.positions, None)
-    return p
+        check_bad_words(logits, p.bad_words, p.output_token_ids, guard)
+    check_temperature(logits, p.temperature, guard)
+    check_min_p(logits, p.min_p, guard)
+    check_top_k_top_p(logits, p.top_k, p.top_p, names=("top_k", "top_p"), guard=guard)
+    check_gumbel(logits, p.seeds, p.positions, None, guard)
+    return p, guard
 
 
 def apply_sampling_params(logits: torch.Tensor, params: SamplingBatch) -> SamplerOutput:
     """Process `logits` in place and sample one token per row (module docstring)."""
-    p = check_sampling_batch(logits, params)
+    p, guard = check_sampling_batch(logits, params)
+    flag = guard.settle()
     raw = logits.clone() if p.num_logprobs is not None and p.logprobs_mode.startswith("raw") else None
-    with unchecked_values():  # every value was checked above
+    with unchecked_values(flag):  # every value was checked above; the ops' kernels honour the flag
         apply_logit_bias(logits, allowed_token_ids=p.allowed_token_ids, logit_bias_ids=p.logit_bias_ids,
                          logit_bias_values=p.logit_bias_values, stop_token_ids=p.stop_token_ids,
                          min_tokens=p.min_tokens, output_len=p.output_len)

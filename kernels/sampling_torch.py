@@ -21,8 +21,8 @@ import torch
 
 from samplecheck.kernels.min_p import apply_min_p_torch, check_min_p
 from samplecheck.kernels.top_k_top_p_torch import apply_top_k_top_p_torch
-from samplecheck.kernels.validation import (check_logits, check_range, check_row_param, check_seed, check_top_k_top_p,
-                                            values_checked)
+from samplecheck.kernels.guard import FLOAT32_MAX, ValueGuard
+from samplecheck.kernels.validation import check_logits, check_row_param, check_seed, check_top_k_top_p, guard_range
 
 
 def multinomial_rows(logits: torch.Tensor, seed: int) -> torch.Tensor:
@@ -40,7 +40,7 @@ def top_k_top_p_sample_torch(logits: torch.Tensor, *, k: torch.Tensor | None = N
                              p: torch.Tensor | None = None, seed: int) -> torch.Tensor:
     """samplecheck.kernels.top_k_top_p_torch (sort-based, keep_all_ties, top-p on the renormalised
     survivors, fp32 mass) on a clone, then torch.multinomial over its fp32 softmax."""
-    check_top_k_top_p(logits, k, p)  # before the clone, which would hide the caller's layout
+    check_top_k_top_p(logits, k, p).check_now()  # before the clone, which would hide the caller's layout
     check_seed("seed", seed)
     if logits.size(0) == 0:
         return torch.empty(0, dtype=torch.int64, device=logits.device)
@@ -51,7 +51,7 @@ def top_k_top_p_sample_torch(logits: torch.Tensor, *, k: torch.Tensor | None = N
 def min_p_sample_torch(logits: torch.Tensor, *, min_p: torch.Tensor | None = None, seed: int) -> torch.Tensor:
     """samplecheck.kernels.min_p's PyTorch fallback (log space, fp32 threshold) on a clone, then
     torch.multinomial over its fp32 softmax."""
-    check_min_p(logits, min_p)  # before the clone, which would hide the caller's layout
+    check_min_p(logits, min_p).check_now()  # before the clone, which would hide the caller's layout
     check_seed("seed", seed)
     if logits.size(0) == 0:
         return torch.empty(0, dtype=torch.int64, device=logits.device)
@@ -65,9 +65,9 @@ def check_softmax_temperature(logits: torch.Tensor, temperature: torch.Tensor | 
     if temperature is None:
         return
     check_row_param("temperature", temperature, logits, (torch.float32,))
-    if values_checked():
-        check_range("temperature", temperature, torch.isfinite(temperature) & (temperature > 0),
-                    "finite and > 0 for a softmax")
+    guard = ValueGuard(logits.device, "softmax_torch")
+    guard_range(guard, "temperature", temperature, "finite and > 0 for a softmax", 0.0, FLOAT32_MAX, lo_open=True)
+    guard.check_now()
 
 
 def softmax_torch(logits: torch.Tensor, temperature: torch.Tensor | None = None) -> torch.Tensor:

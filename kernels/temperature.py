@@ -28,7 +28,8 @@ import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32, to_output_dtype
 from samplecheck.kernels.runtime import check_launchable, is_interpreted
-from samplecheck.kernels.validation import check_logits, check_range, check_row_param, values_checked
+from samplecheck.kernels.guard import FLOAT32_MAX, ValueGuard
+from samplecheck.kernels.validation import check_logits, check_row_param, guard_range
 
 # Entries per program; the result does not depend on BLOCK. The suite's vocab sizes
 # 8191-8193 and the full-size regression example (50272) span several column blocks, so
@@ -36,24 +37,30 @@ from samplecheck.kernels.validation import check_logits, check_range, check_row_
 BLOCK = 4096
 
 
-def check_temperature(logits: torch.Tensor, temperature: torch.Tensor | None) -> None:
+def check_temperature(logits: torch.Tensor, temperature: torch.Tensor | None,
+                      guard: ValueGuard | None = None) -> ValueGuard:
     """temperature: per-row float32 [batch] on the logits' device, finite and >= 0, or None.
-    The range is a value check (`samplecheck.kernels.validation.values_checked`); unchecked, a
-    negative or NaN T divides the row by it (NaN: the row becomes NaN), in bounds."""
+    The range is a value check, added to `guard` (a new one for this call if None) and
+    returned (`samplecheck.kernels.validation`); unchecked, a negative or NaN T divides the
+    row by it (NaN: the row becomes NaN), in bounds."""
     check_logits(logits)
-    if temperature is None:
-        return
-    check_row_param("temperature", temperature, logits, (torch.float32,))
-    if values_checked():
-            check_range("temperature", temperature, torch.isfinite(temperature) & (temperature >= 0),
-                    "finite and >= 0 (0: greedy row, left unchanged; 1: no-op)")
+    guard = ValueGuard(logits.device, "apply_temperature") if guard is None else guard
+    if temperature is not None:
+        check_row_param("temperature", temperature, logits, (torch.float32,))
+        guard_range(guard, "temperature", temperature, "finite and >= 0 (0: greedy row, left unchanged; 1: no-op)",
+                    0.0, FLOAT32_MAX)
+    return guard
 
 
-@triton.jit(do_not_specialize=["row_stride", "V"])
-def _temperature_kernel(logits_ptr, row_stride, temperature_ptr, V, BLOCK: tl.constexpr):
+@triton.jit
+def _temperature_kernel(logits_ptr, row_stride, temperature_ptr, V, guard_ptr,
+                        GUARDED: tl.constexpr, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     t = tl.load(temperature_ptr + row).to(tl.float32)
-    if (t != 0.0) & (t != 1.0):
+    clear = True
+    if GUARDED:
+        clear = tl.load(guard_ptr) == 0
+    if (t != 0.0) & (t != 1.0) & clear:
         cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
         in_row = cols < V
         ptrs = logits_ptr + row * row_stride + cols
@@ -68,7 +75,7 @@ def _temperature_kernel(logits_ptr, row_stride, temperature_ptr, V, BLOCK: tl.co
 
 def apply_temperature(logits: torch.Tensor, temperature: torch.Tensor | None = None) -> torch.Tensor:
     """Divide each row of `logits` by its temperature in place (module docstring) and return it."""
-    check_temperature(logits, temperature)
+    flag = check_temperature(logits, temperature).settle()
     batch, vocab = logits.shape
     if batch == 0 or vocab == 0 or temperature is None:
         return logits
@@ -78,14 +85,15 @@ def apply_temperature(logits: torch.Tensor, temperature: torch.Tensor | None = N
     # fp16 store does): that is the specified result, not an error.
     quiet = np.errstate(over="ignore") if is_interpreted(_temperature_kernel) else contextlib.nullcontext()
     with quiet:
-        _temperature_kernel[grid](logits, logits.stride(0), temperature, vocab, BLOCK=BLOCK)
+        _temperature_kernel[grid](logits, logits.stride(0), temperature, vocab, flag, GUARDED=flag is not None,
+                                  BLOCK=BLOCK)
     return logits
 
 
 def apply_temperature_torch(logits: torch.Tensor, temperature: torch.Tensor | None = None) -> torch.Tensor:
     """PyTorch fallback with the same contract: fp32 division (IEEE on CPU and CUDA), then
     `Tensor.to(dtype)` (round-to-nearest-even) into the rows with 0 < T != 1."""
-    check_temperature(logits, temperature)
+    check_temperature(logits, temperature).check_now()
     if logits.numel() == 0 or temperature is None:
         return logits
     active = (temperature != 0) & (temperature != 1)

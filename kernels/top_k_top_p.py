@@ -58,6 +58,7 @@ import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32
 from samplecheck.kernels.runtime import check_launchable
+from samplecheck.kernels.guard import ValueGuard
 from samplecheck.kernels.validation import check_top_k_top_p
 
 # Launch parameters by device. BLOCK: columns per step of the streaming passes (max,
@@ -244,8 +245,8 @@ def _find_cut(row_ptr, V, scratch_ptr, lo, hi, n, row_max, k, mass_limit,
 
 
 @triton.jit
-def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, V,
-                        HAS_K: tl.constexpr, HAS_P: tl.constexpr, BLOCK: tl.constexpr,
+def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, V, guard_ptr,
+                        GUARDED: tl.constexpr, HAS_K: tl.constexpr, HAS_P: tl.constexpr, BLOCK: tl.constexpr,
                         NUM_STAGES: tl.constexpr, LANES: tl.constexpr, BOUND_STEPS: tl.constexpr,
                         TILE: tl.constexpr, NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr,
                         RANK_ROWS: tl.constexpr, RANK_COLS: tl.constexpr):
@@ -261,7 +262,10 @@ def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, V,
     p = 1.0
     if HAS_P:
         p = tl.load(p_ptr + row).to(tl.float32)
-    if (k < V) | (p < 1.0):
+    clear = True
+    if GUARDED:
+        clear = tl.load(guard_ptr) == 0
+    if ((k < V) | (p < 1.0)) & clear:
         # Pass 1: the row max, the min key and the lane maxima.
         lane_max = tl.full([BLOCK], float("-inf"), tl.float32)
         lane_min = tl.full([BLOCK], float("inf"), tl.float32)
@@ -331,7 +335,7 @@ def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, V,
 def apply_top_k_top_p(logits: torch.Tensor, k: torch.Tensor | None = None,
                       p: torch.Tensor | None = None) -> torch.Tensor:
     """Mask `logits` in place (see the module docstring) and return it."""
-    check_top_k_top_p(logits, k, p)
+    flag = check_top_k_top_p(logits, k, p).settle()
     batch, vocab = logits.shape
     if batch == 0 or vocab == 0 or (k is None and p is None):
         return logits
@@ -339,7 +343,7 @@ def apply_top_k_top_p(logits: torch.Tensor, k: torch.Tensor | None = None,
     config = LAUNCH_CONFIG[logits.device.type]
     scratch = torch.empty((batch, config["CAP"]), dtype=torch.float32, device=logits.device)
     _top_k_top_p_kernel[(batch,)](
-        logits, logits.stride(0), k, p, scratch, vocab,
+        logits, logits.stride(0), k, p, scratch, vocab, flag, GUARDED=flag is not None,
         HAS_K=k is not None, HAS_P=p is not None, **config,
     )
     return logits

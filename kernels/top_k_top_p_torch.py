@@ -10,13 +10,14 @@ prefix holds mass < p and the cut is the maximum (+inf): only the +inf entries s
 
 import torch
 
+from samplecheck.kernels.guard import ValueGuard
 from samplecheck.kernels.validation import check_top_k_top_p
 
 
 def apply_top_k_top_p_torch(logits: torch.Tensor, k: torch.Tensor | None = None,
                             p: torch.Tensor | None = None) -> torch.Tensor:
     """Mask `logits` in place and return it."""
-    check_top_k_top_p(logits, k, p)
+    check_top_k_top_p(logits, k, p).check_now()
     batch, vocab = logits.shape
     if batch == 0 or vocab == 0 or (k is None and p is None):
         return logits

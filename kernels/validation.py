@@ -1,51 +1,39 @@
-"""Argument checks shared by the kernels' backends, and the switch for value checks.
+"""Argument checks shared by the kernels' backends, and how value checks run.
 
-Every public entry point validates in ONE phase before it writes anything, so a bad input
-raises and leaves the logits and every other argument bitwise unchanged. Each error names
-the caller's parameter and its allowed range (docs/validation.md).
+Every public entry point validates before it writes anything, so a bad input raises and
+leaves the logits and every other argument bitwise unchanged. Each error names the caller's
+parameter and its allowed range (docs/validation.md).
 
 Two kinds of checks:
 - Layout checks (types, ranks, shapes, dtypes, devices, list caps, Python scalars) read
-  only tensor metadata: they run on every call and never synchronise with the device.
-- Value checks (ranges of per-row parameters, token ids) read tensor values back to the
-  host: one device synchronisation per call. They run when `values_checked()` is True:
-  by default, except while the current CUDA stream is capturing a graph
-  (`torch.cuda.is_current_stream_capturing()`), and never inside `unchecked_values()`
-  (the hot path of an engine that validated its inputs upstream). An unchecked call with
-  an out-of-range value returns an unspecified result but never reads or writes outside
-  its tensors: every kernel masks its id-addressed loads and stores to [0, V).
+  only tensor metadata: they run on every call, raise at once and never synchronise.
+- Value checks (ranges of per-row parameters, token ids) depend on tensor values. Each
+  call collects them in a `samplecheck.kernels.guard.ValueGuard`, run by the mode
+  `value_check_mode()` returns:
+  - "eager": read the values back (one device sync) and raise before anything is written;
+  - "deferred": check on the device (no sync); a failed check sets a flag that makes the
+    call's kernels write nothing, and the error (the same message) is raised by the next
+    entry-point call once the flag has reached the host, or by `raise_pending()` (which
+    waits for it);
+  - "captured" (automatic while the current CUDA stream captures a graph): as deferred,
+    but nothing is recorded: a replay with a bad value writes nothing and raises nothing;
+  - "off" (`unchecked_values()`): no check; an out-of-range value gives an unspecified
+    result that never reads or writes outside its tensors (every kernel masks its
+    id-addressed loads and stores to [0, V)).
+  The default, "auto", is "eager" for CPU tensors (reading back costs nothing) and
+  "deferred" for CUDA tensors; `value_checks(mode)` or the environment variable
+  SAMPLECHECK_VALUE_CHECKS (auto, eager, deferred, off) choose another.
 """
 
-import contextlib
-import contextvars
-
 import torch
+
+from samplecheck.kernels.guard import PAD_ID, ValueGuard, id_check, range_check  # noqa: F401
+from samplecheck.kernels.value_modes import (MODE_ENV, MODES, raise_pending, unchecked_values,  # noqa: F401
+                                             value_check_mode, value_checks, values_checked)
 
 LOGIT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 INDEX_DTYPES = (torch.int32, torch.int64)
 LOGITS_DEVICES = ("cpu", "cuda")
-PAD_ID = -1
-
-_CHECK_VALUES = contextvars.ContextVar("samplecheck_check_values", default=True)
-
-
-def values_checked() -> bool:
-    """True when value checks run (module docstring): on, unless switched off by
-    `unchecked_values()` or a CUDA graph capture on the current stream."""
-    if not _CHECK_VALUES.get():
-        return False
-    return not (torch.cuda.is_available() and torch.cuda.is_current_stream_capturing())
-
-
-@contextlib.contextmanager
-def unchecked_values():
-    """Within this block, entry points skip their value checks (no host synchronisation);
-    layout checks still run."""
-    token = _CHECK_VALUES.set(False)
-    try:
-        yield
-    finally:
-        _CHECK_VALUES.reset(token)
 
 
 def _dtype_names(dtypes) -> str:
@@ -95,6 +83,17 @@ def check_range(name: str, value: torch.Tensor, ok: torch.Tensor, allowed: str) 
         raise ValueError(f"{name} must be {allowed}; got {value[~ok][0].item()}")
 
 
+def guard_range(guard: ValueGuard, name: str, value: torch.Tensor, allowed: str, lo, hi, *,
+                lo_open: bool = False, hi_open: bool = False) -> None:
+    """Add the check lo <(=) value <(=) hi (NaN out of range) of parameter `name` to `guard`:
+    its eager form raises `check_range`'s error, its device form is `range_check`."""
+    def describe() -> None:
+        above = value > lo if lo_open else value >= lo
+        below = value < hi if hi_open else value <= hi
+        check_range(name, value, above & below, allowed)
+    guard.check(name, describe, range_check(value, lo, hi, lo_open=lo_open, hi_open=hi_open))
+
+
 def check_seed(name: str, seed) -> None:
     """A Python int that `torch.Generator.manual_seed` takes: in [-2**63, 2**64 - 1]."""
     if not isinstance(seed, int) or isinstance(seed, bool):
@@ -104,23 +103,23 @@ def check_seed(name: str, seed) -> None:
 
 
 def check_top_k_top_p(logits: torch.Tensor, k: torch.Tensor | None, p: torch.Tensor | None,
-                      *, names: tuple[str, str] = ("k", "p")) -> None:
+                      *, names: tuple[str, str] = ("k", "p"), guard: ValueGuard | None = None) -> ValueGuard:
     """k: per-row int32/int64, k <= 0 (only -1 and 0 allowed) or k >= V disables top-k;
     p: per-row float32, in (0, 1], p == 1 disables top-p. `names`: the caller's names for
-    k and p in messages. Unchecked (`values_checked()` False): k < -1 acts as off; p
-    outside (0, 1] gives an unspecified mask of the row."""
+    k and p in messages. Value checks go to `guard` (a new one if None), which is returned;
+    unchecked (mode off), k < -1 acts as off and p outside (0, 1] gives an unspecified mask
+    of the row."""
     k_name, p_name = names
     check_logits(logits)
+    guard = ValueGuard(logits.device, "top_k_top_p") if guard is None else guard
     if k is not None:
         check_row_param(k_name, k, logits, INDEX_DTYPES)
+        guard_range(guard, k_name, k, "-1 or 0 (top-k off) or >= 1 (k >= vocab is clamped)", -1,
+                    torch.iinfo(k.dtype).max)
     if p is not None:
         check_row_param(p_name, p, logits, (torch.float32,))
-    if not values_checked():
-        return
-    if k is not None and k.numel() and bool((k < -1).any()):
-        raise ValueError(f"{k_name} must be -1 or 0 (top-k off) or >= 1 (k >= vocab is clamped); got {int(k.min())}")
-    if p is not None:
-        check_range(p_name, p, (p > 0) & (p <= 1), "in (0, 1] (1 turns top-p off)")
+        guard_range(guard, p_name, p, "in (0, 1] (1 turns top-p off)", 0.0, 1.0, lo_open=True)
+    return guard
 
 
 def check_id_layout(name: str, ids: torch.Tensor, logits: torch.Tensor, *, dims: int = 2) -> None:
@@ -139,19 +138,22 @@ def check_id_layout(name: str, ids: torch.Tensor, logits: torch.Tensor, *, dims:
         raise ValueError(f"{name} must be on the logits' device {logits.device}; got {ids.device}")
 
 
-def check_token_ids(name: str, ids: torch.Tensor, logits: torch.Tensor, *, dims: int = 2,
+def check_token_ids(guard: ValueGuard, name: str, ids: torch.Tensor, logits: torch.Tensor, *, dims: int = 2,
                     ignored: tuple[int, ...] = ()) -> None:
-    """`check_id_layout`, then (when `values_checked()`) every entry is in [0, V), -1
-    (PAD_ID), or one of `ignored` (ids the kernel documents as skipped, e.g. the pad id V)."""
+    """`check_id_layout`, then the value check (added to `guard`): every entry is in [0, V),
+    -1 (PAD_ID), or the one id of `ignored` (an id the kernel documents as skipped, e.g. the
+    pad id V)."""
     check_id_layout(name, ids, logits, dims=dims)
-    if ids.numel() and values_checked():
-        ok = ((ids >= 0) & (ids < logits.size(1))) | (ids == PAD_ID)
+    vocab = logits.size(1)
+
+    def describe() -> None:
+        ok = ((ids >= 0) & (ids < vocab)) | (ids == PAD_ID)
         for extra in ignored:
             ok |= ids == extra
-        if not bool(ok.all()):
-            bad = int(ids[~ok][0])
+        if ids.numel() and not bool(ok.all()):
             also = "".join(f", {i}" for i in ignored)
-            raise ValueError(f"{name} must hold token ids in [0, {logits.size(1)}) or -1 (padding){also}; got {bad}")
+            raise ValueError(f"{name} must hold token ids in [0, {vocab}) or -1 (padding){also}; got {int(ids[~ok][0])}")
+    guard.check(name, describe, id_check(ids, vocab, ignored))
 
 
 def history(output_token_ids: torch.Tensor) -> torch.Tensor:

@@ -192,7 +192,7 @@ def top_k_mask_logits(logits: torch.Tensor, k: torch.Tensor | None = None, p: to
       misaligned offsets are refused (module docstring).
     - Seed: none (deterministic). Top-k only: p must be off.
     """
-    check_top_k_top_p(logits, k, p)
+    check_top_k_top_p(logits, k, p).check_now()
     _require_off("top-p", p, _p_off, "top_k_mask_logits")
     if logits.numel() == 0:
         return logits
@@ -214,7 +214,7 @@ def top_k_renorm_probs(logits: torch.Tensor, k: torch.Tensor | None = None, p: t
     - Seed: none. Top-k only. Probability space: entries whose fp32 probability underflows
       are masked whatever k says (cases restricted by `no_underflow`).
     """
-    check_top_k_top_p(logits, k, p)
+    check_top_k_top_p(logits, k, p).check_now()
     _require_off("top-p", p, _p_off, "top_k_renorm_probs")
     if logits.numel() == 0:
         return logits
@@ -233,7 +233,7 @@ def top_p_renorm_probs(logits: torch.Tensor, k: torch.Tensor | None = None, p: t
     - Compute: fp32. Contiguity: sees our fresh fp32 softmax. Seed: none. Top-p only.
       Probability space (cases restricted by `no_underflow`).
     """
-    check_top_k_top_p(logits, k, p)
+    check_top_k_top_p(logits, k, p).check_now()
     _require_off("top-k", k, _k_off(logits), "top_p_renorm_probs")
     if logits.numel() == 0:
         return logits
@@ -255,7 +255,7 @@ def _seed(seed: int) -> int:
 
 def _from_logits(order: str, logits, k, p, seed, **bound):
     check_seed("seed", seed)  # first: the adapters of one filter refuse the other one
-    check_top_k_top_p(logits, k, p)
+    check_top_k_top_p(logits, k, p).check_now()
     if logits.size(0) == 0:
         return _empty_ids(logits)
     if order == "top_k_first":
@@ -327,7 +327,7 @@ def top_k_top_p_sampling_from_logits_joint(logits, *, k=None, p=None, seed: int)
 
 def _from_probs(order: str, logits, k, p, seed):
     check_seed("seed", seed)  # first: the adapters of one filter refuse the other one
-    check_top_k_top_p(logits, k, p)
+    check_top_k_top_p(logits, k, p).check_now()
     if logits.size(0) == 0:
         return _empty_ids(logits)
     ids = _sampling().top_k_top_p_sampling_from_probs(
@@ -357,7 +357,7 @@ def top_p_sampling_from_probs(logits, *, k=None, p=None, seed: int):
     sampling with pivots, x accepted iff the mass strictly above it (by value) is < p, so
     boundary ties are all kept. fp32; contiguous probs; explicit seed, offset 0. Top-p only."""
     check_seed("seed", seed)  # first: the adapters of one filter refuse the other one
-    check_top_k_top_p(logits, k, p)
+    check_top_k_top_p(logits, k, p).check_now()
     _require_off("top-k", k, _k_off(logits), "top_p_sampling_from_probs")
     if logits.size(0) == 0:
         return _empty_ids(logits)
@@ -370,7 +370,7 @@ def top_k_sampling_from_probs(logits, *, k=None, p=None, seed: int):
     sampling, x accepted iff #{j : p_j > p_x} < k (boundary ties over-accepted: keep_all_ties
     by probability value). fp32; contiguous probs; explicit seed, offset 0. Top-k only."""
     check_seed("seed", seed)  # first: the adapters of one filter refuse the other one
-    check_top_k_top_p(logits, k, p)
+    check_top_k_top_p(logits, k, p).check_now()
     _require_off("top-p", p, _p_off, "top_k_sampling_from_probs")
     if logits.size(0) == 0:
         return _empty_ids(logits)
@@ -384,7 +384,7 @@ def sampling_from_logits(logits, *, k=None, p=None, seed: int):
     p must be off. Contiguity: fp32 input reaches the kernel as given (strided raises,
     misaligned offsets refused); bf16/fp16 are copied by `.float()`. Explicit seed, offset 0."""
     check_seed("seed", seed)  # first: the adapters of one filter refuse the other one
-    check_top_k_top_p(logits, k, p)
+    check_top_k_top_p(logits, k, p).check_now()
     _require_off("top-k", k, _k_off(logits), "sampling_from_logits")
     _require_off("top-p", p, _p_off, "sampling_from_logits")
     if logits.size(0) == 0:
@@ -404,7 +404,7 @@ def min_p_sampling_from_probs(logits, *, min_p=None, seed: int):
     together (by value). min_p None -> 0 (off). fp32; contiguous probs; explicit seed,
     offset 0, Philox subsequence = row."""
     check_seed("seed", seed)  # first: the adapters of one filter refuse the other one
-    check_min_p(logits, min_p)
+    check_min_p(logits, min_p).check_now()
     if logits.size(0) == 0:
         return _empty_ids(logits)
     m = torch.zeros(logits.size(0), dtype=torch.float32, device=logits.device) if min_p is None else min_p

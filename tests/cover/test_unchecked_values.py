@@ -1,7 +1,7 @@
-"""Value checks are switchable (docs/validation.md): inside `unchecked_values()` (and during
-CUDA graph capture) no value is read back, and an out-of-range id still never makes a kernel
-read or write outside its tensors: the logits' row-stride gaps, and the rows an id >= V
-would reach, stay bitwise unchanged."""
+"""Value checks run in modes (docs/validation.md): unchecked (`unchecked_values()`), no value
+is checked, and an out-of-range id still never makes a kernel read or write outside its
+tensors (the logits' row-stride gaps, and the rows an id >= V would reach, stay bitwise
+unchanged); deferred and captured, a bad value makes the call write nothing."""
 
 import pytest
 import torch
@@ -10,7 +10,7 @@ from samplecheck.kernels.bad_words import apply_bad_words
 from samplecheck.kernels.logit_bias import apply_logit_bias
 from samplecheck.kernels.logprobs import compute_logprobs
 from samplecheck.kernels.temperature import apply_temperature
-from samplecheck.kernels.validation import unchecked_values, values_checked
+from samplecheck.kernels.validation import raise_pending, unchecked_values, value_check_mode, values_checked
 
 pytestmark = pytest.mark.interpreter
 
@@ -40,6 +40,7 @@ def test_checked_by_default_unchecked_inside(device):
     bad = torch.tensor([-1.0, 1.0], device=device)
     with pytest.raises(ValueError, match="temperature must be finite and >= 0"):
         apply_temperature(logits, bad)
+        raise_pending()
     with unchecked_values():
         apply_temperature(logits, bad)  # documented: divided as given
 
@@ -73,20 +74,20 @@ def test_sampled_out_of_range_is_never_read(device):
 
 
 @pytest.mark.gpu
-def test_graph_capture_runs_no_value_check(device):
-    """A negative T would raise eagerly; captured, no value is read back, so the capture
-    succeeds, and its replay equals an unchecked eager call."""
+def test_graph_capture_guards_values(device):
+    """Captured, the value checks run on the device (no sync, so the capture succeeds): a
+    replay with a negative T writes nothing, and one with valid values equals eager."""
     logits = torch.randn(B, V, device=device)
-    temperature = torch.tensor([-2.0, 0.5], device=device)
-    with unchecked_values():
-        expected = apply_temperature(logits.clone(), temperature)
-    apply_temperature(logits.clone(), torch.ones(B, device=device))  # compile outside the capture
-    static = logits.clone()
+    good, bad = torch.tensor([2.0, 0.5], device=device), torch.tensor([-2.0, 0.5], device=device)
+    expected = apply_temperature(logits.clone(), good)
+    static, temperature = logits.clone(), good.clone()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        assert not values_checked()
+        assert value_check_mode(static.device) == "captured"
         apply_temperature(static, temperature)
-    static.copy_(logits)
-    graph.replay()
-    torch.cuda.synchronize()
-    torch.testing.assert_close(static, expected, rtol=0, atol=0)
+    for values, want in ((bad, logits), (good, expected)):
+        static.copy_(logits)
+        temperature.copy_(values)
+        graph.replay()
+        torch.cuda.synchronize()
+        torch.testing.assert_close(static, want, rtol=0, atol=0)

@@ -1,0 +1,138 @@
+"""Device-side value checks: the guard flag a call's kernels read before they write.
+
+A `ValueGuard` collects the value checks of one call (ranges of per-row parameters, token
+ids, ...). Each check has two forms:
+- `describe`: the eager check on the host; it reads values back (one device sync) and
+  raises the error that names the caller's parameter and its allowed range;
+- device checks: launches that set the check's bit in an int32 flag [1] where the same
+  condition fails, with no host synchronisation (Triton range kernels, or torch ops for
+  the few checks that need a sort).
+`settle()` runs them as `samplecheck.kernels.value_modes.value_check_mode()` says: "eager"
+runs the describers now (the call raises before it writes); "deferred" and "captured" launch
+the device checks and return the flag, which every kernel of the call loads first: a set
+flag makes the kernel write nothing, so a bad value changes nothing. "deferred" also
+records the call as pending (`samplecheck.kernels.validation.raise_pending`), which raises
+the describer's error at the next call of any entry point once the flag has reached the
+host, or at once when `raise_pending()` is called; "captured" (inside CUDA graph capture)
+records nothing: a replay with a bad value writes nothing and raises nothing. "off" returns
+the flag of an enclosing call (the sampler's, which checked every field) or None.
+"""
+
+from collections.abc import Callable
+
+import torch
+import triton
+import triton.language as tl
+
+from samplecheck.kernels import value_modes
+
+BLOCK = 1024
+PAD_ID = -1
+FLOAT32_MAX = 3.4028234663852886e38
+# int32 flag: one bit per device check of a call.
+MAX_CHECKS = 31
+
+
+@triton.jit
+def _range_guard_kernel(values_ptr, where_ptr, n, lo, hi, also_a, also_b, flag_ptr, bit,
+                        LO_OPEN: tl.constexpr, HI_OPEN: tl.constexpr, HAS_ALSO: tl.constexpr,
+                        HAS_WHERE: tl.constexpr, BLOCK: tl.constexpr):
+    """Set `bit` in *flag_ptr if an entry v (where where_ptr's entry != -1, if HAS_WHERE) is
+    outside lo <(=) v <(=) hi and (if HAS_ALSO) equals neither also_a nor also_b. NaN fails."""
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    live = offs < n
+    v = tl.load(values_ptr + offs, mask=live)
+    above = (v > lo) if LO_OPEN else (v >= lo)
+    below = (v < hi) if HI_OPEN else (v <= hi)
+    ok = above & below
+    if HAS_ALSO:
+        ok = ok | (v == also_a) | (v == also_b)
+    if HAS_WHERE:
+        live = live & (tl.load(where_ptr + offs, mask=live, other=-1) != -1)
+    if tl.max((live & ~ok).to(tl.int32), axis=0) > 0:
+        tl.atomic_or(flag_ptr, bit)
+
+
+def range_check(values: torch.Tensor, lo, hi, *, lo_open: bool = False, hi_open: bool = False,
+                also: tuple[int, int] | None = None, where: torch.Tensor | None = None) -> Callable:
+    """A device check: fails where lo <(=) v <(=) hi does not hold (NaN included), except at
+    the values in `also`; with `where` (ids shaped like `values`), only where it is not -1."""
+    def launch(flag: torch.Tensor, bit: int) -> None:
+        flat = values.reshape(-1)
+        if flat.numel() == 0:
+            return
+        also_a, also_b = also if also is not None else (0, 0)
+        _range_guard_kernel[(triton.cdiv(flat.numel(), BLOCK),)](
+            flat, where.reshape(-1) if where is not None else None, flat.numel(), lo, hi, also_a, also_b,
+            flag, bit, LO_OPEN=lo_open, HI_OPEN=hi_open, HAS_ALSO=also is not None,
+            HAS_WHERE=where is not None, BLOCK=BLOCK)
+    return launch
+
+
+def id_check(ids: torch.Tensor, vocab: int, ignored: tuple[int, ...] = ()) -> Callable:
+    """A device check: every entry is in [0, vocab), -1 (padding) or the one `ignored` id."""
+    if len(ignored) > 1:
+        raise ValueError("id_check takes at most one ignored id besides -1")
+    return range_check(ids, 0, vocab - 1, also=(PAD_ID, ignored[0] if ignored else PAD_ID))
+
+
+def torch_check(bad: Callable[[], torch.Tensor]) -> Callable:
+    """A device check from torch ops: `bad()` returns a bool tensor, True where the check
+    fails (no host synchronisation: the flag is updated on the device)."""
+    def launch(flag: torch.Tensor, bit: int) -> None:
+        flag.bitwise_or_(bad().any().to(torch.int32) * bit)
+    return launch
+
+
+class ValueGuard:
+    """The value checks of one call (module docstring), in the order they are added."""
+
+    def __init__(self, device: torch.device, op: str):
+        self.device = device
+        self.op = op
+        self.checks: list[tuple[str, Callable, tuple[Callable, ...]]] = []
+
+    def check(self, name: str, describe: Callable[[], None], *device_checks: Callable) -> None:
+        """Add the check of parameter `name`: `describe()` raises its error eagerly; each of
+        `device_checks` sets its bit in the flag where the same check fails."""
+        self.checks.append((name, describe, device_checks))
+
+    def launch_names(self) -> list[str]:
+        """The parameter name of each device check, in the order of the flag's bits."""
+        return [name for name, _, device_checks in self.checks for _ in device_checks]
+
+    def describe(self) -> None:
+        """Run every eager check in order (the first failing one raises)."""
+        for _, describe, _ in self.checks:
+            describe()
+
+    def check_now(self) -> None:
+        """For implementations with no guarded kernel (the PyTorch fallbacks, third-party
+        adapters): the eager checks, which synchronise, unless the mode is off or captured
+        (where a sync would break the capture: such an implementation is then unchecked)."""
+        if value_modes.value_check_mode(self.device) in ("eager", "deferred"):
+            value_modes.raise_ready()
+            self.describe()
+
+    def settle(self) -> torch.Tensor | None:
+        """Run the checks as the current mode says (module docstring); returns the flag the
+        call's kernels load (None: unguarded)."""
+        mode = value_modes.value_check_mode(self.device)
+        if mode == "off":
+            return value_modes.enclosing_flag()
+        value_modes.raise_ready()
+        if mode == "eager":
+            self.describe()
+            return value_modes.enclosing_flag()
+        flag = torch.zeros(1, dtype=torch.int32, device=self.device)
+        launches = [launch for _, _, device_checks in self.checks for launch in device_checks]
+        if len(launches) > MAX_CHECKS:
+            raise RuntimeError(f"{self.op}: {len(launches)} device checks exceed the flag's {MAX_CHECKS} bits")
+        for position, launch in enumerate(launches):
+            launch(flag, 1 << position)
+        enclosing = value_modes.enclosing_flag()
+        if enclosing is not None:
+            flag.bitwise_or_(enclosing)
+        if mode == "deferred":
+            value_modes.defer(flag, self)
+        return flag
