@@ -34,7 +34,9 @@ def capture(call: Callable[[], object]) -> tuple[torch.cuda.CUDAGraph, object]:
         call()
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    # torch.cuda.graph leaves its capture stream current when the capture raises: the outer
+    # context restores the caller's stream whatever happens.
+    with torch.cuda.stream(torch.cuda.current_stream()), torch.cuda.graph(graph):
         output = call()
     return graph, output
 
