@@ -484,8 +484,8 @@ F8 = ("F8: top_k_top_p_sampling_from_probs(filter_apply_order='top_k_first', det
 F8_FP32 = (F8 + "; also in fp32 (H200 run 9: test_strided_bitwise at B = 207, V = 151936, tied rows, "
            "k = 151935, a Hypothesis FlakyFailure): the top-k renormalisation runs non-deterministic")
 # Two calls agree only about 60% of the time there, so the tests that compare two calls
-# (deterministic, strided vs contiguous, row isolation) would pass or fail by chance: they are
-# skipped, and test_repeated_calls_agree (50 calls on the pinned fp16 case) is the strict xfail.
+# (deterministic, strided vs contiguous, row isolation, graph replay vs eager) would pass or
+# fail by chance: they are skipped, and test_repeated_calls_agree (50 calls on the pinned fp16 case) is the strict xfail.
 UNREPEATABLE_HALF = (Mark("skip", F8, test=catalog.DETERMINISTIC, dtype=torch.float16),
                      Mark("xfail", F8, test=catalog.REPEATED_CALLS_AGREE, dtype=torch.float16)) + tuple(
     Mark("skip", F8_FP32, test=test) for test in (catalog.DETERMINISTIC, catalog.STRIDED_BITWISE, catalog.ROW_ISOLATION,

@@ -3,8 +3,8 @@ temperature backend that reads a value back to the host (the capture raises), on
 reads a Python value at each call (a replay keeps the value of the capture), and on one that
 keeps host-side state chosen at capture time (a copy of its temperature per tensor object:
 replays never see the values copied into the captured buffer, eager calls on their own
-tensors always do). The same plain PyTorch backend without either defect passes, so each
-failure is the defect's.
+tensors always do). The same plain PyTorch backend without these defects passes, so
+each failure is the defect's.
 
 On CPU, the same checks run with `capture` replaced by an eager stand-in (a "replay" calls
 the backend again on the captured buffers and copies its outputs into the captured ones):
