@@ -13,8 +13,10 @@ with any of `devices` ("cpu", "cuda"), `dtypes` (torch dtypes), `layouts` (names
 samplecheck.inputs.layouts.LAYOUTS), `extra_memory` (a callable (logits, args) -> bytes the call
 may allocate beyond its inputs; undeclared: the record's bound, our kernel's), `accepts` (a
 callable case -> bool: the drawn cases it implements), `semantics` ({axis: value} along
-the axes of samplecheck.judging.semantics; undeclared: the strict defaults) and
-`fixed_vocabs` (True: it compiles per vocabulary size, so only the fixed sizes are drawn); undeclared
+the axes of samplecheck.judging.semantics; undeclared: the strict defaults),
+`fixed_vocabs` (True: it compiles per vocabulary size, so only the fixed sizes are drawn) and
+`capturable` (True: a call captures in a CUDA graph and replays bitwise, checked by
+test_graph_replay on CUDA); undeclared
 devices, dtypes and layouts mean everything. Combos outside the declaration are skipped with
 the reason shown. docs/backends.md documents each kernel's contract.
 """
@@ -37,14 +39,14 @@ def backend_from_target(name: str, target: str) -> Backend:
     backend = Backend(name, target)
     declared = getattr(backend.resolve(), "samplecheck", {})
     unknown = set(declared) - {"devices", "dtypes", "layouts", "extra_memory", "accepts", "semantics",
-                              "fixed_vocabs"}
+                              "fixed_vocabs", "capturable"}
     if unknown:
         raise ValueError(f"{target}: unknown keys in its samplecheck declaration: {sorted(unknown)}")
     return Backend(name, target, devices=tuple(declared.get("devices", ("cpu", "cuda"))),
                    dtypes=declared.get("dtypes"), layouts=declared.get("layouts"),
                    extra_memory=declared.get("extra_memory"), accepts=declared.get("accepts"),
                    semantics=dict(declared.get("semantics", {})), fixed_vocabs=bool(declared.get("fixed_vocabs")),
-                   error_messages=False)
+                   capturable=bool(declared.get("capturable")), error_messages=False)
 
 
 def parse_backend_option(text: str) -> tuple[str, Backend]:

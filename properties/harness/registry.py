@@ -75,7 +75,12 @@ class Backend:
     value swaps in that axis's oracle branch for this backend alone.
     `fixed_vocabs`: this implementation compiles one kernel per vocabulary size (a constexpr),
     so its cases draw only the fixed real and adversarial sizes (a bounded set of compiles per
-    run) instead of random ones."""
+    run) instead of random ones.
+    `capturable`: a call can be captured in a CUDA graph and replayed: it makes no host
+    synchronisation, its result depends only on the values of its tensor arguments (which a
+    replay reads from the captured buffers) and on its Python arguments (fixed at capture),
+    and it reads no host-side state that can change between calls; the graph-replay
+    property (tests/cover/test_graph_replay.py) runs on such backends alone, on CUDA."""
 
     name: str
     target: str
@@ -89,18 +94,22 @@ class Backend:
     knobs: tuple[str, ...] = ()
     semantics: dict[str, str] = dataclasses.field(default_factory=dict, hash=False)
     fixed_vocabs: bool = False
+    capturable: bool = False
 
     def resolve(self) -> Callable:
         module, _, attr = self.target.partition(":")
         return getattr(importlib.import_module(module), attr)
 
 
-def triton_and_torch(triton: str, torch_fallback: str, fallback_memory: str) -> tuple[Backend, Backend]:
-    """Our two implementations of a kernel, by target: the Triton kernel ("triton") and its
-    PyTorch fallback ("torch"), which allocates beyond the record's memory bound by design
-    (`fallback_memory` says how)."""
-    return (Backend("triton", triton),
-            Backend("torch", torch_fallback, marks=(beyond_memory_bound(fallback_memory),)))
+def triton_and_torch(triton: str, torch_fallback: str, fallback_memory: str, *,
+                     torch_capturable: bool = False) -> tuple[Backend, Backend]:
+    """Our two implementations of a kernel, by target: the Triton kernel ("triton"), CUDA-graph
+    capturable, and its PyTorch fallback ("torch"), which allocates beyond the record's memory
+    bound by design (`fallback_memory` says how) and is capturable when `torch_capturable` says so
+    (a fallback that picks rows with nonzero() synchronises with the host)."""
+    return (Backend("triton", triton, capturable=True),
+            Backend("torch", torch_fallback, marks=(beyond_memory_bound(fallback_memory),),
+                    capturable=torch_capturable))
 
 
 @dataclass(frozen=True)
@@ -310,14 +319,15 @@ def _validate_semantics(kernel: str, backend: Backend) -> None:
 
 
 def combos(test: str, device: str, *, kernel=None, dtypes=None, layouts=None, sampled=False,
-           output_law=False, knob=None, off_encodings=False) -> list:
+           output_law=False, knob=None, off_encodings=False, capturable=False) -> list:
     """pytest params for `test` over every registered combo, with skips/xfails as marks.
 
     kernel/dtypes/layouts restrict the matrix (kernel: one record, for kernel-specific
     tests); sampled=True keeps only kernels with `distribution_cases`; output_law=True only
     those with a law that their output shows without sampling: kernels with no own sampler
     (the output's softmax) and samplers with an `induced_law`; knob=NAME only the backends
-    that declare that launch knob; off_encodings=True only records that list off encodings.
+    that declare that launch knob; off_encodings=True only records that list off encodings;
+    capturable=True only the backends that declare themselves CUDA-graph capturable.
     """
     params = []
     for info in REGISTRY.values():
@@ -331,6 +341,8 @@ def combos(test: str, device: str, *, kernel=None, dtypes=None, layouts=None, sa
             continue
         for backend in info.backends:
             if knob is not None and knob not in backend.knobs:
+                continue
+            if capturable and not backend.capturable:
                 continue
             for dtype in info.dtypes:
                 if dtypes is not None and dtype not in dtypes:
@@ -382,8 +394,8 @@ def register_all() -> None:
 
 def declarations() -> list[str]:
     """One line per kernel: its backends and what each declares beyond the defaults (devices,
-    dtypes, layouts, own memory bound, the cases it accepts, knobs, semantics), for report
-    headers."""
+    dtypes, layouts, own memory bound, the cases it accepts, knobs, semantics, capturable),
+    for report headers."""
     from samplecheck.judging.semantics import describe
 
     lines = []
@@ -397,6 +409,7 @@ def declarations() -> list[str]:
             parts += [f"cases: {(b.accepts.__doc__ or b.accepts.__name__).splitlines()[0]}"] if b.accepts else []
             parts += [f"knobs={','.join(b.knobs)}"] if b.knobs else []
             parts += ["fixed vocab sizes only"] if b.fixed_vocabs else []
+            parts += ["CUDA-graph capturable"] if b.capturable else []
             parts += [f"semantics {describe(b.semantics)}"] if describe(b.semantics) else []
             parts += [m.reason for m in b.marks if m.kind == "skip" and m.test is None and m.dtype is None
                       and m.layout is None and m.device is None]

@@ -94,7 +94,7 @@ def bad_words_extra_memory(logits, args) -> int:
 BAD_WORDS = register(ValueInfo(
     name="bad_words",
     off_encodings=BAD_WORDS_OFF,
-    backends=(Backend("triton", "samplecheck.kernels.bad_words:apply_bad_words"),),
+    backends=(Backend("triton", "samplecheck.kernels.bad_words:apply_bad_words", capturable=True),),
     cases=bad_words_cases, make_args=bad_words_args,
     reference=bad_words_reference, expected=bad_words_expected,
     check=check_banned,

@@ -109,7 +109,7 @@ LOGIT_BIAS_REGRESSIONS = (
 LOGIT_BIAS = register(ValueInfo(
     name="logit_bias",
     off_encodings=LOGIT_BIAS_OFF,
-    backends=(Backend("triton", "samplecheck.kernels.logit_bias:apply_logit_bias"),),
+    backends=(Backend("triton", "samplecheck.kernels.logit_bias:apply_logit_bias", capturable=True),),
     cases=logit_bias_cases, make_args=logit_bias_args,
     reference=logit_bias_reference,
     expected=lambda original, expected: expected,  # the oracle returns the output itself

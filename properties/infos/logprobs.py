@@ -52,7 +52,8 @@ LOGPROBS_REGRESSIONS = (
 
 LOGPROBS = register(KernelInfo(
     name="logprobs",
-    backends=(Backend("triton", "samplecheck.kernels.logprobs:compute_logprobs", knobs=("gather_block",)),),
+    backends=(Backend("triton", "samplecheck.kernels.logprobs:compute_logprobs", knobs=("gather_block",),
+                      capturable=True),),
     cases=logprobs_cases, make_args=logprobs_args,
     reference=Oracle(logprobs_reference, tolerance="unit"),
     check=logprobs_check,

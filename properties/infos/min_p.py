@@ -50,7 +50,8 @@ MIN_P = register(MaskingInfo(
     name="min_p",
     off_encodings=MIN_P_OFF,
     backends=triton_and_torch("samplecheck.kernels.min_p:apply_min_p", "samplecheck.kernels.min_p:apply_min_p_torch",
-                              "the PyTorch fallback compares an fp32 upcast of the whole [B, V] logits (by design)"),
+                              "the PyTorch fallback compares an fp32 upcast of the whole [B, V] logits (by design)",
+                              torch_capturable=True),  # elementwise and amax only: no host sync
     cases=min_p_cases, make_args=min_p_args, distribution_cases=min_p_distribution_cases,
     reference=Oracle(min_p_reference, tolerance="band"),
     # Threshold band (relative to |log(min_p)| + |threshold|) inside which an fp32 threshold

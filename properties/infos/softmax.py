@@ -54,7 +54,8 @@ SOFTMAX = register(KernelInfo(
     name="softmax",
     backends=(
         Backend("torch", "samplecheck.kernels.sampling_torch:softmax_torch", marks=(
-            beyond_memory_bound("the PyTorch path upcasts to fp32 and divides out of place (by design)"),)),
+            beyond_memory_bound("the PyTorch path upcasts to fp32 and divides out of place (by design)"),),
+            capturable=True),  # upcast, divide, softmax: no host sync
         flashinfer_backend("flashinfer", "softmax", marks=contiguity_marks((torch.float32,))),
     ),
     cases=softmax_cases, make_args=temperature_args,

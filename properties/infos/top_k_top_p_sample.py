@@ -93,7 +93,9 @@ TOP_K_TOP_P_SAMPLE = register(sampler_of(
     backends=(
         Backend("torch", "samplecheck.kernels.sampling_torch:top_k_top_p_sample_torch",
                 marks=(TORCH_SORTS, TORCH_CPU_DISTRIBUTION)),
-    ) + tuple(flashinfer_backend(name, function, accepts=accepts, marks=marks, topk=name.endswith("_bounded"))
+    # The bounded call reads the batch's largest k back to the host (`top_k_max`): not capturable.
+    ) + tuple(flashinfer_backend(name, function, accepts=accepts, marks=marks, topk=name.endswith("_bounded"),
+                                 capturable=not name.endswith("_bounded"))
               for name, function, accepts, marks in FLASHINFER_SAMPLERS),
     # Unlike the masking record's, rows without any filter are sampled too: their law is the
     # full softmax, a test of the sampler itself.
