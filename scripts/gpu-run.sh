@@ -57,7 +57,7 @@ case "${STEP:-1}" in
   echo "sweep exit $? wall $(( $(date +%s) - start )) s" >> "$OUT/gpu.txt"
   timeout 150 python -m samplecheck.tools.behaviour --device cuda --report "$OUT/behaviour.md" > "$OUT/behaviour.log" 2>&1
   echo "behaviour exit $?" >> "$OUT/gpu.txt"
-  timeout 100 python bench/bench_top_k_top_p.py --out "$OUT/bench.md" > "$OUT/bench.log" 2>&1
+  timeout 300 python -m bench.kernels --out "$OUT/bench.md" --json "$OUT/bench.json" > "$OUT/bench.log" 2>&1
   echo "bench exit $?" >> "$OUT/gpu.txt" ;;
 4)
   timeout 240 python -m pytest tests/cover/test_bad_inputs.py tests/cover/test_unchecked_values.py \
