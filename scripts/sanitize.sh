@@ -7,16 +7,19 @@
 # error count: when the tool's ERROR SUMMARY is 0, every call is clean; otherwise each call is
 # re-run alone under that tool, so every count is that call's own. Exit 0 only when every tool
 # reports 0 errors and the driver completed every call. Logs: ${OUT:-sanitize-out}/.
-# The sanitizer: $COMPUTE_SANITIZER, else compute-sanitizer on PATH, else /usr/local/cuda/bin.
+# The sanitizer: $COMPUTE_SANITIZER, else compute-sanitizer on PATH, else /usr/local/cuda*/bin.
 # PyTorch's caching allocator is off (PYTORCH_NO_CUDA_MEMORY_CACHING=1), so an access past a
 # tensor's end reaches memory the sanitizer knows is unallocated instead of a cached block.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-sanitize-out}; mkdir -p "$OUT"
 PYTHON=${PYTHON:-python}
-SANITIZER=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
+SANITIZER=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || ls -d /usr/local/cuda/bin/compute-sanitizer \
+  /usr/local/cuda-*/bin/compute-sanitizer 2>/dev/null | head -1)}
 if [ ! -x "$SANITIZER" ]; then
-  echo "compute-sanitizer not found (set COMPUTE_SANITIZER, or put it on PATH)" >&2
+  # pip's nvidia-cuda-sanitizer-api wheels ship the sanitizer's libraries, not this program:
+  # it comes with a CUDA toolkit.
+  echo "compute-sanitizer not found (set COMPUTE_SANITIZER, put it on PATH, or install a CUDA toolkit)" >&2
   exit 2
 fi
 export PYTORCH_NO_CUDA_MEMORY_CACHING=1
