@@ -96,8 +96,12 @@ def measure_size(batch: int, vocab: int, device: str, *, keys, seed: int, fi, ti
 
     inputs = make_inputs(batch, vocab, device, seed=seed)
     copy_us = timer(inputs.restore)
+    ops = operations(inputs, fi)
+    unknown = sorted((keys or set()) - {op.key for op in ops})
+    if unknown:
+        raise SystemExit(f"--ops: unknown {', '.join(unknown)}; the keys are: {', '.join(op.key for op in ops)}")
     rows = []
-    for op in operations(inputs, fi):
+    for op in ops:
         if keys is not None and op.key not in keys:
             continue
         row = {"op": op.key, "label": op.label, "size": f"{batch}x{vocab}", "copy_us": copy_us}

@@ -89,9 +89,12 @@ def _per_size(rows: list[dict], size: str) -> list[str]:
         "% of copy BW", "graph-capturable: " + " / ".join(TITLES[impl] for impl in IMPLEMENTATIONS)]
     lines = [[row["label"]] + [time_text(row[impl]) for impl in IMPLEMENTATIONS] + [
         _copy_share(row), " / ".join(_graph(row[impl]) for impl in IMPLEMENTATIONS)] for row in mine]
+    if not mine:
+        return [f"## {_size_title(size)} (no op measured)"]
     # One read of the logits at the copy's bandwidth takes half the copy's time.
-    copy = f"copy of the logits {mine[0]['copy_us']:.1f} µs, one read {mine[0]['copy_us'] / 2:.1f} µs" if mine else "no op"
-    return [f"## {_size_title(size)} ({copy})", ""] + _table(header, lines)
+    copy_us = mine[0]["copy_us"]
+    title = f"## {_size_title(size)} (copy of the logits {copy_us:.1f} µs, one read {copy_us / 2:.1f} µs)"
+    return [title, ""] + _table(header, lines)
 
 
 def _calls(rows: list[dict]) -> list[str]:
