@@ -6,7 +6,7 @@
 #                FlashInfer top-p probe (finding F6);
 #   2: the multi-GPU comparison: the suite (profile ${PROFILE:-gate}) on GPU 0 alone, then on
 #      every GPU with pytest -n auto;
-#   3: the sweep, the bf16-vs-fp32 behaviour report and the benchmark;
+#   3: the sweep and the bf16-vs-fp32 behaviour report;
 #   4: bad input and isolation: the bad-input table and unchecked-value tests (graph capture
 #      included) and their outcome counts, distinct cases per kernel with and without per-combo
 #      seeds (gate profile), the faulting plug-in's demonstration;
@@ -15,7 +15,9 @@
 #      at a time), then a nightly piece and its report;
 #   6: the vLLM pack under the gate profile (vLLM's kernels from .carry/vllm_kernels, a copy of
 #      ../shared/external/vllm_kernels), the broken-copy demonstration (examples/broken_vllm),
-#      then the suite of our own backends under the gate profile.
+#      then the suite of our own backends under the gate profile;
+#   7: the benchmark table (python -m bench.kernels: bench.md, bench.json) and compute-sanitizer
+#      over one call of each kernel (scripts/sanitize.sh: sanitize.txt, logs in sanitize-logs.tgz).
 # FlashInfer comes from .carry/ when present (../shared/device/flashinfer-carry.sh).
 # The device tool brings back at most 8 files: for several steps in one call, give each its
 # own OUT and tar them (run 5 lost the gate's suite log that way).
@@ -56,9 +58,7 @@ case "${STEP:-1}" in
   timeout 300 python -m samplecheck.tools.sweep --device cuda --profile gate --report "$OUT/sweep.md" > "$OUT/sweep.log" 2>&1
   echo "sweep exit $? wall $(( $(date +%s) - start )) s" >> "$OUT/gpu.txt"
   timeout 150 python -m samplecheck.tools.behaviour --device cuda --report "$OUT/behaviour.md" > "$OUT/behaviour.log" 2>&1
-  echo "behaviour exit $?" >> "$OUT/gpu.txt"
-  timeout 100 python bench/bench_top_k_top_p.py --out "$OUT/bench.md" > "$OUT/bench.log" 2>&1
-  echo "bench exit $?" >> "$OUT/gpu.txt" ;;
+  echo "behaviour exit $?" >> "$OUT/gpu.txt" ;;
 4)
   timeout 240 python -m pytest tests/cover/test_bad_inputs.py tests/cover/test_unchecked_values.py \
     tests/cover/test_error_inputs.py -n 16 -p no:cacheprovider --device=cuda -q -rfE > "$OUT/bad-inputs.log" 2>&1
@@ -96,5 +96,12 @@ case "${STEP:-1}" in
   timeout -s INT -k 20 "${SUITE_LIMIT:-200}" python -m pytest tests/cover -n 16 -p no:cacheprovider --device=cuda \
     --hypothesis-profile=gate -q -rfE --tb=short > "$OUT/suite.log" 2>&1
   echo "suite (our backends, gate) exit $? wall $(( $(date +%s) - t0 )) s; $(tail -1 "$OUT/suite.log")" >> "$OUT/gpu.txt" ;;
+7)
+  timeout 300 python -m bench.kernels --out "$OUT/bench.md" --json "$OUT/bench.json" > "$OUT/bench.log" 2>&1
+  echo "bench exit $? wall $(( $(date +%s) - start )) s" >> "$OUT/gpu.txt"
+  t0=$(date +%s)
+  OUT="$OUT/sanitize" timeout 280 bash scripts/sanitize.sh > "$OUT/sanitize.txt" 2>&1
+  echo "sanitize exit $? wall $(( $(date +%s) - t0 )) s: $(tail -1 "$OUT/sanitize.txt")" >> "$OUT/gpu.txt"
+  tar czf "$OUT/sanitize-logs.tgz" -C "$OUT" sanitize && rm -rf "$OUT/sanitize" ;;
 esac
 cat "$OUT/gpu.txt"

@@ -1,0 +1,61 @@
+"""The benchmark regression check (bench/compare.py) on hand-written results: pure Python, no kernel.
+
+It reports an op/size whose time grew by more than the threshold (15%) and the floor (1 µs),
+stays quiet about smaller changes, and exits 0 whatever it finds.
+"""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+CHECKOUT = Path(__file__).resolve().parents[2]
+COMPARE = CHECKOUT / "bench" / "compare.py"
+pytestmark = [pytest.mark.interpreter,
+              pytest.mark.skipif(not COMPARE.is_file(), reason="bench/ lives in a checkout; this is an installed copy")]
+
+
+@pytest.fixture(scope="module")
+def compare():
+    spec = importlib.util.spec_from_file_location("bench_compare", COMPARE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def result(times: dict[tuple[str, str], float], copy_us: float = 40.0) -> dict:
+    """A bench.kernels JSON result with our time per (op, size)."""
+    rows = [{"op": op, "label": op, "size": size, "copy_us": copy_us, "torch": None, "flashinfer": None,
+             "ours": {"call": op, "status": "ok", "us": us, "graph": "yes", "error": None}}
+            for (op, size), us in times.items()]
+    return {"schema": 1, "meta": {"device": "GPU test"}, "rows": rows}
+
+
+BASELINE = result({("temperature", "64x151936"): 100.0, ("top_k", "64x151936"): 100.0,
+                   ("min_p", "1x151936"): 2.0})
+
+
+def test_twenty_percent_slower_is_reported_ten_percent_is_not(compare):
+    new = result({("temperature", "64x151936"): 120.0, ("top_k", "64x151936"): 110.0, ("min_p", "1x151936"): 2.0})
+    slower, lines = compare.compare(BASELINE, new)
+    assert [(c.op, c.size) for c in slower] == [("temperature", "64x151936")]
+    assert lines[0] == "SLOWER temperature @ 64x151936: 100.0 -> 120.0 µs (+20.0%)"
+    assert lines[1].startswith("summary: 3 op/size pairs compared, 1 more than 15% (and 1 µs) slower")
+
+
+def test_changes_below_the_floor_are_not_reported(compare):
+    new = result({("temperature", "64x151936"): 100.0, ("top_k", "64x151936"): 100.0, ("min_p", "1x151936"): 2.9})
+    assert compare.compare(BASELINE, new)[0] == []
+    assert [c.op for c in compare.compare(BASELINE, new, floor_us=0.5)[0]] == ["min_p"]
+
+
+def test_threshold_option_and_exit_status(compare, tmp_path, capsys):
+    files = []
+    for name, data in (("base.json", BASELINE), ("new.json", result({("temperature", "64x151936"): 110.0}))):
+        files.append(tmp_path / name)
+        files[-1].write_text(json.dumps(data))
+    assert compare.main([str(f) for f in files] + ["--threshold", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "SLOWER temperature @ 64x151936: 100.0 -> 110.0 µs (+10.0%)" in out
+    assert "not measured in the new run: min_p @ 1x151936, top_k @ 64x151936" in out
