@@ -91,6 +91,7 @@ class ValueGuard:
         self.device = device
         self.op = op
         self.checks: list[tuple[str, Callable, tuple[Callable, ...]]] = []
+        self.on_device = False
 
     def check(self, name: str, describe: Callable[[], None], *device_checks: Callable) -> None:
         """Add the check of parameter `name`: `describe()` raises its error eagerly; each of
@@ -114,25 +115,42 @@ class ValueGuard:
             value_modes.raise_ready()
             self.describe()
 
-    def settle(self) -> torch.Tensor | None:
+    def settle(self, kernel_checks: int = 0) -> torch.Tensor | None:
         """Run the checks as the current mode says (module docstring); returns the flag the
-        call's kernels load (None: unguarded)."""
+        call's kernels load (None: unguarded). `kernel_checks`: the first that many device
+        checks are made by the call's kernel itself (on bits 1 << 0, ...), not launched here;
+        `self.on_device` then says whether the kernel must make them."""
         mode = value_modes.value_check_mode(self.device)
-        if mode == "off":
+        self.on_device = mode in ("deferred", "captured")
+        if not self.on_device:
+            if mode == "eager":
+                value_modes.raise_ready()
+                self.describe()
             return value_modes.enclosing_flag()
         value_modes.raise_ready()
-        if mode == "eager":
-            self.describe()
-            return value_modes.enclosing_flag()
-        flag = torch.zeros(1, dtype=torch.int32, device=self.device)
         launches = [launch for _, _, device_checks in self.checks for launch in device_checks]
         if len(launches) > MAX_CHECKS:
             raise RuntimeError(f"{self.op}: {len(launches)} device checks exceed the flag's {MAX_CHECKS} bits")
+        flag = value_modes.take_flag(self.device, self if mode == "deferred" else None)
         for position, launch in enumerate(launches):
-            launch(flag, 1 << position)
+            if position >= kernel_checks:
+                launch(flag, 1 << position)
         enclosing = value_modes.enclosing_flag()
         if enclosing is not None:
             flag.bitwise_or_(enclosing)
-        if mode == "deferred":
-            value_modes.defer(flag, self)
         return flag
+
+
+@triton.jit
+def rows_in_range(values_ptr, n, lo, hi, LO_OPEN: tl.constexpr, HI_OPEN: tl.constexpr, BLOCK: tl.constexpr):
+    """True when every one of the n values satisfies lo <(=) v <(=) hi (NaN does not): the
+    in-kernel form of `range_check`, for a kernel that checks its own per-row parameter."""
+    bad = tl.zeros([], dtype=tl.int32)
+    for start in range(0, n, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        live = offs < n
+        v = tl.load(values_ptr + offs, mask=live)
+        above = (v > lo) if LO_OPEN else (v >= lo)
+        below = (v < hi) if HI_OPEN else (v <= hi)
+        bad += tl.sum((live & ~(above & below)).to(tl.int32), axis=0)
+    return bad == 0

@@ -15,8 +15,13 @@ Contract (the oracle `samplecheck.oracles.temperature` states the semantics in f
   result clamp T upstream (vLLM clamps 0 < T < 0.01 to 0.01).
 - Only the [B, V] view is written: row-stride gaps are never touched.
 
-The kernel is elementwise: grid (B, cdiv(V, BLOCK)), one block of one row per program,
-one load and one store per entry; no fp32 copy of the logits.
+The kernel is elementwise: grid (B, chunks), each program a contiguous chunk of one row
+(a multiple of BLOCK columns; enough chunks per row that about TARGET_PROGRAMS programs fill
+the device), one load and one store per entry; no fp32 copy of the logits. Value check
+(deferred or captured mode, `samplecheck.kernels.validation`): every program checks the
+whole temperature vector itself (B floats, from cache), so no separate check launch is
+needed, and a bad value anywhere makes every program write nothing; program (0, 0) records
+it in the call's guard flag.
 """
 
 import contextlib
@@ -28,13 +33,17 @@ import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32, to_output_dtype
 from samplecheck.kernels.runtime import check_launchable, is_interpreted
-from samplecheck.kernels.guard import FLOAT32_MAX, ValueGuard
+from samplecheck.kernels.guard import FLOAT32_MAX, ValueGuard, rows_in_range
 from samplecheck.kernels.validation import check_logits, check_row_param, guard_range
 
-# Entries per program; the result does not depend on BLOCK. The suite's vocab sizes
-# 8191-8193 and the full-size regression example (50272) span several column blocks, so
-# the program_id(1) addressing is exercised on CPU too.
+# Entries per loop step, and the programs a launch aims for (chunks per row =
+# cdiv(TARGET_PROGRAMS, B), at most one per block); the result depends on neither. The
+# suite's vocab sizes 8191-8193 and the full-size regression example (50272) span several
+# blocks and chunks, so the chunk addressing is exercised on CPU too.
 BLOCK = 4096
+TARGET_PROGRAMS = {"cuda": 2048, "cpu": 4}
+CHECK_BLOCK = 1024
+T_MAX = tl.constexpr(FLOAT32_MAX)  # the largest valid temperature, as a constant inside the kernel
 
 
 def check_temperature(logits: torch.Tensor, temperature: torch.Tensor | None,
@@ -53,40 +62,52 @@ def check_temperature(logits: torch.Tensor, temperature: torch.Tensor | None,
 
 
 @triton.jit
-def _temperature_kernel(logits_ptr, row_stride, temperature_ptr, V, guard_ptr,
-                        GUARDED: tl.constexpr, BLOCK: tl.constexpr):
+def _temperature_kernel(logits_ptr, row_stride, temperature_ptr, B, V, chunk, guard_ptr,
+                        GUARDED: tl.constexpr, CHECK: tl.constexpr, BLOCK: tl.constexpr,
+                        CHECK_BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     t = tl.load(temperature_ptr + row).to(tl.float32)
     clear = True
     if GUARDED:
         clear = tl.load(guard_ptr) == 0
+    if CHECK:
+        valid = rows_in_range(temperature_ptr, B, 0.0, T_MAX, False, False, CHECK_BLOCK)
+        if (~valid) & (tl.program_id(0) == 0) & (tl.program_id(1) == 0):
+            tl.atomic_or(guard_ptr, 1)
+        clear = clear & valid
     if (t != 0.0) & (t != 1.0) & clear:
-        cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-        in_row = cols < V
-        ptrs = logits_ptr + row * row_stride + cols
-        x = to_fp32(tl.load(ptrs, mask=in_row, other=0.0))
-        # IEEE round-to-nearest division (div.rn.f32): Triton's `/` is an approximate
-        # division on NVIDIA GPUs, and `tl.math.fdiv(..., ieee_rounding=True)` ignores the
-        # flag in triton 3.6: on an H200 both differ from the correctly rounded quotient for
-        # ~28% of typical logits / T, div_rn for none (subnormal results included).
-        scaled = tl.math.div_rn(x, tl.broadcast_to(t, [BLOCK]))
-        tl.store(ptrs, to_output_dtype(scaled, logits_ptr.dtype.element_ty), mask=in_row)
+        row_ptr = logits_ptr + row * row_stride
+        lo = tl.program_id(1) * chunk
+        hi = tl.minimum(lo + chunk, V)
+        for start in range(lo, hi, BLOCK):
+            cols = start + tl.arange(0, BLOCK)
+            in_row = cols < hi
+            x = to_fp32(tl.load(row_ptr + cols, mask=in_row, other=0.0))
+            # IEEE round-to-nearest division (div.rn.f32): Triton's `/` is an approximate
+            # division on NVIDIA GPUs, and `tl.math.fdiv(..., ieee_rounding=True)` ignores the
+            # flag in triton 3.6: on an H200 both differ from the correctly rounded quotient for
+            # ~28% of typical logits / T, div_rn for none (subnormal results included).
+            scaled = tl.math.div_rn(x, tl.broadcast_to(t, [BLOCK]))
+            tl.store(row_ptr + cols, to_output_dtype(scaled, logits_ptr.dtype.element_ty), mask=in_row)
 
 
 def apply_temperature(logits: torch.Tensor, temperature: torch.Tensor | None = None) -> torch.Tensor:
     """Divide each row of `logits` by its temperature in place (module docstring) and return it."""
-    flag = check_temperature(logits, temperature).settle()
+    guard = check_temperature(logits, temperature)
+    flag = guard.settle(kernel_checks=1)
     batch, vocab = logits.shape
     if batch == 0 or vocab == 0 or temperature is None:
         return logits
     check_launchable(_temperature_kernel, logits)
-    grid = (batch, triton.cdiv(vocab, BLOCK))
+    blocks = triton.cdiv(vocab, BLOCK)
+    chunk = triton.cdiv(blocks, min(blocks, triton.cdiv(TARGET_PROGRAMS[logits.device.type], batch))) * BLOCK
     # The interpreter computes with numpy, which warns when l / T overflows to inf (or the
     # fp16 store does): that is the specified result, not an error.
     quiet = np.errstate(over="ignore") if is_interpreted(_temperature_kernel) else contextlib.nullcontext()
     with quiet:
-        _temperature_kernel[grid](logits, logits.stride(0), temperature, vocab, flag, GUARDED=flag is not None,
-                                  BLOCK=BLOCK)
+        _temperature_kernel[(batch, triton.cdiv(vocab, chunk))](
+            logits, logits.stride(0), temperature, batch, vocab, chunk, flag, GUARDED=flag is not None,
+            CHECK=guard.on_device, BLOCK=BLOCK, CHECK_BLOCK=CHECK_BLOCK)
     return logits
 
 

@@ -9,12 +9,13 @@ import torch
 
 MODES = ("auto", "eager", "deferred", "off")
 MODE_ENV = "SAMPLECHECK_VALUE_CHECKS"
-# Deferred calls kept before the oldest is waited for (bounds the host memory they hold).
-MAX_PENDING = 64
+# Guard flags per pool (two pools per device take turns), and the deferred calls whose
+# guards (argument tensors included) are kept to describe a failure with the eager message.
+POOL_SLOTS = 1024
+RECENT = 32
 
 _MODE = contextvars.ContextVar("samplecheck_value_checks", default=None)
 _ENCLOSING_FLAG = contextvars.ContextVar("samplecheck_enclosing_flag", default=None)
-_PENDING: list = []
 
 
 def _configured_mode() -> str:
@@ -77,65 +78,114 @@ def enclosing_flag() -> torch.Tensor | None:
     return _ENCLOSING_FLAG.get()
 
 
-class _Deferred:
-    """A deferred call's flag on its way to the host, and its guard (to describe a failure)."""
+class _FlagPool:
+    """POOL_SLOTS int32 flags on one device, zeroed together and handed out one per guarded
+    call (no allocation per call). `calls` holds (slot, guard or None, check names, op) of
+    the deferred calls; only the RECENT newest keep their guard (to describe a failure with
+    the eager message); older ones keep their names."""
 
-    def __init__(self, flag: torch.Tensor, guard):
-        self.guard = guard
-        if flag.device.type == "cuda":
-            self.host = torch.empty(1, dtype=torch.int32, pin_memory=True)
-            self.host.copy_(flag, non_blocking=True)
+    def __init__(self, device: torch.device):
+        self.flags = torch.zeros(POOL_SLOTS, dtype=torch.int32, device=device)
+        self.used = 0
+        self.calls: list = []
+        self.host = self.event = None
+
+    def take(self, guard) -> torch.Tensor:
+        slot = self.used
+        self.used += 1
+        if guard is not None:
+            self.calls.append([slot, guard, guard.launch_names(), guard.op])
+            if len(self.calls) > RECENT:
+                self.calls[-RECENT - 1][1] = None
+        return self.flags[slot:slot + 1]
+
+    def ship(self) -> None:
+        """Start copying the flags to the host (no wait)."""
+        if self.flags.device.type == "cuda":
+            self.host = torch.empty(POOL_SLOTS, dtype=torch.int32, pin_memory=True)
+            self.host.copy_(self.flags, non_blocking=True)
             self.event = torch.cuda.Event()
             self.event.record()
         else:
-            self.host, self.event = flag, None
+            self.host = self.flags
 
-    def ready(self, wait: bool) -> bool:
-        if self.event is None:
-            return True
-        if wait:
+    def shipped(self) -> bool:
+        return self.event is None or self.event.query()
+
+    def reset(self) -> None:
+        self.flags.zero_()
+        self.used, self.calls, self.host, self.event = 0, [], None, None
+
+    def raise_failed(self) -> None:
+        """Raise the first failed call's error; the pool must be shipped and on the host."""
+        if self.event is not None:
             self.event.synchronize()
-            return True
-        return self.event.query()
-
-    def raise_if_failed(self) -> None:
-        bits = int(self.host.item())
-        if not bits:
-            return
-        self.guard.describe()
-        failed = [name for position, name in enumerate(self.guard.launch_names()) if bits >> position & 1]
-        raise ValueError(f"{self.guard.op}: the value check of {', '.join(failed)} failed in an earlier call "
-                         "(which wrote nothing); the values have changed since, so the bad one is not known")
-
-
-def defer(flag: torch.Tensor, guard) -> None:
-    """Record a deferred call (`samplecheck.kernels.guard.ValueGuard.settle`)."""
-    _PENDING.append(_Deferred(flag, guard))
-    if len(_PENDING) > MAX_PENDING:
-        _resolve(wait_for=1)
+        calls, bits = self.calls, self.host.tolist() if self.calls else []
+        self.calls = []
+        for slot, guard, names, op in calls:
+            failed = bits[slot]
+            if not failed:
+                continue
+            if guard is not None:
+                guard.describe()
+            which = ", ".join(name for position, name in enumerate(names) if failed >> position & 1)
+            raise ValueError(f"{op}: the value check of {which} failed in a deferred call, which wrote nothing; "
+                             "its values are no longer known (changed since, or more than "
+                             f"{RECENT} guarded calls back)")
 
 
-def _resolve(wait_for: int) -> None:
-    """Resolve deferred calls in order: the first `wait_for` waiting for their flags, the
-    rest only if already on the host; raise the first failure's error."""
-    while _PENDING:
-        deferred = _PENDING[0]
-        if not deferred.ready(wait=wait_for > 0):
-            return
-        wait_for -= 1
-        _PENDING.pop(0)
-        deferred.raise_if_failed()
+_POOLS: dict = {}  # device -> [active pool, shipped pool or None]
+
+
+def take_flag(device: torch.device, guard) -> torch.Tensor:
+    """A zeroed int32 flag [1] for a guarded call on `device` (`guard`: recorded for
+    `raise_pending`, or None: not recorded). While a graph is captured, a fresh zeroed tensor
+    (its memset is captured too, so every replay starts clear). When the active pool is full
+    it is shipped to the host and the other pool, resolved first, takes its place: a failed
+    check of an earlier call is raised then."""
+    if capturing():
+        return torch.zeros(1, dtype=torch.int32, device=device)
+    pools = _POOLS.setdefault(device, [_FlagPool(device), None])
+    active, shipped = pools
+    if active.used == POOL_SLOTS:
+        active.ship()
+        spare = shipped if shipped is not None else _FlagPool(device)
+        pools[:] = [spare, active]
+        if shipped is not None:
+            try:
+                shipped.raise_failed()
+            finally:
+                shipped.reset()
+        active = spare
+    return active.take(guard)
 
 
 def raise_ready() -> None:
-    """Raise the error of an earlier deferred call whose failed flag has reached the host
-    (no waiting; nothing while a graph is captured)."""
-    if _PENDING and not capturing():
-        _resolve(wait_for=0)
+    """Raise the error of an earlier deferred call found in a shipped pool whose copy has
+    reached the host (no waiting; nothing while a graph is captured)."""
+    if capturing():
+        return
+    for pools in _POOLS.values():
+        shipped = pools[1]
+        if shipped is not None and shipped.calls and shipped.shipped():
+            shipped.raise_failed()
 
 
 def raise_pending() -> None:
     """Wait for every deferred call's flag and raise the first failure's error (the error
-    the eager check would have raised, naming the parameter and its range)."""
-    if _PENDING and not capturing():
-        _resolve(wait_for=len(_PENDING))
+    the eager check would have raised, naming the parameter and its range, when the call is
+    among the RECENT newest). Nothing while a graph is captured."""
+    if capturing():
+        return
+    for pools in _POOLS.values():
+        active, shipped = pools
+        for pool in (shipped, active):
+            if pool is None or not pool.calls:
+                continue
+            if pool.host is None:
+                pool.ship()
+            try:
+                pool.raise_failed()
+            finally:
+                if pool is active:
+                    pool.reset()

@@ -105,10 +105,10 @@ def _first_backends() -> list:
 @settings(max_examples=3, derandomize=True, database=None, deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
-def test_fresh_inputs_are_valid_new_values_of_the_same_signature(fresh_combo, data):
+def test_fresh_inputs_are_valid_new_values_of_the_same_signature(fresh_combo, device, data):
     """What the graph property replays: inputs of the case's signature, with new logits, that
     the backend accepts (an eager call on them raises nothing)."""
-    combo, device, budget = fresh_combo, torch.device("cpu"), BUDGETS["cpu"]
+    combo, budget = fresh_combo, BUDGETS[device.type]
     strategy = combo.info.cases(budget)
     case = draw_case(data, combo, strategy)
     static = CallInputs(*prepare(combo, case, device))
