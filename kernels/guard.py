@@ -9,11 +9,10 @@ ids, ...). Each check has two forms:
   the few checks that need a sort).
 `settle()` runs them as `samplecheck.kernels.value_modes.value_check_mode()` says: "eager"
 runs the describers now (the call raises before it writes); "deferred" and "captured" launch
-the device checks and return the flag, which every kernel of the call loads first: a set
-flag makes the kernel write nothing, so a bad value changes nothing. "deferred" also
-records the call as pending (`samplecheck.kernels.validation.raise_pending`), which raises
-the describer's error at the next call of any entry point once the flag has reached the
-host, or at once when `raise_pending()` is called; "captured" (inside CUDA graph capture)
+the device checks and return the flag (a slot of a pool, `samplecheck.kernels.value_modes`),
+which every kernel of the call loads first: a set flag makes the kernel write nothing, so a
+bad value changes nothing. "deferred" also records the call, so that `raise_pending()` (or a
+later call, once the pool has reached the host) raises the describer's error; "captured" (inside CUDA graph capture)
 records nothing: a replay with a bad value writes nothing and raises nothing. "off" returns
 the flag of an enclosing call (the sampler's, which checked every field) or None.
 """

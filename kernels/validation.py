@@ -12,9 +12,9 @@ Two kinds of checks:
   `value_check_mode()` returns:
   - "eager": read the values back (one device sync) and raise before anything is written;
   - "deferred": check on the device (no sync); a failed check sets a flag that makes the
-    call's kernels write nothing, and the error (the same message) is raised by the next
-    entry-point call once the flag has reached the host, or by `raise_pending()` (which
-    waits for it);
+    call's kernels write nothing, and the error (the same message) is raised by
+    `raise_pending()` (which waits for the flags), or by a later call once the pool of
+    flags holding it has reached the host (`samplecheck.kernels.value_modes`);
   - "captured" (automatic while the current CUDA stream captures a graph): as deferred,
     but nothing is recorded: a replay with a bad value writes nothing and raises nothing;
   - "off" (`unchecked_values()`): no check; an out-of-range value gives an unspecified
