@@ -84,26 +84,37 @@ def torch_check(bad: Callable[[], torch.Tensor]) -> Callable:
 
 
 class ValueGuard:
-    """The value checks of one call (module docstring), in the order they are added."""
+    """The value checks of one call (module docstring), in the order they are added; check i
+    owns bit 1 << i of the flag."""
 
     def __init__(self, device: torch.device, op: str):
         self.device = device
         self.op = op
-        self.checks: list[tuple[str, Callable, tuple[Callable, ...]]] = []
+        self.checks: list[tuple[str, Callable]] = []
+        self.launches: list[tuple[int, Callable]] = []  # (first check index, launch(flag, first index))
         self.on_device = False
 
     def check(self, name: str, describe: Callable[[], None], *device_checks: Callable) -> None:
         """Add the check of parameter `name`: `describe()` raises its error eagerly; each of
-        `device_checks` sets its bit in the flag where the same check fails."""
-        self.checks.append((name, describe, device_checks))
+        `device_checks` (launch(flag, bit)) sets the check's bit where the check fails."""
+        index = len(self.checks)
+        self.checks.append((name, describe))
+        for launch in device_checks:
+            self.launches.append((index, lambda flag, first, launch=launch: launch(flag, 1 << first)))
+
+    def fused(self, checks: list[tuple[str, Callable[[], None]]], launch: Callable) -> None:
+        """Add several checks (name, describe) made by ONE launch(flag, first): it sets bit
+        1 << (first + i) where check i fails."""
+        self.launches.append((len(self.checks), launch))
+        self.checks.extend(checks)
 
     def launch_names(self) -> list[str]:
-        """The parameter name of each device check, in the order of the flag's bits."""
-        return [name for name, _, device_checks in self.checks for _ in device_checks]
+        """The parameter name of each check, in the order of the flag's bits."""
+        return [name for name, _ in self.checks]
 
     def describe(self) -> None:
         """Run every eager check in order (the first failing one raises)."""
-        for _, describe, _ in self.checks:
+        for _, describe in self.checks:
             describe()
 
     def check_now(self) -> None:
@@ -116,8 +127,8 @@ class ValueGuard:
 
     def settle(self, kernel_checks: int = 0) -> torch.Tensor | None:
         """Run the checks as the current mode says (module docstring); returns the flag the
-        call's kernels load (None: unguarded). `kernel_checks`: the first that many device
-        checks are made by the call's kernel itself (on bits 1 << 0, ...), not launched here;
+        call's kernels load (None: unguarded). `kernel_checks`: the first that many checks
+        are made by the call's kernel itself (on bits 1 << 0, ...), not launched here;
         `self.on_device` then says whether the kernel must make them."""
         mode = value_modes.value_check_mode(self.device)
         self.on_device = mode in ("deferred", "captured")
@@ -127,13 +138,12 @@ class ValueGuard:
                 self.describe()
             return value_modes.enclosing_flag()
         value_modes.raise_ready()
-        launches = [launch for _, _, device_checks in self.checks for launch in device_checks]
-        if len(launches) > MAX_CHECKS:
-            raise RuntimeError(f"{self.op}: {len(launches)} device checks exceed the flag's {MAX_CHECKS} bits")
+        if len(self.checks) > MAX_CHECKS:
+            raise RuntimeError(f"{self.op}: {len(self.checks)} checks exceed the flag's {MAX_CHECKS} bits")
         flag = value_modes.take_flag(self.device, self if mode == "deferred" else None)
-        for position, launch in enumerate(launches):
-            if position >= kernel_checks:
-                launch(flag, 1 << position)
+        for first, launch in self.launches:
+            if first >= kernel_checks:
+                launch(flag, first)
         enclosing = value_modes.enclosing_flag()
         if enclosing is not None:
             flag.bitwise_or_(enclosing)

@@ -44,9 +44,9 @@ import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32, to_output_dtype
 from samplecheck.kernels.runtime import check_launchable, is_interpreted
-from samplecheck.kernels.guard import FLOAT32_MAX, ValueGuard, range_check, torch_check
-from samplecheck.kernels.validation import (INDEX_DTYPES, PAD_ID, check_logits, check_row_param, check_token_ids,
-                                            guard_range)
+from samplecheck.kernels.guard import ValueGuard
+from samplecheck.kernels.validation import (INDEX_DTYPES, PAD_ID, check_id_layout, check_logits, check_row_param,
+                                            range_describer, token_ids_describer)
 
 # Per-row caps of vLLM MRV2 (entries per list, padding included).
 MAX_ALLOWED = 1024
@@ -59,16 +59,15 @@ BLOCK = {"cuda": 1024, "cpu": 4096}
 LIST_BLOCK = {"cuda": 256, "cpu": 4}
 # Smallest allowlist block: widths up to MAX_ALLOWED take one of 128, 256, 512 or 1024.
 ALLOWED_FLOOR = 128
+# The fused value check (one program per row): ids per step, and the side of the tile of id
+# pairs compared for repeats.
+GUARD_BLOCK = {"cuda": 256, "cpu": 64}
+REPEAT_TILE = {"cuda": 64, "cpu": 16}
 
 
 def _check_width(name: str, ids: torch.Tensor, cap: int) -> None:
     if ids.size(1) > cap:
         raise ValueError(f"{name} may hold at most {cap} ids per row (padding included); got {ids.size(1)}")
-
-
-def _check_count(guard: ValueGuard, name: str, value: torch.Tensor, logits: torch.Tensor) -> None:
-    check_row_param(name, value, logits, INDEX_DTYPES)
-    guard_range(guard, name, value, ">= 0", 0, torch.iinfo(value.dtype).max)
 
 
 def _check_pair(first: str, a, second: str, b) -> None:
@@ -79,24 +78,37 @@ def _check_pair(first: str, a, second: str, b) -> None:
 def check_logit_bias(logits, allowed_token_ids, logit_bias_ids, logit_bias_values,
                      stop_token_ids, min_tokens, output_len, guard: ValueGuard | None = None) -> ValueGuard:
     """Shapes, dtypes, devices and caps of every argument (raised at once), and the value
-    checks (id ranges, values), added to `guard` (a new one if None) and returned."""
+    checks (id ranges, finite and unique bias entries, counts >= 0), added to `guard` (a new
+    one if None) as one fused device check, and returned."""
     check_logits(logits)
     guard = ValueGuard(logits.device, "apply_logit_bias") if guard is None else guard
+    vocab = logits.size(1)
+    named = []  # (name, eager check), in the order of the flag's bits
     if allowed_token_ids is not None:
-        check_token_ids(guard, "allowed_token_ids", allowed_token_ids, logits)
+        check_id_layout("allowed_token_ids", allowed_token_ids, logits)
         _check_width("allowed_token_ids", allowed_token_ids, MAX_ALLOWED)
+        named.append(("allowed_token_ids", token_ids_describer("allowed_token_ids", allowed_token_ids, vocab)))
     _check_pair("logit_bias_ids", logit_bias_ids, "logit_bias_values", logit_bias_values)
     if logit_bias_ids is not None:
-        check_token_ids(guard, "logit_bias_ids", logit_bias_ids, logits)
+        check_id_layout("logit_bias_ids", logit_bias_ids, logits)
         _check_width("logit_bias_ids", logit_bias_ids, MAX_BIAS)
-        _check_bias_values(guard, logit_bias_ids, logit_bias_values)
+        _check_bias_values(logit_bias_ids, logit_bias_values)
+        named += [("logit_bias_ids", token_ids_describer("logit_bias_ids", logit_bias_ids, vocab)),
+                  ("logit_bias_values", _finite_values_describer(logit_bias_ids, logit_bias_values)),
+                  ("logit_bias_ids", _unique_ids_describer(logit_bias_ids))]
     _check_pair("min_tokens", min_tokens, "stop_token_ids", stop_token_ids)
     _check_pair("min_tokens", min_tokens, "output_len", output_len)
     if stop_token_ids is not None:
-        check_token_ids(guard, "stop_token_ids", stop_token_ids, logits)
+        check_id_layout("stop_token_ids", stop_token_ids, logits)
         _check_width("stop_token_ids", stop_token_ids, MAX_STOP)
-        _check_count(guard, "min_tokens", min_tokens, logits)
-        _check_count(guard, "output_len", output_len, logits)
+        named.append(("stop_token_ids", token_ids_describer("stop_token_ids", stop_token_ids, vocab)))
+        for name, count in (("min_tokens", min_tokens), ("output_len", output_len)):
+            check_row_param(name, count, logits, INDEX_DTYPES)
+            named.append((name, range_describer(name, count, ">= 0", 0, torch.iinfo(count.dtype).max)))
+    if named:
+        guard.fused(named, lambda flag, first: _launch_guard(
+            flag, first, vocab, allowed_token_ids, logit_bias_ids, logit_bias_values, stop_token_ids,
+            min_tokens, output_len))
     return guard
 
 
@@ -106,9 +118,8 @@ def _repeated_ids(ids: torch.Tensor) -> torch.Tensor:
     return (ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] != PAD_ID)
 
 
-def _check_bias_values(guard: ValueGuard, ids: torch.Tensor, values: torch.Tensor) -> None:
-    """float32 values shaped like the ids (raised at once); value checks added to `guard`:
-    finite where an id is given, ids unique per row."""
+def _check_bias_values(ids: torch.Tensor, values: torch.Tensor) -> None:
+    """float32 values shaped like the ids, on their device."""
     if not isinstance(values, torch.Tensor):
         raise TypeError(f"logit_bias_values must be a torch.Tensor [batch, length], got {type(values).__name__}")
     if values.dtype != torch.float32:
@@ -119,22 +130,105 @@ def _check_bias_values(guard: ValueGuard, ids: torch.Tensor, values: torch.Tenso
     if values.device != ids.device:
         raise ValueError(f"logit_bias_values must be on the device of logit_bias_ids {ids.device}; got {values.device}")
 
-    def describe_values() -> None:
+
+def _finite_values_describer(ids: torch.Tensor, values: torch.Tensor):
+    """The eager check: bias values are finite where an id is given."""
+    def describe() -> None:
         bad = (ids != PAD_ID) & ~torch.isfinite(values)
         if ids.numel() and bool(bad.any()):
             raise ValueError("logit_bias_values must be finite where logit_bias_ids is not -1; "
                              f"got {values[bad][0].item()}")
+    return describe
 
-    def describe_unique() -> None:
+
+def _unique_ids_describer(ids: torch.Tensor):
+    """The eager check: no bias id (other than -1) repeats within a row."""
+    def describe() -> None:
         repeated = _repeated_ids(ids)
         if ids.numel() and bool(repeated.any()):
             row = int(repeated.any(dim=1).nonzero()[0])
             repeat = int(ids.sort(dim=1).values[:, 1:][repeated][0])
             raise ValueError(f"logit_bias_ids must not repeat an id within a row; row {row} repeats {repeat}")
+    return describe
 
-    guard.check("logit_bias_values", describe_values,
-                range_check(values, -FLOAT32_MAX, FLOAT32_MAX, where=ids))
-    guard.check("logit_bias_ids", describe_unique, torch_check(lambda: _repeated_ids(ids)))
+
+@triton.jit
+def _any_bad_id(ids_ptr, length, V, BLOCK: tl.constexpr):
+    """True when an entry of the list is neither in [0, V) nor -1."""
+    bad = tl.zeros([], dtype=tl.int32)
+    for start in range(0, length, BLOCK):
+        k = start + tl.arange(0, BLOCK)
+        ids = tl.load(ids_ptr + k, mask=k < length, other=-1)
+        bad += tl.sum(((ids != -1) & ((ids < 0) | (ids >= V))).to(tl.int32), axis=0)
+    return bad > 0
+
+
+@triton.jit
+def _any_repeat(ids_ptr, length, TILE: tl.constexpr):
+    """True when an id other than -1 occurs twice in the list (pairs compared in tiles)."""
+    lanes = tl.arange(0, TILE)
+    repeats = tl.zeros([], dtype=tl.int32)
+    for i in range(0, length, TILE):
+        a = tl.load(ids_ptr + i + lanes, mask=i + lanes < length, other=-1)
+        for j in range(i, length, TILE):
+            b = tl.load(ids_ptr + j + lanes, mask=j + lanes < length, other=-1)
+            later = (j + lanes)[None, :] > (i + lanes)[:, None]
+            repeats += tl.sum(tl.sum(((a[:, None] == b[None, :]) & (a[:, None] != -1) & later).to(tl.int32),
+                                     axis=1), axis=0)
+    return repeats > 0
+
+
+@triton.jit(do_not_specialize=["V", "A", "K", "S"])
+def _logit_bias_guard_kernel(flag_ptr, V, allowed_ptr, A, bias_ids_ptr, bias_values_ptr, K, stop_ptr, S,
+                             min_tokens_ptr, output_len_ptr, bit_allowed, bit_bias_ids, bit_values, bit_unique,
+                             bit_stop, bit_min_tokens, bit_output_len, HAS_ALLOWED: tl.constexpr,
+                             HAS_BIAS: tl.constexpr, HAS_STOP: tl.constexpr, BLOCK: tl.constexpr,
+                             TILE: tl.constexpr):
+    """One program per row: every value check of the row's lists and counts, the failed
+    checks' bits OR-ed into the flag."""
+    row = tl.program_id(0).to(tl.int64)
+    bits = tl.zeros([], dtype=tl.int32)
+    if HAS_ALLOWED:
+        bits |= tl.where(_any_bad_id(allowed_ptr + row * A, A, V, BLOCK), bit_allowed, 0)
+    if HAS_BIAS:
+        bits |= tl.where(_any_bad_id(bias_ids_ptr + row * K, K, V, BLOCK), bit_bias_ids, 0)
+        bad_values = tl.zeros([], dtype=tl.int32)
+        for start in range(0, K, BLOCK):
+            k = start + tl.arange(0, BLOCK)
+            given = tl.load(bias_ids_ptr + row * K + k, mask=k < K, other=-1) != -1
+            b = tl.load(bias_values_ptr + row * K + k, mask=given, other=0.0)
+            bad_values += tl.sum((given & ~((b == b) & (tl.abs(b) <= 3.4028234663852886e38))).to(tl.int32), axis=0)
+        bits |= tl.where(bad_values > 0, bit_values, 0)
+        bits |= tl.where(_any_repeat(bias_ids_ptr + row * K, K, TILE), bit_unique, 0)
+    if HAS_STOP:
+        bits |= tl.where(_any_bad_id(stop_ptr + row * S, S, V, BLOCK), bit_stop, 0)
+        bits |= tl.where(tl.load(min_tokens_ptr + row) < 0, bit_min_tokens, 0)
+        bits |= tl.where(tl.load(output_len_ptr + row) < 0, bit_output_len, 0)
+    if bits != 0:
+        tl.atomic_or(flag_ptr, bits)
+
+
+def _launch_guard(flag, first, vocab, allowed, bias_ids, bias_values, stop, min_tokens, output_len) -> None:
+    """The fused device check of `check_logit_bias`: its bits from 1 << first, in its order
+    (allowed ids; bias ids, values, repeats; stop ids, min_tokens, output_len; absent groups
+    take no bits)."""
+    groups = ((allowed is not None, 1), (bias_ids is not None, 3), (stop is not None, 3))
+    masks, position = [], first
+    for present, count in groups:
+        masks += [1 << (position + i) if present else 0 for i in range(count)]
+        position += count if present else 0
+    batch = next(ids for ids in (allowed, bias_ids, stop) if ids is not None).size(0)
+    if batch == 0:
+        return
+    allowed_arg, A = _ids_arg(allowed, flag)
+    bias_arg, K = _ids_arg(bias_ids, flag)
+    stop_arg, S = _ids_arg(stop, flag)
+    kind = flag.device.type
+    _logit_bias_guard_kernel[(batch,)](
+        flag, vocab, allowed_arg, A, bias_arg, bias_values.contiguous() if K else flag, K, stop_arg, S,
+        min_tokens.contiguous() if stop is not None else flag, output_len.contiguous() if stop is not None else flag,
+        *masks, HAS_ALLOWED=A > 0, HAS_BIAS=K > 0, HAS_STOP=stop is not None, BLOCK=GUARD_BLOCK[kind],
+        TILE=REPEAT_TILE[kind])
 
 
 @triton.jit

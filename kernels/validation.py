@@ -83,15 +83,22 @@ def check_range(name: str, value: torch.Tensor, ok: torch.Tensor, allowed: str) 
         raise ValueError(f"{name} must be {allowed}; got {value[~ok][0].item()}")
 
 
-def guard_range(guard: ValueGuard, name: str, value: torch.Tensor, allowed: str, lo, hi, *,
-                lo_open: bool = False, hi_open: bool = False) -> None:
-    """Add the check lo <(=) value <(=) hi (NaN out of range) of parameter `name` to `guard`:
-    its eager form raises `check_range`'s error, its device form is `range_check`."""
+def range_describer(name: str, value: torch.Tensor, allowed: str, lo, hi, *, lo_open: bool = False,
+                    hi_open: bool = False):
+    """The eager check lo <(=) value <(=) hi (NaN out of range): raises `check_range`'s error."""
     def describe() -> None:
         above = value > lo if lo_open else value >= lo
         below = value < hi if hi_open else value <= hi
         check_range(name, value, above & below, allowed)
-    guard.check(name, describe, range_check(value, lo, hi, lo_open=lo_open, hi_open=hi_open))
+    return describe
+
+
+def guard_range(guard: ValueGuard, name: str, value: torch.Tensor, allowed: str, lo, hi, *,
+                lo_open: bool = False, hi_open: bool = False) -> None:
+    """Add the check lo <(=) value <(=) hi (NaN out of range) of parameter `name` to `guard`:
+    its eager form is `range_describer`, its device form `range_check`."""
+    guard.check(name, range_describer(name, value, allowed, lo, hi, lo_open=lo_open, hi_open=hi_open),
+                range_check(value, lo, hi, lo_open=lo_open, hi_open=hi_open))
 
 
 def check_seed(name: str, seed) -> None:
@@ -138,14 +145,8 @@ def check_id_layout(name: str, ids: torch.Tensor, logits: torch.Tensor, *, dims:
         raise ValueError(f"{name} must be on the logits' device {logits.device}; got {ids.device}")
 
 
-def check_token_ids(guard: ValueGuard, name: str, ids: torch.Tensor, logits: torch.Tensor, *, dims: int = 2,
-                    ignored: tuple[int, ...] = ()) -> None:
-    """`check_id_layout`, then the value check (added to `guard`): every entry is in [0, V),
-    -1 (PAD_ID), or the one id of `ignored` (an id the kernel documents as skipped, e.g. the
-    pad id V)."""
-    check_id_layout(name, ids, logits, dims=dims)
-    vocab = logits.size(1)
-
+def token_ids_describer(name: str, ids: torch.Tensor, vocab: int, ignored: tuple[int, ...] = ()):
+    """The eager check: every entry is in [0, vocab), -1 (PAD_ID), or one of `ignored`."""
     def describe() -> None:
         ok = ((ids >= 0) & (ids < vocab)) | (ids == PAD_ID)
         for extra in ignored:
@@ -153,7 +154,17 @@ def check_token_ids(guard: ValueGuard, name: str, ids: torch.Tensor, logits: tor
         if ids.numel() and not bool(ok.all()):
             also = "".join(f", {i}" for i in ignored)
             raise ValueError(f"{name} must hold token ids in [0, {vocab}) or -1 (padding){also}; got {int(ids[~ok][0])}")
-    guard.check(name, describe, id_check(ids, vocab, ignored))
+    return describe
+
+
+def check_token_ids(guard: ValueGuard, name: str, ids: torch.Tensor, logits: torch.Tensor, *, dims: int = 2,
+                    ignored: tuple[int, ...] = ()) -> None:
+    """`check_id_layout`, then the value check (added to `guard`): every entry is in [0, V),
+    -1 (PAD_ID), or the one id of `ignored` (an id the kernel documents as skipped, e.g. the
+    pad id V)."""
+    check_id_layout(name, ids, logits, dims=dims)
+    vocab = logits.size(1)
+    guard.check(name, token_ids_describer(name, ids, vocab, ignored), id_check(ids, vocab, ignored))
 
 
 def history(output_token_ids: torch.Tensor) -> torch.Tensor:
