@@ -37,8 +37,8 @@ import triton
 import triton.language as tl
 
 from samplecheck.kernels.runtime import check_launchable, first_fitting
-from samplecheck.kernels.guard import ValueGuard, torch_check
-from samplecheck.kernels.validation import PAD_ID, check_logits, check_token_ids
+from samplecheck.kernels.guard import ValueGuard, list_has_bad_id
+from samplecheck.kernels.validation import PAD_ID, check_id_layout, check_logits, token_ids_describer
 
 MAX_WORDS = 128
 MAX_WORD_TOKENS = 1024
@@ -52,6 +52,7 @@ MAX_WORD_TOKENS = 1024
 TILE = {"cuda": 4096, "cpu": 2048}
 WORD_BLOCKS = {"cuda": (16, 256), "cpu": (8,)}
 PAIR_BLOCKS = {"cuda": (1, 8, 64), "cpu": (256,)}
+GUARD_BLOCK = {"cuda": 256, "cpu": 64}  # ids per step of the fused value check
 
 
 def _after_padding(bad_words: torch.Tensor) -> torch.Tensor:
@@ -63,16 +64,18 @@ def check_bad_words(logits: torch.Tensor, bad_words: torch.Tensor, output_token_
                     guard: ValueGuard | None = None) -> ValueGuard:
     """bad_words: [batch, words <= 128, tokens <= 1024] ids in [0, V) or -1, each word
     left-aligned (no id after a -1); output_token_ids: [batch, length] ids in [0, V) or -1.
-    Ids and the padding rule are value checks, added to `guard` (a new one if None)."""
+    Ids and the padding rule are value checks, added to `guard` (a new one if None) as one
+    fused device check."""
     check_logits(logits)
     guard = ValueGuard(logits.device, "apply_bad_words") if guard is None else guard
-    check_token_ids(guard, "bad_words", bad_words, logits, dims=3)
+    check_id_layout("bad_words", bad_words, logits, dims=3)
     if bad_words.size(1) > MAX_WORDS:
         raise ValueError(f"bad_words must have at most {MAX_WORDS} words per row (dim 1); got {bad_words.size(1)}")
     if bad_words.size(2) > MAX_WORD_TOKENS:
         raise ValueError(
             f"bad_words must have at most {MAX_WORD_TOKENS} tokens per word (dim 2); got {bad_words.size(2)}")
-    check_token_ids(guard, "output_token_ids", output_token_ids, logits)
+    check_id_layout("output_token_ids", output_token_ids, logits)
+    vocab = logits.size(1)
 
     def describe_padding() -> None:
         after_pad = _after_padding(bad_words)
@@ -80,8 +83,43 @@ def check_bad_words(logits: torch.Tensor, bad_words: torch.Tensor, output_token_
             r, w, t = (int(i) for i in after_pad.nonzero()[0])
             raise ValueError(f"bad_words must be right-padded per word: no token id after a -1 within a word; "
                              f"got id {int(bad_words[r, w, t + 1])} at [{r}, {w}, {t + 1}]")
-    guard.check("bad_words", describe_padding, torch_check(lambda: _after_padding(bad_words)))
+    guard.fused([("bad_words", token_ids_describer("bad_words", bad_words, vocab)),
+                 ("output_token_ids", token_ids_describer("output_token_ids", output_token_ids, vocab)),
+                 ("bad_words", describe_padding)],
+                lambda flag, first: _launch_guard(flag, first, vocab, bad_words, output_token_ids))
     return guard
+
+
+@triton.jit(do_not_specialize=["V", "L", "T", "O"])
+def _bad_words_guard_kernel(flag_ptr, first, V, words_ptr, L, T, past_ptr, O, BLOCK: tl.constexpr):
+    """One program per row: its words' ids (L = words * T entries) and its past ids in
+    [0, V) or -1, and no id after a -1 within a word; the failed checks' bits (from
+    1 << first, in check_bad_words' order) OR-ed into the flag."""
+    row = tl.program_id(0).to(tl.int64)
+    failed = tl.zeros([], dtype=tl.int32)
+    failed |= tl.where(list_has_bad_id(words_ptr + row * L, L, V, -1, BLOCK), 1, 0)
+    failed |= tl.where(list_has_bad_id(past_ptr + row * O, O, V, -1, BLOCK), 2, 0)
+    after_pad = tl.zeros([], dtype=tl.int32)
+    for start in range(0, L, BLOCK):
+        k = start + tl.arange(0, BLOCK)
+        pair = (k + 1 < L) & ((k + 1) % T != 0)  # k and k + 1 in the same word
+        here = tl.load(words_ptr + row * L + k, mask=pair, other=0)
+        after = tl.load(words_ptr + row * L + k + 1, mask=pair, other=0)
+        after_pad += tl.sum((pair & (here == -1) & (after != -1)).to(tl.int32), axis=0)
+    failed |= tl.where(after_pad > 0, 4, 0)
+    if failed != 0:
+        tl.atomic_or(flag_ptr, failed << first)
+
+
+def _launch_guard(flag, first, vocab, bad_words, output_token_ids) -> None:
+    """The fused device check of `check_bad_words` (an empty list passes the flag as a placeholder)."""
+    batch, words, tokens = bad_words.shape
+    if batch == 0:
+        return
+    _bad_words_guard_kernel[(batch,)](
+        flag, first, vocab, bad_words.contiguous() if words * tokens else flag, words * tokens, max(tokens, 1),
+        output_token_ids.contiguous() if output_token_ids.size(1) else flag, output_token_ids.size(1),
+        BLOCK=GUARD_BLOCK[flag.device.type])
 
 
 @triton.jit(do_not_specialize=["row_stride", "V", "W", "T", "O", "PAIRS"])

@@ -5,8 +5,8 @@ ids, ...). Each check has two forms:
 - `describe`: the eager check on the host; it reads values back (one device sync) and
   raises the error that names the caller's parameter and its allowed range;
 - device checks: launches that set the check's bit in an int32 flag [1] where the same
-  condition fails, with no host synchronisation (Triton range kernels, or torch ops for
-  the few checks that need a sort).
+  condition fails, with no host synchronisation (a Triton range kernel per tensor, or one
+  fused per-row kernel for all the checks of an op's id lists: `ValueGuard.fused`).
 `settle()` runs them as `samplecheck.kernels.value_modes.value_check_mode()` says: "eager"
 runs the describers now (the call raises before it writes); "deferred" and "captured" launch
 the device checks and return the flag (a slot of a pool, `samplecheck.kernels.value_modes`),
@@ -28,6 +28,7 @@ from samplecheck.kernels import value_modes
 BLOCK = 1024
 PAD_ID = -1
 FLOAT32_MAX = 3.4028234663852886e38
+FLOAT32_MAX_JIT = tl.constexpr(FLOAT32_MAX)  # the same, as a constant inside kernels
 # int32 flag: one bit per device check of a call.
 MAX_CHECKS = 31
 
@@ -73,14 +74,6 @@ def id_check(ids: torch.Tensor, vocab: int, ignored: tuple[int, ...] = ()) -> Ca
     if len(ignored) > 1:
         raise ValueError("id_check takes at most one ignored id besides -1")
     return range_check(ids, 0, vocab - 1, also=(PAD_ID, ignored[0] if ignored else PAD_ID))
-
-
-def torch_check(bad: Callable[[], torch.Tensor]) -> Callable:
-    """A device check from torch ops: `bad()` returns a bool tensor, True where the check
-    fails (no host synchronisation: the flag is updated on the device)."""
-    def launch(flag: torch.Tensor, bit: int) -> None:
-        flag.bitwise_or_(bad().any().to(torch.int32) * bit)
-    return launch
 
 
 class ValueGuard:
@@ -148,6 +141,17 @@ class ValueGuard:
         if enclosing is not None:
             flag.bitwise_or_(enclosing)
         return flag
+
+
+@triton.jit
+def list_has_bad_id(ids_ptr, length, V, also, BLOCK: tl.constexpr):
+    """True when an entry of the list (`length` ids) is in none of [0, V), -1 and `also`."""
+    bad = tl.zeros([], dtype=tl.int32)
+    for start in range(0, length, BLOCK):
+        k = start + tl.arange(0, BLOCK)
+        ids = tl.load(ids_ptr + k, mask=k < length, other=-1)
+        bad += tl.sum(((ids != -1) & (ids != also) & ((ids < 0) | (ids >= V))).to(tl.int32), axis=0)
+    return bad > 0
 
 
 @triton.jit

@@ -44,7 +44,7 @@ import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32, to_output_dtype
 from samplecheck.kernels.runtime import check_launchable, is_interpreted
-from samplecheck.kernels.guard import ValueGuard
+from samplecheck.kernels.guard import FLOAT32_MAX_JIT, ValueGuard, list_has_bad_id
 from samplecheck.kernels.validation import (INDEX_DTYPES, PAD_ID, check_id_layout, check_logits, check_row_param,
                                             range_describer, token_ids_describer)
 
@@ -153,17 +153,6 @@ def _unique_ids_describer(ids: torch.Tensor):
 
 
 @triton.jit
-def _any_bad_id(ids_ptr, length, V, BLOCK: tl.constexpr):
-    """True when an entry of the list is neither in [0, V) nor -1."""
-    bad = tl.zeros([], dtype=tl.int32)
-    for start in range(0, length, BLOCK):
-        k = start + tl.arange(0, BLOCK)
-        ids = tl.load(ids_ptr + k, mask=k < length, other=-1)
-        bad += tl.sum(((ids != -1) & ((ids < 0) | (ids >= V))).to(tl.int32), axis=0)
-    return bad > 0
-
-
-@triton.jit
 def _any_repeat(ids_ptr, length, TILE: tl.constexpr):
     """True when an id other than -1 occurs twice in the list (pairs compared in tiles)."""
     lanes = tl.arange(0, TILE)
@@ -189,19 +178,19 @@ def _logit_bias_guard_kernel(flag_ptr, V, allowed_ptr, A, bias_ids_ptr, bias_val
     row = tl.program_id(0).to(tl.int64)
     bits = tl.zeros([], dtype=tl.int32)
     if HAS_ALLOWED:
-        bits |= tl.where(_any_bad_id(allowed_ptr + row * A, A, V, BLOCK), bit_allowed, 0)
+        bits |= tl.where(list_has_bad_id(allowed_ptr + row * A, A, V, -1, BLOCK), bit_allowed, 0)
     if HAS_BIAS:
-        bits |= tl.where(_any_bad_id(bias_ids_ptr + row * K, K, V, BLOCK), bit_bias_ids, 0)
+        bits |= tl.where(list_has_bad_id(bias_ids_ptr + row * K, K, V, -1, BLOCK), bit_bias_ids, 0)
         bad_values = tl.zeros([], dtype=tl.int32)
         for start in range(0, K, BLOCK):
             k = start + tl.arange(0, BLOCK)
             given = tl.load(bias_ids_ptr + row * K + k, mask=k < K, other=-1) != -1
             b = tl.load(bias_values_ptr + row * K + k, mask=given, other=0.0)
-            bad_values += tl.sum((given & ~((b == b) & (tl.abs(b) <= 3.4028234663852886e38))).to(tl.int32), axis=0)
+            bad_values += tl.sum((given & ~((b == b) & (tl.abs(b) <= FLOAT32_MAX_JIT))).to(tl.int32), axis=0)
         bits |= tl.where(bad_values > 0, bit_values, 0)
         bits |= tl.where(_any_repeat(bias_ids_ptr + row * K, K, TILE), bit_unique, 0)
     if HAS_STOP:
-        bits |= tl.where(_any_bad_id(stop_ptr + row * S, S, V, BLOCK), bit_stop, 0)
+        bits |= tl.where(list_has_bad_id(stop_ptr + row * S, S, V, -1, BLOCK), bit_stop, 0)
         bits |= tl.where(tl.load(min_tokens_ptr + row) < 0, bit_min_tokens, 0)
         bits |= tl.where(tl.load(output_len_ptr + row) < 0, bit_output_len, 0)
     if bits != 0:

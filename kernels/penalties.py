@@ -49,8 +49,9 @@ import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32, to_output_dtype
 from samplecheck.kernels.runtime import check_launchable, is_interpreted
-from samplecheck.kernels.guard import FLOAT32_MAX, ValueGuard
-from samplecheck.kernels.validation import check_logits, check_row_param, check_token_ids, guard_range, history
+from samplecheck.kernels.guard import FLOAT32_MAX, FLOAT32_MAX_JIT, ValueGuard, list_has_bad_id
+from samplecheck.kernels.validation import (check_id_layout, check_logits, check_row_param, history, range_describer,
+                                            token_ids_describer)
 
 # List entries per program (the result does not depend on it). The interpreter pays per
 # program, so the CPU block holds a drawn row's lists whole; the full-size regression
@@ -58,25 +59,64 @@ from samplecheck.kernels.validation import check_logits, check_row_param, check_
 BLOCK = {"cuda": 256, "cpu": 128}
 # Upper bound on the host scratch per list entry (P + O entries per row), in bytes.
 SCRATCH_BYTES_PER_ID = 64
+GUARD_BLOCK = {"cuda": 256, "cpu": 64}  # ids per step of the fused value check
 
 
 def check_penalties(logits, prompt_token_ids, output_token_ids, repetition_penalty, frequency_penalty,
                     presence_penalty, guard: ValueGuard | None = None) -> ValueGuard:
     """Shapes, dtypes and devices (raised at once) and the value checks, added to `guard` (a
-    new one if None) and returned (module docstring); each error names its parameter."""
+    new one if None) as one fused device check, and returned (module docstring); each error
+    names its parameter."""
     check_logits(logits)
     guard = ValueGuard(logits.device, "apply_penalties") if guard is None else guard
     vocab = logits.size(1)
-    check_token_ids(guard, "prompt_token_ids", prompt_token_ids, logits, ignored=(vocab,))
-    check_token_ids(guard, "output_token_ids", output_token_ids, logits, ignored=(vocab,))
+    check_id_layout("prompt_token_ids", prompt_token_ids, logits)
+    check_id_layout("output_token_ids", output_token_ids, logits)
     check_row_param("repetition_penalty", repetition_penalty, logits, (torch.float32,))
     check_row_param("frequency_penalty", frequency_penalty, logits, (torch.float32,))
     check_row_param("presence_penalty", presence_penalty, logits, (torch.float32,))
-    guard_range(guard, "repetition_penalty", repetition_penalty, "finite and > 0 (1 turns it off)", 0.0, FLOAT32_MAX,
-                lo_open=True)
+    named = [(name, token_ids_describer(name, ids, vocab, (vocab,)))
+             for name, ids in (("prompt_token_ids", prompt_token_ids), ("output_token_ids", output_token_ids))]
+    named.append(("repetition_penalty", range_describer("repetition_penalty", repetition_penalty,
+                                                        "finite and > 0 (1 turns it off)", 0.0, FLOAT32_MAX,
+                                                        lo_open=True)))
     for name, value in (("frequency_penalty", frequency_penalty), ("presence_penalty", presence_penalty)):
-        guard_range(guard, name, value, "in [-2, 2] (0 turns it off)", -2.0, 2.0)
+        named.append((name, range_describer(name, value, "in [-2, 2] (0 turns it off)", -2.0, 2.0)))
+    guard.fused(named, lambda flag, first: _launch_guard(
+        flag, first, vocab, prompt_token_ids, output_token_ids, repetition_penalty, frequency_penalty,
+        presence_penalty))
     return guard
+
+
+@triton.jit(do_not_specialize=["V", "P", "O"])
+def _penalties_guard_kernel(flag_ptr, first, V, prompt_ptr, P, output_ptr, O, repetition_ptr, frequency_ptr,
+                            presence_ptr, BLOCK: tl.constexpr):
+    """One program per row: its two id lists (ids in [0, V), -1 or V) and its three
+    penalties; the failed checks' bits (from 1 << first, in check_penalties' order) OR-ed
+    into the flag."""
+    row = tl.program_id(0).to(tl.int64)
+    r = tl.load(repetition_ptr + row)
+    f = tl.load(frequency_ptr + row)
+    q = tl.load(presence_ptr + row)
+    failed = tl.zeros([], dtype=tl.int32)
+    failed |= tl.where(list_has_bad_id(prompt_ptr + row * P, P, V, V, BLOCK), 1, 0)
+    failed |= tl.where(list_has_bad_id(output_ptr + row * O, O, V, V, BLOCK), 2, 0)
+    failed |= tl.where((r > 0.0) & (r <= FLOAT32_MAX_JIT), 0, 4)
+    failed |= tl.where(tl.abs(f) <= 2.0, 0, 8)
+    failed |= tl.where(tl.abs(q) <= 2.0, 0, 16)
+    if failed != 0:
+        tl.atomic_or(flag_ptr, failed << first)
+
+
+def _launch_guard(flag, first, vocab, prompt, output, repetition, frequency, presence) -> None:
+    """The fused device check of `check_penalties`."""
+    batch = prompt.size(0)
+    if batch == 0:
+        return
+    _penalties_guard_kernel[(batch,)](  # an empty list passes the flag as a placeholder (never read)
+        flag, first, vocab, prompt.contiguous() if prompt.size(1) else flag, prompt.size(1),
+        output.contiguous() if output.size(1) else flag, output.size(1), repetition, frequency, presence,
+        BLOCK=GUARD_BLOCK[flag.device.type])
 
 
 def sorted_keys(prompt_token_ids: torch.Tensor, output_token_ids: torch.Tensor, vocab: int) -> torch.Tensor:

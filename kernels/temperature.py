@@ -33,7 +33,7 @@ import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32, to_output_dtype
 from samplecheck.kernels.runtime import check_launchable, is_interpreted
-from samplecheck.kernels.guard import FLOAT32_MAX, ValueGuard, rows_in_range
+from samplecheck.kernels.guard import FLOAT32_MAX, FLOAT32_MAX_JIT, ValueGuard, rows_in_range
 from samplecheck.kernels.validation import check_logits, check_row_param, guard_range
 
 # Entries per loop step, and the programs a launch aims for (chunks per row =
@@ -43,7 +43,6 @@ from samplecheck.kernels.validation import check_logits, check_row_param, guard_
 BLOCK = 4096
 TARGET_PROGRAMS = {"cuda": 2048, "cpu": 4}
 CHECK_BLOCK = 1024
-T_MAX = tl.constexpr(FLOAT32_MAX)  # the largest valid temperature, as a constant inside the kernel
 
 
 def check_temperature(logits: torch.Tensor, temperature: torch.Tensor | None,
@@ -71,7 +70,7 @@ def _temperature_kernel(logits_ptr, row_stride, temperature_ptr, B, V, chunk, gu
     if GUARDED:
         clear = tl.load(guard_ptr) == 0
     if CHECK:
-        valid = rows_in_range(temperature_ptr, B, 0.0, T_MAX, False, False, CHECK_BLOCK)
+        valid = rows_in_range(temperature_ptr, B, 0.0, FLOAT32_MAX_JIT, False, False, CHECK_BLOCK)
         if (~valid) & (tl.program_id(0) == 0) & (tl.program_id(1) == 0):
             tl.atomic_or(guard_ptr, 1)
         clear = clear & valid
