@@ -34,7 +34,9 @@ run() {
   local tool=$1 log=$2; shift 2
   "$SANITIZER" --tool "$tool" --error-exitcode 1 "${driver[@]}" "$@" > "$log" 2>&1
   local errors done
-  errors=$(sed -n 's/.*ERROR SUMMARY: \([0-9][0-9]*\) error.*/\1/p' "$log" | tail -1)
+  # memcheck/initcheck print "ERROR SUMMARY: N errors"; racecheck "RACECHECK SUMMARY: H hazards displayed (N errors, W warnings)".
+  errors=$(sed -n -e 's/.*ERROR SUMMARY: \([0-9][0-9]*\) error.*/\1/p' \
+    -e 's/.*RACECHECK SUMMARY: .*(\([0-9][0-9]*\) error.*/\1/p' "$log" | tail -1)
   done=$(grep -c '^sanitize-done: ' "$log")
   echo "${errors:-?} $done"
 }
