@@ -30,14 +30,18 @@ Contract (the oracle `samplecheck.oracles.penalties` states the semantics in ful
 - Rows with r == 1, f == 0 and q == 0 are never written. Ids outside prompt ∪ output are
   never read or written, so they stay bitwise unchanged; row-stride gaps are untouched.
 
-Design: no [B, V] scratch (no counts, no masks, no fp32 copy). On the host, each row's
-entries become keys 2*id (prompt) and 2*id + 1 (output), ignored entries 2*V; the keys are
-sorted per row, torch.searchsorted counts each key's output occurrences (keys equal to
-2*id + 1), and every key but the first of its id is replaced by the ignored id V. The
-kernel (grid B x cdiv(P + O, BLOCK)) then updates the logit of each remaining id: every id
-is updated exactly once, so programs never race. Scratch: a few [B, P + O] int tensors, at
-most SCRATCH_BYTES_PER_ID bytes per list entry (sort values and indices, searchsorted
-results, the device sort's workspace).
+Design: no [B, V] scratch (no counts, no masks, no fp32 copy); every id of a row is updated
+exactly once, so programs never race. Two paths, the same arithmetic per id:
+- short lists (P + O <= PAIRS_MAX_LENGTH): one kernel, grid B x cdiv(P + O, BLOCK_J); each
+  entry is compared with every entry of its row's list, and written iff it is its id's first
+  occurrence, with its count of output occurrences. No scratch.
+- longer lists: on the host, each row's entries become keys 2*id (prompt) and 2*id + 1
+  (output), ignored entries 2*V; the keys are sorted per row, torch.searchsorted counts each
+  key's output occurrences (keys equal to 2*id + 1), and every key but the first of its id is
+  replaced by the ignored id V; the kernel (grid B x cdiv(P + O, BLOCK)) then updates the
+  logit of each remaining id. Scratch: a few [B, P + O] int tensors, at most
+  SCRATCH_BYTES_PER_ID bytes per list entry (sort values and indices, searchsorted results,
+  the device sort's workspace).
 """
 
 import contextlib
@@ -57,6 +61,11 @@ from samplecheck.kernels.validation import (check_id_layout, check_logits, check
 # program, so the CPU block holds a drawn row's lists whole; the full-size regression
 # example's lists span several blocks.
 BLOCK = {"cuda": 256, "cpu": 128}
+# Lists of at most PAIRS_MAX_LENGTH entries (prompt + output) take the pair-compare path (one
+# launch, no host preprocessing, O(L^2) compares per row); longer ones the sorted path. On
+# CPU the limit is small so that the suite's drawn lists exercise both paths.
+PAIRS_MAX_LENGTH = {"cuda": 2048, "cpu": 6}
+PAIR_BLOCKS = {"cuda": (64, 128), "cpu": (8, 8)}  # (BLOCK_J, BLOCK_I)
 # Upper bound on the host scratch per list entry (P + O entries per row), in bytes.
 SCRATCH_BYTES_PER_ID = 64
 GUARD_BLOCK = {"cuda": 256, "cpu": 64}  # ids per step of the fused value check
@@ -144,48 +153,123 @@ def first_occurrences(prompt_token_ids: torch.Tensor, output_token_ids: torch.Te
     return tokens, counts
 
 
-@triton.jit(do_not_specialize=["row_stride", "V", "L"])
-def _penalties_kernel(logits_ptr, row_stride, tokens_ptr, counts_ptr, L, repetition_ptr, frequency_ptr,
-                      presence_ptr, V, guard_ptr, GUARDED: tl.constexpr, BLOCK: tl.constexpr):
-    row = tl.program_id(0).to(tl.int64)
+@triton.jit
+def _penalized(x, r, f, q, count, BLOCK: tl.constexpr):
+    """The penalty steps of the module docstring, in fp32, for entries seen `count` times in
+    the output list."""
+    seen = count > 0
+    x = tl.where(x > 0.0, tl.math.div_rn(x, tl.broadcast_to(r, [BLOCK])), x * r)
+    x = tl.where(seen, tl.math.fma(tl.broadcast_to(-f, [BLOCK]), count.to(tl.float32), x), x)
+    return tl.where(seen, x - q, x)
+
+
+@triton.jit
+def _row_active(repetition_ptr, frequency_ptr, presence_ptr, row, guard_ptr, GUARDED: tl.constexpr):
+    """(r, f, q, whether the row is written: a penalty is on and the guard flag is clear)."""
     r = tl.load(repetition_ptr + row)
     f = tl.load(frequency_ptr + row)
     q = tl.load(presence_ptr + row)
     clear = True
     if GUARDED:
         clear = tl.load(guard_ptr) == 0
-    if ((r != 1.0) | (f != 0.0) | (q != 0.0)) & clear:
+    return r, f, q, ((r != 1.0) | (f != 0.0) | (q != 0.0)) & clear
+
+
+@triton.jit(do_not_specialize=["row_stride", "V", "L"])
+def _penalties_kernel(logits_ptr, row_stride, tokens_ptr, counts_ptr, L, repetition_ptr, frequency_ptr,
+                      presence_ptr, V, guard_ptr, GUARDED: tl.constexpr, BLOCK: tl.constexpr):
+    """Sorted path: (tokens, counts) from `first_occurrences`, each id once per row."""
+    row = tl.program_id(0).to(tl.int64)
+    r, f, q, active = _row_active(repetition_ptr, frequency_ptr, presence_ptr, row, guard_ptr, GUARDED)
+    if active:
         cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
         token = tl.load(tokens_ptr + row * L + cols, mask=cols < L, other=V)
         hit = token < V
         count = tl.load(counts_ptr + row * L + cols, mask=hit, other=0)
-        seen = count > 0
         ptrs = logits_ptr + row * row_stride + token
-        x = to_fp32(tl.load(ptrs, mask=hit, other=0.0))
-        x = tl.where(x > 0.0, tl.math.div_rn(x, tl.broadcast_to(r, [BLOCK])), x * r)
-        x = tl.where(seen, tl.math.fma(tl.broadcast_to(-f, [BLOCK]), count.to(tl.float32), x), x)
-        x = tl.where(seen, x - q, x)
+        x = _penalized(to_fp32(tl.load(ptrs, mask=hit, other=0.0)), r, f, q, count, BLOCK)
         tl.store(ptrs, to_output_dtype(x, logits_ptr.dtype.element_ty), mask=hit)
+
+
+@triton.jit
+def _entry(prompt_ptr, P, output_ptr, O, row, i, past_len, V):
+    """Entry i of the row's prompt ++ output list as an id in [0, V), or -1 where ignored
+    (-1, V or anything outside [0, V), output entries from the row's first -1 on)."""
+    in_prompt = i < P
+    from_prompt = tl.load(prompt_ptr + row * P + i, mask=in_prompt, other=-1).to(tl.int64)
+    k = i - P
+    from_output = tl.load(output_ptr + row * O + k, mask=(~in_prompt) & (k < past_len), other=-1).to(tl.int64)
+    ids = tl.where(in_prompt, from_prompt, from_output)
+    return tl.where((ids >= 0) & (ids < V), ids, -1)
+
+
+@triton.jit(do_not_specialize=["row_stride", "V", "P", "O"])
+def _penalties_pairs_kernel(logits_ptr, row_stride, prompt_ptr, P, output_ptr, O, repetition_ptr, frequency_ptr,
+                            presence_ptr, V, guard_ptr, GUARDED: tl.constexpr, BLOCK_J: tl.constexpr,
+                            BLOCK_I: tl.constexpr):
+    """Short-list path, no host preprocessing: program (row, block) takes BLOCK_J entries j of
+    the row's prompt ++ output list and compares them with every entry i: j is written iff
+    no earlier entry holds its id, with count = the output entries holding it."""
+    row = tl.program_id(0).to(tl.int64)
+    r, f, q, active = _row_active(repetition_ptr, frequency_ptr, presence_ptr, row, guard_ptr, GUARDED)
+    if active:
+        past_len = tl.zeros([], dtype=tl.int32) + O
+        for start in range(0, O, BLOCK_I):
+            k = start + tl.arange(0, BLOCK_I)
+            tok = tl.load(output_ptr + row * O + k, mask=k < O, other=0)
+            past_len = tl.minimum(past_len, tl.min(tl.where((tok == -1) & (k < O), k, O), axis=0))
+        L = P + O
+        j = tl.program_id(1) * BLOCK_J + tl.arange(0, BLOCK_J)
+        id_j = _entry(prompt_ptr, P, output_ptr, O, row, j, past_len, V)
+        earlier_copies = tl.zeros([BLOCK_J], dtype=tl.int32)
+        count = tl.zeros([BLOCK_J], dtype=tl.int32)
+        for start in range(0, L, BLOCK_I):
+            i = start + tl.arange(0, BLOCK_I)
+            same = id_j[:, None] == _entry(prompt_ptr, P, output_ptr, O, row, i, past_len, V)[None, :]
+            earlier_copies += tl.sum((same & (i[None, :] < j[:, None])).to(tl.int32), axis=1)
+            count += tl.sum((same & (i[None, :] >= P)).to(tl.int32), axis=1)
+        write = (id_j >= 0) & (earlier_copies == 0)
+        ptrs = logits_ptr + row * row_stride + id_j
+        x = _penalized(to_fp32(tl.load(ptrs, mask=write, other=0.0)), r, f, q, count, BLOCK_J)
+        tl.store(ptrs, to_output_dtype(x, logits_ptr.dtype.element_ty), mask=write)
 
 
 def apply_penalties(logits: torch.Tensor, *, prompt_token_ids: torch.Tensor, output_token_ids: torch.Tensor,
                     repetition_penalty: torch.Tensor, frequency_penalty: torch.Tensor,
-                    presence_penalty: torch.Tensor) -> torch.Tensor:
-    """Apply the penalties to `logits` in place (module docstring) and return it."""
+                    presence_penalty: torch.Tensor, pairs_max_length: int | None = None) -> torch.Tensor:
+    """Apply the penalties to `logits` in place (module docstring) and return it.
+    `pairs_max_length` (an int >= 0; None: PAIRS_MAX_LENGTH of the device) picks the path by
+    list length and tunes the launch only: both paths give the same bits."""
+    if pairs_max_length is not None and (not isinstance(pairs_max_length, int) or pairs_max_length < 0):
+        raise ValueError(f"pairs_max_length must be None or an int >= 0; got {pairs_max_length!r}")
     flag = check_penalties(logits, prompt_token_ids, output_token_ids, repetition_penalty, frequency_penalty,
                            presence_penalty).settle()
     batch, vocab = logits.shape
-    length = prompt_token_ids.size(1) + output_token_ids.size(1)
+    prompt_len, output_len = prompt_token_ids.size(1), output_token_ids.size(1)
+    length = prompt_len + output_len
     if batch == 0 or vocab == 0 or length == 0:
         return logits
-    tokens, counts = first_occurrences(prompt_token_ids, output_token_ids, vocab)
     check_launchable(_penalties_kernel, logits)
-    block = BLOCK[logits.device.type]
+    kind = logits.device.type
+    params = (repetition_penalty, frequency_penalty, presence_penalty, vocab, flag)
     # The interpreter computes with numpy, which warns when l / r or l * r overflows to
     # +-inf (or the fp16 store does): that is the specified result, not an error.
     quiet = np.errstate(over="ignore") if is_interpreted(_penalties_kernel) else contextlib.nullcontext()
     with quiet:
-        _penalties_kernel[(batch, triton.cdiv(length, block))](
-            logits, logits.stride(0), tokens, counts, length, repetition_penalty, frequency_penalty,
-            presence_penalty, vocab, flag, GUARDED=flag is not None, BLOCK=block)
+        if length <= (PAIRS_MAX_LENGTH[kind] if pairs_max_length is None else pairs_max_length):
+            block_j, block_i = PAIR_BLOCKS[kind]
+            _penalties_pairs_kernel[(batch, triton.cdiv(length, block_j))](
+                logits, logits.stride(0), prompt_token_ids.contiguous() if prompt_len else flag_or(logits, flag),
+                prompt_len, output_token_ids.contiguous() if output_len else flag_or(logits, flag), output_len,
+                *params, GUARDED=flag is not None, BLOCK_J=block_j, BLOCK_I=block_i)
+        else:
+            tokens, counts = first_occurrences(prompt_token_ids, output_token_ids, vocab)
+            block = BLOCK[kind]
+            _penalties_kernel[(batch, triton.cdiv(length, block))](
+                logits, logits.stride(0), tokens, counts, length, *params, GUARDED=flag is not None, BLOCK=block)
     return logits
+
+
+def flag_or(logits: torch.Tensor, flag: torch.Tensor | None) -> torch.Tensor:
+    """A placeholder tensor for an empty list argument (never read)."""
+    return flag if flag is not None else logits

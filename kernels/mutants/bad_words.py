@@ -59,8 +59,8 @@ MUTANTS = (
     Mutant(
         name="bad_words_banned_id_unchecked", kernel="bad_words",
         module="samplecheck.kernels.bad_words", entry="apply_bad_words",
-        find='check_token_ids("bad_words", bad_words, logits, dims=3)',
-        replace='check_token_ids("bad_words", bad_words.clamp(max=0), logits, dims=3)',
+        find='token_ids_describer("bad_words", bad_words, vocab)',
+        replace='token_ids_describer("bad_words", bad_words.clamp(max=0), vocab)',
         description="bad-word ids >= V are not rejected: the kernel stores -inf at row * stride + id, past the row",
         ref="vllm#48824 (open): MRV2 _bad_words_kernel stores at the banned id without a bounds check",
     ),

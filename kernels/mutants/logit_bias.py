@@ -24,7 +24,7 @@ MUTANTS = (
     ),
     Mutant(
         name="logit_bias_allowed_ids_unchecked", kernel="logit_bias", module=_MODULE, entry=_ENTRY,
-        find='        check_token_ids("allowed_token_ids", allowed_token_ids, logits)\n',
+        find='        named.append(("allowed_token_ids", token_ids_describer("allowed_token_ids", allowed_token_ids, vocab)))\n',
         replace="",
         description="allowed_token_ids are not validated: an id >= V addresses the next row or the gap",
         ref="GHSA-wr27-mx79-rg6c / vllm#49080: MRV2 _bias_kernel indexes row * stride + id unchecked",

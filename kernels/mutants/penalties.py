@@ -39,7 +39,8 @@ MUTANTS = (
     Mutant(
         name="penalties_row0_parameter", kernel="penalties",
         module="samplecheck.kernels.penalties", entry="apply_penalties",
-        find="f = tl.load(frequency_ptr + row)", replace="f = tl.load(frequency_ptr)",
+        find="f = tl.load(frequency_ptr + row)\n    q = tl.load(presence_ptr + row)\n    clear = True",
+        replace="f = tl.load(frequency_ptr)\n    q = tl.load(presence_ptr + row)\n    clear = True",
         description="per-row frequency penalty read from row 0 for every row",
         ref="fault class: per-row parameters read from row 0 (issue 5)",
     ),

@@ -14,15 +14,15 @@ MUTANTS = (
     Mutant(
         name="temperature_contiguous_copy", kernel="temperature",
         module="samplecheck.kernels.temperature", entry="apply_temperature",
-        find="check_temperature(logits, temperature)\n    batch, vocab = logits.shape",
-        replace="check_temperature(logits, temperature)\n    logits = logits.contiguous()\n    batch, vocab = logits.shape",
+        find="flag = guard.settle(kernel_checks=1)\n    batch, vocab = logits.shape",
+        replace="flag = guard.settle(kernel_checks=1)\n    logits = logits.contiguous()\n    batch, vocab = logits.shape",
         description="the wrapper makes strided logits contiguous: the scaling lands in a copy, the view is unchanged",
         ref="seed: a strided view sent to a contiguous-only kernel (cf. vllm#19754, fi#1866: bf16 slices silently copied)",
     ),
     Mutant(
         name="temperature_greedy_rows_divided", kernel="temperature",
         module="samplecheck.kernels.temperature", entry="apply_temperature",
-        find="if (t != 0.0) & (t != 1.0):", replace="if t != 1.0:",
+        find="if (t != 0.0) & (t != 1.0) & clear:", replace="if (t != 1.0) & clear:",
         description="greedy rows (T = 0) divided by zero instead of left unchanged",
         ref="vLLM guards T < eps with divisor 1.0 (sampler.py); fault class: missing edge guard",
     ),

@@ -96,7 +96,8 @@ def penalties_scratch(logits, args):
 PENALTIES = register(ValueInfo(
     name="penalties",
     off_encodings=PENALTIES_OFF,
-    backends=(Backend("triton", "samplecheck.kernels.penalties:apply_penalties", capturable=True),),
+    backends=(Backend("triton", "samplecheck.kernels.penalties:apply_penalties", knobs=("pairs_max_length",),
+                      capturable=True),),
     cases=penalties_cases, make_args=penalties_args,
     reference=Oracle(penalties_reference, tolerance="rtol"),
     check=check_penalised,

@@ -1,9 +1,15 @@
 """Penalties-specific checks the generic properties cannot express: the oracle's exact fp32
-rounding of sums at midpoints (where rounding the fp64 sum would be off by an ulp), and
-empty batches and lists (vLLM #20484: a zero-size launch)."""
+rounding of sums at midpoints (where rounding the fp64 sum would be off by an ulp), empty
+batches and lists (vLLM #20484: a zero-size launch), and the kernel's two paths (pair
+compares for short lists, sorted keys for long ones) giving the same bits."""
 
 import pytest
 import torch
+from hypothesis import given, strategies as st
+
+from samplecheck.harness.runner import prepare, run
+from samplecheck.inputs.drawing import draw_case
+from samplecheck.judging.checks import assert_bitwise_equal
 
 from samplecheck.oracles.penalties import round_sum_to_fp32
 from samplecheck.kernels.penalties import apply_penalties as apply
@@ -42,3 +48,24 @@ def test_empty(device, batch, prompt, output):
     touched = max(prompt, output) if batch else 0
     assert torch.equal(out[:, touched:], original[:, touched:])
     assert bool((out[:, :touched] != original[:, :touched]).all())
+
+
+@pytest.mark.matrix(kernel="penalties", knob="pairs_max_length")
+@given(data=st.data())
+def test_both_paths_give_the_same_bits(combo, device, budget, data):
+    """Every list through the pair-compare path, then through the sorted path: the same logits."""
+    case = draw_case(data, combo, combo.info.cases(budget))
+    placed, args = prepare(combo, case, device)
+    pairs = run(combo, placed.view.clone(), {**args, "pairs_max_length": 2**30})
+    ordered = run(combo, placed.view.clone(), {**args, "pairs_max_length": 0})
+    assert_bitwise_equal(pairs, ordered, f"{combo.id}: pair-compare path vs sorted path")
+
+
+@pytest.mark.matrix(kernel="penalties", knob="pairs_max_length")
+def test_pairs_max_length_is_checked(combo, device):
+    logits = torch.zeros(1, 4, dtype=combo.dtype, device=device)
+    ids = torch.zeros(1, 1, dtype=torch.int64, device=device)
+    one = torch.ones(1, device=device)
+    with pytest.raises(ValueError, match="pairs_max_length"):
+        apply(logits, prompt_token_ids=ids, output_token_ids=ids, repetition_penalty=one, frequency_penalty=one,
+              presence_penalty=one, pairs_max_length=-1)
