@@ -202,9 +202,10 @@ def gumbel_sample(logits: torch.Tensor, *, seeds: torch.Tensor, positions: torch
     block_b, block_v, splits, chunk = plan(batch, vocab, logits.device.type, block_v=block_v, splits=splits)
     # Row parameters are contiguous (check_row_param), so they are passed as they are.
     slots = torch.full((batch,), EMPTY_SLOT, dtype=torch.int64, device=logits.device)
-    # The interpreter computes with numpy, which warns when l / T overflows to +-inf: that
-    # is the specified quotient, not an error.
-    quiet = np.errstate(over="ignore") if is_interpreted(_gumbel_kernel) else contextlib.nullcontext()
+    # The interpreter computes with numpy, which warns when l / T overflows to +-inf (the
+    # specified quotient) or is inf / inf (an unchecked T): neither is an error.
+    quiet = np.errstate(over="ignore", invalid="ignore") if is_interpreted(_gumbel_kernel) \
+        else contextlib.nullcontext()
     with quiet:
         _gumbel_kernel[(triton.cdiv(batch, block_b), splits)](
             logits, logits.stride(0), seeds, positions, temperature, slots, batch, vocab, chunk,
