@@ -28,13 +28,18 @@ Contract (the oracle `samplecheck.oracles.gumbel` states the semantics in full):
 
 Grid (cdiv(B, BLOCK_B), splits): a program takes BLOCK_B rows and one contiguous chunk
 of the vocab (a multiple of BLOCK_V), loops over it in [BLOCK_B, BLOCK_V] tiles keeping a
-per-lane best (score, id), then reduces the lanes. (BLOCK_B, BLOCK_V) come from a menu of
+per-lane best (score, id), then reduces the lanes to one packed int64 per row and merges it
+into the row's slot with `tl.atomic_min`. The packing makes the minimum the winner exactly:
+high 32 bits the bitwise complement of an order-preserving int32 key of the fp32 score
+(-0.0 keyed as +0.0, so equal scores tie), low 32 bits the id; so the smallest packed value
+holds the largest score and, among equal scores, the lowest id, whatever order the
+programs arrive in (deterministic). The slots start at INT64_MAX (`torch.full`) and one
+in-place `bitwise_and_` after the launch keeps the id: a call is one allocation and fill,
+one launch and one op, with no host synchronisation. (BLOCK_B, BLOCK_V) come from a menu of
 four per device (`plan`) and the split count is a runtime argument, so default launches
-compile at most four variants per dtype and temperature flag, whatever B and V. With more
-than one split, the per-split bests go to a [B, splits] fp32 + int64 scratch and
-`torch.argmax` (first maximum, i.e. lowest chunk) picks among them. Extra memory
-(`extra_bytes`): 8 * B bytes (the result), and with splits 12 * B * splits (scratch) +
-16 * B (argmax, gather); no [B, V]-sized buffer. Row-stride gaps are never read.
+compile at most four variants per dtype and temperature flag, whatever B and V. Extra
+memory (`extra_bytes`): 8 * B bytes, the slots, which become the result; no [B, V]-sized
+buffer. Row-stride gaps are never read.
 """
 
 import contextlib
@@ -65,6 +70,9 @@ TARGET_PROGRAMS = {"cuda": 1056, "cpu": 4}
 # The widest tile a caller may ask for: a GPU takes minutes to compile a wider one.
 MAX_BLOCK_V = 8192
 SPLIT_COLUMNS = 8192
+# Row slots (module docstring): packed (~score key << 32 | id), merged by atomic minimum.
+EMPTY_SLOT = 2**63 - 1
+ID_MASK = 2**32 - 1
 
 
 def check_gumbel(logits, seeds, positions, temperature, guard: ValueGuard | None = None) -> ValueGuard:
@@ -107,9 +115,15 @@ def _row_key(seed, position, HASH_SEED: tl.constexpr):
     return _fmix32(h ^ 16)
 
 
-@triton.jit(do_not_specialize=["row_stride", "B", "V", "chunk", "splits"])
-def _gumbel_kernel(logits_ptr, row_stride, seeds_ptr, positions_ptr, temperature_ptr,
-                   ids_ptr, best_ptr, B, V, chunk, splits,
+@triton.jit
+def _order_key(score):
+    """An int32 that orders like the fp32 `score` (no NaN); -0.0 and +0.0 get one key."""
+    bits = tl.where(score == 0.0, 0.0, score).to(tl.int32, bitcast=True)
+    return tl.where(bits < 0, bits ^ 0x7FFFFFFF, bits)
+
+
+@triton.jit(do_not_specialize=["row_stride", "B", "V", "chunk"])
+def _gumbel_kernel(logits_ptr, row_stride, seeds_ptr, positions_ptr, temperature_ptr, slots_ptr, B, V, chunk,
                    HAS_TEMPERATURE: tl.constexpr, HASH_SEED: tl.constexpr,
                    BLOCK_B: tl.constexpr, BLOCK_V: tl.constexpr):
     rows = tl.program_id(0).to(tl.int64) * BLOCK_B + tl.arange(0, BLOCK_B)
@@ -145,11 +159,10 @@ def _gumbel_kernel(logits_ptr, row_stride, seeds_ptr, positions_ptr, temperature
         better = score > best_score
         best_score = tl.where(better, score, best_score)
         best_id = tl.where(better, cols, best_id)
-    row_max = tl.max(best_score, axis=1)
-    idx = tl.min(tl.where(best_score == row_max[:, None], best_id, V), axis=1)
-    tl.store(ids_ptr + rows * splits + split, idx.to(tl.int64), mask=in_batch)
-    if splits > 1:
-        tl.store(best_ptr + rows * splits + split, row_max, mask=in_batch)
+    # Largest score first, then lowest id: the minimum of (~key << 32 | id). Lanes past the
+    # chunk keep -inf and an id >= lo, so they never beat a real entry of the chunk.
+    packed = ((~_order_key(best_score)).to(tl.int64) << 32) | best_id.to(tl.int64)
+    tl.atomic_min(slots_ptr + rows, tl.min(packed, axis=1), mask=in_batch)
 
 
 def plan(batch: int, vocab: int, device_type: str, *, block_v: int | None = None,
@@ -168,9 +181,8 @@ def plan(batch: int, vocab: int, device_type: str, *, block_v: int | None = None
 
 
 def extra_bytes(batch: int, vocab: int, device_type: str) -> int:
-    """The device memory a default call allocates: the ids and, with splits, the scratch."""
-    splits = plan(batch, vocab, device_type)[2]
-    return 8 * batch if splits == 1 else 12 * batch * splits + 16 * batch
+    """The device memory a call allocates: the row slots, which become the result."""
+    return 8 * batch
 
 
 def gumbel_sample(logits: torch.Tensor, *, seeds: torch.Tensor, positions: torch.Tensor,
@@ -178,31 +190,25 @@ def gumbel_sample(logits: torch.Tensor, *, seeds: torch.Tensor, positions: torch
                   splits: int | None = None) -> torch.Tensor:
     """Sample one token id per row (module docstring); returns int64 [B]. `block_v` (a power
     of two in [1, MAX_BLOCK_V]) and `splits` (>= 1) tune the launch only."""
-    check_gumbel(logits, seeds, positions, temperature).settle()
     if block_v is not None and not (1 <= block_v <= MAX_BLOCK_V and block_v & (block_v - 1) == 0):
         raise ValueError(f"block_v must be a power of two in [1, {MAX_BLOCK_V}]; got {block_v}")
     if splits is not None and splits < 1:
         raise ValueError(f"splits must be >= 1; got {splits}")
+    check_gumbel(logits, seeds, positions, temperature).settle()
     batch, vocab = logits.shape
     if batch == 0:
         return torch.empty(0, dtype=torch.int64, device=logits.device)
     check_launchable(_gumbel_kernel, logits)
     block_b, block_v, splits, chunk = plan(batch, vocab, logits.device.type, block_v=block_v, splits=splits)
-    # One id per row, or per (row, split) with each split's best score beside it (else an
-    # empty placeholder of the same dtype, so the split count never changes the signature).
-    ids = torch.empty((batch, splits), dtype=torch.int64, device=logits.device)
-    best = torch.empty((batch, splits if splits > 1 else 0), dtype=torch.float32, device=logits.device)
-    if temperature is not None:
-        temperature = temperature.contiguous()
-    grid = (triton.cdiv(batch, block_b), splits)
-    # The interpreter computes with numpy, which warns when l / T overflows to +-inf: that
-    # is the specified quotient, not an error.
-    quiet = np.errstate(over="ignore") if is_interpreted(_gumbel_kernel) else contextlib.nullcontext()
+    # Row parameters are contiguous (check_row_param), so they are passed as they are.
+    slots = torch.full((batch,), EMPTY_SLOT, dtype=torch.int64, device=logits.device)
+    # The interpreter computes with numpy, which warns when l / T overflows to +-inf (the
+    # specified quotient) or is inf / inf (an unchecked T): neither is an error.
+    quiet = np.errstate(over="ignore", invalid="ignore") if is_interpreted(_gumbel_kernel) \
+        else contextlib.nullcontext()
     with quiet:
-        _gumbel_kernel[grid](logits, logits.stride(0), seeds.contiguous(), positions.contiguous(), temperature,
-                             ids, best, batch, vocab, chunk, splits, HAS_TEMPERATURE=temperature is not None,
-                             HASH_SEED=HASH_SEED, BLOCK_B=block_b, BLOCK_V=block_v)
-    if splits == 1:
-        return ids.view(batch)
-    # The first maximum is the lowest split, whose ids are below every later split's.
-    return ids.gather(1, best.argmax(dim=1, keepdim=True)).view(batch)
+        _gumbel_kernel[(triton.cdiv(batch, block_b), splits)](
+            logits, logits.stride(0), seeds, positions, temperature, slots, batch, vocab, chunk,
+            HAS_TEMPERATURE=temperature is not None, HASH_SEED=HASH_SEED, BLOCK_B=block_b, BLOCK_V=block_v)
+    # The winner's packed low half is its id (module docstring).
+    return slots.bitwise_and_(ID_MASK)

@@ -24,15 +24,29 @@ Contract (the oracle `samplecheck.oracles.logprobs` states the semantics in full
   token, exact (fp32 comparisons of exactly upcast values; IEEE, so NaN entries never
   count and a NaN sampled entry has rank 0).
 
-Kernel: one program per row. Pass 1: the row max, BLOCK (1024) lanes per step. Pass 2: the
-sum of exp(l - m) per lane, then a tree over the lanes, plus the rank count. Then the gather
-of the row's n + 1 requested columns, `gather_block` (<= 1024) columns per step, so the
-tile never grows with n (vllm#46746: a next_pow2(n + 1) tile is 262144 lanes at V ~ 152k).
+Kernels: each row is cut into chunks of CHUNK columns (CHUNK depends on the device only,
+never on the batch, so a row's result does not depend on its batch mates). Three launches,
+each with a program per (row, chunk) or per (row, column block):
+1. `_chunk_max_kernel`: each chunk's max, BLOCK (1024) lanes per step;
+2. `_chunk_sum_kernel`: the row max m (the max of the chunk maxima: exact), then per chunk
+   the sum of exp(l - m) per lane and a tree over the lanes, and the chunk's count of
+   entries >= the sampled token's value;
+3. `_gather_kernel`: lse = m + log(s), with s the chunk sums folded per lane over
+   SPLIT_BLOCK lanes and then a tree (a fixed order: every program of the row gets the
+   same bits), the rank (exact integer sum), and x - lse at `gather_block` (<= 1024) of the
+   row's n + 1 requested columns, so the tile never grows with n (vllm#46746: a
+   next_pow2(n + 1) tile is 262144 lanes at V ~ 152k).
 The gathered values do not depend on `gather_block` (bitwise); the sum order depends on
-BLOCK, which is fixed.
+BLOCK and CHUNK, which are fixed, and the loads are never vectorised (the row
+stride is not specialised), so the order, and with it every bit, is the same for every
+layout. The sum is within the oracle's error model: at most CHUNK / BLOCK sequential
+additions per lane, a 10-level tree, then at most V / CHUNK additions per lane of the
+chunk sums and a 6-level tree: no deeper than ceil(V / 1024) + 10 additions. No host
+synchronisation: the call is CUDA-graph capturable.
 
-Memory: the outputs ([B, n + 1] fp32 and int64, [B] int64), no [B, V]-sized scratch and no
-fp32 copy of the logits. For k >= 1, `torch.topk` (whose workspace torch does not bound: up
+Memory: the outputs ([B, n + 1] fp32 and int64, [B] int64), the per-chunk scratch
+(`scratch_bytes`: fp32 maxima and sums and int32 counts, 12 bytes per row and chunk), no
+[B, V]-sized scratch and no fp32 copy of the logits. For k >= 1, `torch.topk` (whose workspace torch does not bound: up
 to a sort's [B, V] values and ids) returns [B, k] values in the logits' dtype
 and [B, k] int64 ids, freed once the ids are copied into `token_ids`. For n = -1 the outputs
 are [B, V + 1] fp32 plus [B, V + 1] int64, plus an O(V) arange and O(B) scratch.
@@ -52,6 +66,10 @@ from samplecheck.kernels.guard import ValueGuard, range_check
 from samplecheck.kernels.validation import check_logits, check_row_param
 
 BLOCK = 1024  # lanes per step of the max and sum passes
+# Columns per program of the max and sum passes (a multiple of BLOCK), the same on every
+# device and for every batch (module docstring); the suite's vocab sizes 8191-8193 take three.
+CHUNK = 4096
+SPLIT_BLOCK = 64  # lanes folding the per-chunk results of a row
 GATHER_BLOCK = 1024  # default columns per step of the gather (the `gather_block` keyword)
 
 
@@ -91,42 +109,90 @@ def check_logprobs_args(logits: torch.Tensor, sampled: torch.Tensor, num_logprob
     return guard
 
 
-@triton.jit(do_not_specialize=["row_stride", "V", "n_cols"])
-def _logprobs_kernel(logits_ptr, row_stride, V, ids_ptr, out_ptr, ranks_ptr, n_cols,
-                     BLOCK: tl.constexpr, GATHER_BLOCK: tl.constexpr):
+# Row strides and sizes are not specialised: a known alignment would vectorise the loads,
+# which changes the lanes' layout and so the order of the sums (module docstring).
+@triton.jit(do_not_specialize=["row_stride", "V", "splits"])
+def _chunk_max_kernel(logits_ptr, row_stride, V, maxima_ptr, splits, CHUNK: tl.constexpr, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
+    split = tl.program_id(1)
     row_ptr = logits_ptr + row * row_stride
-    out_row = row * n_cols  # ids and logprobs are contiguous [B, n_cols]; column 0 is the sampled token
+    lo = split * CHUNK
+    hi = tl.minimum(lo + CHUNK, V)
     offs = tl.arange(0, BLOCK)
-    # Pass 1: the row max (elementwise over blocks, then one reduction).
     lane_max = tl.full([BLOCK], float("-inf"), tl.float32)
-    for start in range(0, V, BLOCK):
+    for start in range(lo, hi, BLOCK):
         cols = start + offs
-        x = to_fp32(tl.load(row_ptr + cols, mask=cols < V, other=float("-inf")))
+        x = to_fp32(tl.load(row_ptr + cols, mask=cols < hi, other=float("-inf")))
         lane_max = tl.maximum(lane_max, x)
-    row_max = tl.max(lane_max, axis=0)
-    # Pass 2: sum of exp(x - max) per lane, and the rank: entries >= the sampled token's value.
-    sampled_id = tl.load(ids_ptr + out_row)
+    tl.store(maxima_ptr + row * splits + split, tl.max(lane_max, axis=0))
+
+
+@triton.jit
+def _row_max(maxima_ptr, row, splits, SPLIT_BLOCK: tl.constexpr):
+    """The max of the row's chunk maxima (exact in any order)."""
+    offs = tl.arange(0, SPLIT_BLOCK)
+    lane_max = tl.full([SPLIT_BLOCK], float("-inf"), tl.float32)
+    for start in range(0, splits, SPLIT_BLOCK):
+        s = start + offs
+        lane_max = tl.maximum(lane_max, tl.load(maxima_ptr + row * splits + s, mask=s < splits,
+                                                other=float("-inf")))
+    return tl.max(lane_max, axis=0)
+
+
+@triton.jit(do_not_specialize=["row_stride", "V", "n_cols", "splits"])
+def _chunk_sum_kernel(logits_ptr, row_stride, V, ids_ptr, n_cols, maxima_ptr, sums_ptr, counts_ptr, splits,
+                      CHUNK: tl.constexpr, BLOCK: tl.constexpr, SPLIT_BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    split = tl.program_id(1)
+    row_ptr = logits_ptr + row * row_stride
+    row_max = _row_max(maxima_ptr, row, splits, SPLIT_BLOCK)
+    # ids are contiguous [B, n_cols]; column 0 is the sampled token.
+    sampled_id = tl.load(ids_ptr + row * n_cols)
     sampled_value = to_fp32(tl.load(row_ptr + sampled_id, mask=(sampled_id >= 0) & (sampled_id < V),
                                     other=float("nan")))
+    lo = split * CHUNK
+    hi = tl.minimum(lo + CHUNK, V)
+    offs = tl.arange(0, BLOCK)
+    # Sum of exp(x - max) per lane, and the rank: entries >= the sampled token's value.
     lane_sum = tl.zeros([BLOCK], tl.float32)
     lane_rank = tl.zeros([BLOCK], tl.int32)
-    for start in range(0, V, BLOCK):
+    for start in range(lo, hi, BLOCK):
         cols = start + offs
-        in_row = cols < V
+        in_row = cols < hi
         x = to_fp32(tl.load(row_ptr + cols, mask=in_row, other=float("-inf")))
         lane_sum += tl.exp(x - row_max)
         lane_rank += (in_row & (x >= sampled_value)).to(tl.int32)
-    lse = row_max + tl.log(tl.sum(lane_sum, axis=0))
-    tl.store(ranks_ptr + row, tl.sum(lane_rank, axis=0).to(tl.int64))
-    # Gather: x - lse at the row's requested ids, GATHER_BLOCK columns per step.
-    gather_offs = tl.arange(0, GATHER_BLOCK)
-    for start in range(0, n_cols, GATHER_BLOCK):
-        cols = start + gather_offs
-        in_cols = cols < n_cols
-        ids = tl.load(ids_ptr + out_row + cols, mask=in_cols, other=0)
-        x = to_fp32(tl.load(row_ptr + ids, mask=in_cols & (ids >= 0) & (ids < V), other=float("nan")))
-        tl.store(out_ptr + out_row + cols, x - lse, mask=in_cols)
+    tl.store(sums_ptr + row * splits + split, tl.sum(lane_sum, axis=0))
+    tl.store(counts_ptr + row * splits + split, tl.sum(lane_rank, axis=0))
+
+
+@triton.jit(do_not_specialize=["row_stride", "V", "n_cols", "splits"])
+def _gather_kernel(logits_ptr, row_stride, V, ids_ptr, out_ptr, ranks_ptr, n_cols, maxima_ptr, sums_ptr,
+                   counts_ptr, splits, SPLIT_BLOCK: tl.constexpr, GATHER_BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    row_ptr = logits_ptr + row * row_stride
+    offs = tl.arange(0, SPLIT_BLOCK)
+    lane_sum = tl.zeros([SPLIT_BLOCK], tl.float32)
+    lane_rank = tl.zeros([SPLIT_BLOCK], tl.int64)
+    for start in range(0, splits, SPLIT_BLOCK):
+        s = start + offs
+        lane_sum += tl.load(sums_ptr + row * splits + s, mask=s < splits, other=0.0)
+        lane_rank += tl.load(counts_ptr + row * splits + s, mask=s < splits, other=0)
+    lse = _row_max(maxima_ptr, row, splits, SPLIT_BLOCK) + tl.log(tl.sum(lane_sum, axis=0))
+    if tl.program_id(1) == 0:
+        tl.store(ranks_ptr + row, tl.sum(lane_rank, axis=0))
+    # x - lse at the row's requested ids: GATHER_BLOCK columns per program.
+    out_row = row * n_cols  # ids and logprobs are contiguous [B, n_cols]
+    cols = tl.program_id(1) * GATHER_BLOCK + tl.arange(0, GATHER_BLOCK)
+    in_cols = cols < n_cols
+    ids = tl.load(ids_ptr + out_row + cols, mask=in_cols, other=0)
+    x = to_fp32(tl.load(row_ptr + ids, mask=in_cols & (ids >= 0) & (ids < V), other=float("nan")))
+    tl.store(out_ptr + out_row + cols, x - lse, mask=in_cols)
+
+
+def scratch_bytes(batch: int, vocab: int) -> int:
+    """The per-chunk scratch of a call (module docstring): 12 bytes per row and chunk."""
+    return 12 * batch * triton.cdiv(vocab, CHUNK)
 
 
 def _token_ids(logits: torch.Tensor, sampled: torch.Tensor, num_logprobs: int) -> torch.Tensor:
@@ -156,11 +222,20 @@ def compute_logprobs(logits: torch.Tensor, *, sampled: torch.Tensor, num_logprob
     ranks = torch.empty((batch,), dtype=torch.int64, device=logits.device)
     if batch == 0:
         return Logprobs(token_ids, values, ranks)
-    check_launchable(_logprobs_kernel, logits)
+    check_launchable(_gather_kernel, logits)
+    splits = triton.cdiv(vocab, CHUNK)
+    partials = torch.empty((2, batch, splits), dtype=torch.float32, device=logits.device)  # maxima, sums
+    counts = torch.empty((batch, splits), dtype=torch.int32, device=logits.device)
+    maxima, sums = partials
+    stride = logits.stride(0)
     # The interpreter computes with numpy, which warns on -inf - -inf (an all -inf row's NaN
     # result, as specified).
-    quiet = np.errstate(invalid="ignore") if is_interpreted(_logprobs_kernel) else contextlib.nullcontext()
+    quiet = np.errstate(invalid="ignore") if is_interpreted(_gather_kernel) else contextlib.nullcontext()
     with quiet:
-        _logprobs_kernel[(batch,)](logits, logits.stride(0), vocab, token_ids, values, ranks, n_cols,
-                                   BLOCK=BLOCK, GATHER_BLOCK=gather_block)
+        _chunk_max_kernel[(batch, splits)](logits, stride, vocab, maxima, splits, CHUNK=CHUNK, BLOCK=BLOCK)
+        _chunk_sum_kernel[(batch, splits)](logits, stride, vocab, token_ids, n_cols, maxima, sums, counts, splits,
+                                           CHUNK=CHUNK, BLOCK=BLOCK, SPLIT_BLOCK=SPLIT_BLOCK)
+        _gather_kernel[(batch, triton.cdiv(n_cols, gather_block))](
+            logits, stride, vocab, token_ids, values, ranks, n_cols, maxima, sums, counts, splits,
+            SPLIT_BLOCK=SPLIT_BLOCK, GATHER_BLOCK=gather_block)
     return Logprobs(token_ids, values, ranks)

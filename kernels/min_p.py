@@ -17,8 +17,16 @@ Contract (the oracle `samplecheck.oracles.min_p` states the semantics in full):
   row becomes all -inf; +inf entries set the max, so only the +inf entries are kept.
   Rows with min_p == 0 are untouched, NaN included.
 
-Two passes per row (one program per row): the row max, then the masking pass, which
-stores -inf only where an entry is dropped. Row-stride gaps are never read or written.
+Launch (`plan`): each row is cut into `splits` chunks of `chunk` columns (a multiple of
+BLOCK), enough to give the device about TARGET_PROGRAMS programs whatever the batch. With
+one chunk per row, one launch: a program per row takes the row max, then masks the row.
+With more, two launches: `_chunk_max_kernel` writes each chunk's max to an fp32 [B, splits]
+scratch (4 * B * splits bytes, within the suite's memory slack: B * splits stays near
+TARGET_PROGRAMS), then `_min_p_kernel`'s programs each take the row max from the row's
+chunk maxima (a max, so exact whatever the order) and mask their own chunk. The masking
+pass stores -inf only where an entry is dropped, and walks the chunks in the reverse order
+of the first launch, so the chunks read last (still in L2) are masked first. Row-stride
+gaps are never read or written. No host synchronisation: the call is CUDA-graph capturable.
 """
 
 import torch
@@ -31,9 +39,13 @@ from samplecheck.kernels.guard import ValueGuard
 from samplecheck.kernels.validation import check_logits, check_row_param, guard_range
 
 # Entries per loop step. The interpreter pays per operation, so the CPU block is wide;
-# the suite's vocab sizes 8191-8193 and the full-size regression example (50272) still
-# make both passes loop over several blocks.
-BLOCK = {"cuda": 1024, "cpu": 4096}
+# the suite's vocab sizes 8191-8193 then split into three chunks at batch 1 and the
+# full-size regression example (50272) loops over several blocks in one chunk.
+BLOCK = {"cuda": 2048, "cpu": 4096}
+# Programs a launch aims at: on a GPU enough to keep every SM's memory pipe busy.
+TARGET_PROGRAMS = {"cuda": 4096, "cpu": 4}
+# Chunk maxima folded per step of the masking pass.
+SPLIT_BLOCK = 64
 
 
 def check_min_p(logits: torch.Tensor, min_p: torch.Tensor | None, guard: ValueGuard | None = None) -> ValueGuard:
@@ -50,32 +62,69 @@ def check_min_p(logits: torch.Tensor, min_p: torch.Tensor | None, guard: ValueGu
 
 
 @triton.jit
-def _min_p_kernel(logits_ptr, row_stride, min_p_ptr, V, guard_ptr, GUARDED: tl.constexpr, BLOCK: tl.constexpr):
+def _chunk_max(row_ptr, lo, hi, BLOCK: tl.constexpr):
+    """max(l[lo:hi]) in fp32, NaN read as -inf (-inf for an empty or all -inf chunk)."""
+    offs = tl.arange(0, BLOCK)
+    block_max = tl.full([BLOCK], float("-inf"), tl.float32)
+    for start in range(lo, hi, BLOCK):
+        idx = start + offs
+        x = to_fp32(tl.load(row_ptr + idx, mask=idx < hi, other=float("-inf")))
+        block_max = tl.maximum(block_max, tl.where(x == x, x, float("-inf")))  # NaN reads as -inf
+    return tl.max(block_max, axis=0)
+
+
+@triton.jit(do_not_specialize=["splits"])
+def _chunk_max_kernel(logits_ptr, row_stride, min_p_ptr, V, maxima_ptr, chunk, splits, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
+    split = tl.program_id(1)
+    if tl.load(min_p_ptr + row) > 0.0:
+        lo = split * chunk
+        chunk_max = _chunk_max(logits_ptr + row * row_stride, lo, tl.minimum(lo + chunk, V), BLOCK)
+        tl.store(maxima_ptr + row * splits + split, chunk_max)
+
+
+@triton.jit(do_not_specialize=["splits"])
+def _min_p_kernel(logits_ptr, row_stride, min_p_ptr, V, maxima_ptr, chunk, splits, guard_ptr,
+                  GUARDED: tl.constexpr, SPLIT: tl.constexpr, BLOCK: tl.constexpr, SPLIT_BLOCK: tl.constexpr):
+    # Reverse order of _chunk_max_kernel's programs (module docstring).
+    row = (tl.num_programs(0) - 1 - tl.program_id(0)).to(tl.int64)
+    split = tl.num_programs(1) - 1 - tl.program_id(1)
     min_p = tl.load(min_p_ptr + row).to(tl.float32)
     clear = True
     if GUARDED:
         clear = tl.load(guard_ptr) == 0
     if (min_p > 0.0) & clear:
         row_ptr = logits_ptr + row * row_stride
-        offs = tl.arange(0, BLOCK)
-        # Pass 1: the row max (elementwise over blocks, then one reduction).
-        block_max = tl.full([BLOCK], float("-inf"), tl.float32)
-        for start in range(0, V, BLOCK):
-            idx = start + offs
-            x = to_fp32(tl.load(row_ptr + idx, mask=idx < V, other=float("-inf")))
-            block_max = tl.maximum(block_max, tl.where(x == x, x, float("-inf")))  # NaN reads as -inf
-        row_max = tl.max(block_max, axis=0)
+        lo = split * chunk
+        hi = tl.minimum(lo + chunk, V)
+        if SPLIT:
+            split_offs = tl.arange(0, SPLIT_BLOCK)
+            maxima = tl.full([SPLIT_BLOCK], float("-inf"), tl.float32)
+            for start in range(0, splits, SPLIT_BLOCK):
+                s = start + split_offs
+                maxima = tl.maximum(maxima, tl.load(maxima_ptr + row * splits + s, mask=s < splits,
+                                                    other=float("-inf")))
+            row_max = tl.max(maxima, axis=0)
+        else:
+            row_max = _chunk_max(row_ptr, lo, hi, BLOCK)  # the chunk is the whole row
         log_min_p = tl.where(min_p >= 1.0, 0.0, tl.minimum(tl.log(min_p), 0.0))
         threshold = row_max + log_min_p
-        # Pass 2: -inf below the threshold, nothing else.
+        # -inf below the threshold and at NaN, nothing else.
+        offs = tl.arange(0, BLOCK)
         neg_inf = tl.full([BLOCK], float("-inf"), tl.float32).to(logits_ptr.dtype.element_ty)
-        for start in range(0, V, BLOCK):
+        for start in range(lo, hi, BLOCK):
             idx = start + offs
-            in_row = idx < V
+            in_row = idx < hi
             x = to_fp32(tl.load(row_ptr + idx, mask=in_row, other=float("-inf")))
-            tl.store(row_ptr + idx, neg_inf, mask=in_row & (x < threshold))
-            tl.store(row_ptr + idx, neg_inf, mask=in_row & (x != x))
+            tl.store(row_ptr + idx, neg_inf, mask=in_row & ((x < threshold) | (x != x)))
+
+
+def plan(batch: int, vocab: int, device_type: str) -> tuple[int, int]:
+    """(splits, chunk): `chunk` columns per program, a multiple of BLOCK, `splits` per row."""
+    block = BLOCK[device_type]
+    want = max(1, min(triton.cdiv(TARGET_PROGRAMS[device_type], batch), triton.cdiv(vocab, block)))
+    chunk = triton.cdiv(triton.cdiv(vocab, want), block) * block
+    return triton.cdiv(vocab, chunk), chunk
 
 
 def apply_min_p(logits: torch.Tensor, min_p: torch.Tensor | None = None) -> torch.Tensor:
@@ -85,8 +134,14 @@ def apply_min_p(logits: torch.Tensor, min_p: torch.Tensor | None = None) -> torc
     if batch == 0 or vocab == 0 or min_p is None:
         return logits
     check_launchable(_min_p_kernel, logits)
-    _min_p_kernel[(batch,)](logits, logits.stride(0), min_p, vocab, flag, GUARDED=flag is not None,
-                            BLOCK=BLOCK[logits.device.type])
+    block = BLOCK[logits.device.type]
+    splits, chunk = plan(batch, vocab, logits.device.type)
+    maxima = None
+    if splits > 1:
+        maxima = torch.empty((batch, splits), dtype=torch.float32, device=logits.device)
+        _chunk_max_kernel[(batch, splits)](logits, logits.stride(0), min_p, vocab, maxima, chunk, splits, BLOCK=block)
+    _min_p_kernel[(batch, splits)](logits, logits.stride(0), min_p, vocab, maxima, chunk, splits, flag,
+                                   GUARDED=flag is not None, SPLIT=splits > 1, BLOCK=block, SPLIT_BLOCK=SPLIT_BLOCK)
     return logits
 
 

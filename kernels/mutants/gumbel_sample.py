@@ -23,9 +23,11 @@ MUTANTS = (
     ),
     Mutant(
         name="gumbel_greedy_ties_highest", kernel="gumbel_sample", module=_MODULE, entry=_ENTRY,
-        find="idx = tl.min(tl.where(best_score == row_max[:, None], best_id, V), axis=1)",
-        replace="idx = tl.max(tl.where(best_score == row_max[:, None], best_id, -1), axis=1)",
-        description="tied maxima resolved to the highest lane's id instead of the lowest id",
+        find="better = score > best_score",
+        replace="better = score >= best_score",
+        then=(("| best_id.to(tl.int64)", "| (ID_MASK - best_id.to(tl.int64))"),
+              ("return slots.bitwise_and_(ID_MASK)", "return ID_MASK - slots.bitwise_and_(ID_MASK)")),
+        description="tied maxima resolved to the highest id instead of the lowest id",
         ref="tie policy: MRV2 and torch.argmax take the first (lowest) maximum (sampling-semantics.md §8, "
             "mstar#254 greedy tie non-determinism)",
     ),

@@ -6,8 +6,8 @@ MUTANTS = (
     Mutant(
         name="logprobs_single_gather_tile", kernel="logprobs",
         module="samplecheck.kernels.logprobs", entry="compute_logprobs",
-        find="for start in range(0, n_cols, GATHER_BLOCK):",
-        replace="for start in range(0, GATHER_BLOCK, GATHER_BLOCK):",
+        find="_gather_kernel[(batch, triton.cdiv(n_cols, gather_block))]",
+        replace="_gather_kernel[(batch, 1)]",
         description="the gather is one tile of GATHER_BLOCK (<= 1024) lanes: columns past it are never "
                     "written (num_logprobs = -1 or k >= GATHER_BLOCK return garbage there)",
         ref="vllm#46746: MRV2 _topk_log_softmax_kernel sized its gather tile next_pow2(n + 1); "
@@ -23,8 +23,8 @@ MUTANTS = (
     Mutant(
         name="logprobs_first_block_max", kernel="logprobs",
         module="samplecheck.kernels.logprobs", entry="compute_logprobs",
-        find='lane_max = tl.full([BLOCK], float("-inf"), tl.float32)\n    for start in range(0, V, BLOCK):',
-        replace='lane_max = tl.full([BLOCK], float("-inf"), tl.float32)\n    for start in range(0, BLOCK, BLOCK):',
+        find='lane_max = tl.full([BLOCK], float("-inf"), tl.float32)\n    for start in range(lo, hi, BLOCK):',
+        replace='lane_max = tl.full([BLOCK], float("-inf"), tl.float32)\n    for start in range(lo, tl.minimum(hi, BLOCK), BLOCK):',
         description="log-softmax shifted by the max of the first 1024 entries only: exp(l - m) overflows "
                     "when the row max lies further on (and is NaN when the first block is all -inf)",
         ref="fault class: a reduction pass that stops after the first block (wide rows, V > BLOCK)",
@@ -41,22 +41,22 @@ MUTANTS = (
         module="samplecheck.kernels.logprobs", entry="compute_logprobs",
         find=("    lane_sum = tl.zeros([BLOCK], tl.float32)\n"
               "    lane_rank = tl.zeros([BLOCK], tl.int32)\n"
-              "    for start in range(0, V, BLOCK):\n"
+              "    for start in range(lo, hi, BLOCK):\n"
               "        cols = start + offs\n"
-              "        in_row = cols < V\n"
+              "        in_row = cols < hi\n"
               "        x = to_fp32(tl.load(row_ptr + cols, mask=in_row, other=float(\"-inf\")))\n"
               "        lane_sum += tl.exp(x - row_max)\n"
               "        lane_rank += (in_row & (x >= sampled_value)).to(tl.int32)\n"
-              "    lse = row_max + tl.log(tl.sum(lane_sum, axis=0))\n"),
+              "    tl.store(sums_ptr + row * splits + split, tl.sum(lane_sum, axis=0))\n"),
         replace=("    lane_sum = tl.zeros([BLOCK], logits_ptr.dtype.element_ty)\n"
                  "    lane_rank = tl.zeros([BLOCK], tl.int32)\n"
-                 "    for start in range(0, V, BLOCK):\n"
+                 "    for start in range(lo, hi, BLOCK):\n"
                  "        cols = start + offs\n"
-                 "        in_row = cols < V\n"
+                 "        in_row = cols < hi\n"
                  "        x = tl.load(row_ptr + cols, mask=in_row, other=float(\"-inf\"))\n"
                  "        lane_sum += tl.exp(x - row_max).to(logits_ptr.dtype.element_ty)\n"
                  "        lane_rank += (in_row & (x >= sampled_value)).to(tl.int32)\n"
-                 "    lse = row_max + tl.log(tl.sum(lane_sum, axis=0).to(tl.float32))\n"),
+                 "    tl.store(sums_ptr + row * splits + split, tl.sum(lane_sum, axis=0).to(tl.float32))\n"),
         description="bf16/fp16 loads not upcast and the sum of exp accumulated in the logits' dtype "
                     "(8 or 11 significand bits: the log-sum-exp is off by ~1e-3; fp32 logits are unaffected)",
         ref="#48641 (dtype-preserving chain) / interpreter gotcha: bf16 arithmetic without .to(tl.float32)",

@@ -6,7 +6,7 @@ MUTANTS = (
     Mutant(
         name="min_p_threshold_inclusive", kernel="min_p",
         module="samplecheck.kernels.min_p", entry="apply_min_p",
-        find="mask=in_row & (x < threshold))", replace="mask=in_row & (x <= threshold))",
+        find="(x < threshold) | (x != x)", replace="(x <= threshold) | (x != x)",
         description="min_p masks entries equal to the threshold: min_p = 1 drops the maximum itself",
         ref="relational flip at the min_p threshold (vLLM MRV2 _min_p_kernel keeps l >= max + log(min_p))",
     ),
@@ -27,7 +27,7 @@ MUTANTS = (
     Mutant(
         name="min_p_last_partial_block_skipped", kernel="min_p",
         module="samplecheck.kernels.min_p", entry="apply_min_p",
-        find="in_row = idx < V\n", replace="in_row = idx < V // BLOCK * BLOCK\n",
+        find="in_row = idx < hi\n", replace="in_row = idx < hi // BLOCK * BLOCK\n",
         description="the masking pass stops at the last full block: the tail of the row is never masked",
         ref="fault class: a wrong last partial block (issue 5)",
     ),

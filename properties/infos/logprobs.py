@@ -8,6 +8,7 @@ from samplecheck.harness.registry import (ALL_DTYPES, Backend, ErrorInput, Kerne
                                           per_dtype, register)
 from samplecheck.inputs.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
+from samplecheck.kernels.logprobs import scratch_bytes
 from samplecheck.oracles.logprobs import logprobs_reference
 
 VALID = {"sampled": ids([1, 2]), "num_logprobs": 2}
@@ -50,6 +51,13 @@ LOGPROBS_REGRESSIONS = (
                       dtypes=ALL_DTYPES, layouts=("contig", "padded64")),
 )
 
+
+def logprobs_kernel_memory(logits, args) -> int:
+    """The family's bound plus our kernels' per-chunk scratch (samplecheck.kernels.logprobs)."""
+    scratch = 0 if args["num_logprobs"] is None else scratch_bytes(logits.size(0), logits.size(1))
+    return logprobs_memory(logits, args) + scratch
+
+
 LOGPROBS = register(KernelInfo(
     name="logprobs",
     backends=(Backend("triton", "samplecheck.kernels.logprobs:compute_logprobs", knobs=("gather_block",),
@@ -67,5 +75,5 @@ LOGPROBS = register(KernelInfo(
                "all_neg_inf_row": "NaN logprobs, rank V",
                "precision": "fp32 log_softmax (max, blocked sum of exp, lse), exact ids and ranks"},
     error_inputs=LOGPROBS_ERRORS, examples=LOGPROBS_REGRESSIONS,
-    in_place=False, extra_memory=logprobs_memory,
+    in_place=False, extra_memory=logprobs_kernel_memory,
 ))
