@@ -67,11 +67,11 @@ from samplecheck.kernels.validation import check_top_k_top_p
 # Launch parameters by device. CHUNK: columns a program reads in one step (in registers);
 # LANES and BOUND_STEPS: the chunk bound's lane maxima and search steps; CAP2: candidates a
 # row; RANK_CAP: most candidates ranked by compare tiles; TILE and NUM_PIVOTS: the compare
-# tile of a pivot step; BLOCK: columns a step of the whole-row passes; CAP: entries a
-# whole-row search collects; RANK_ROWS x RANK_COLS: the rank's compare tile. On a GPU the
-# tiles must fit in registers at 8 warps; the CPU interpreter pays per operation, so it
-# takes wide tiles, and small CHUNK, CAP2 and CAP so that small rows exercise every path.
-# The result depends on none of these.
+# tile of a pivot step; BLOCK: columns a step of the whole-row passes; CAP (<= CAP2, it
+# uses the candidates' space): entries a whole-row search collects; RANK_ROWS x RANK_COLS:
+# the rank's compare tile. On a GPU the tiles must fit in registers at 8 warps; the CPU
+# interpreter pays per operation, so it takes wide tiles, and small CHUNK, CAP2 and CAP so
+# that small rows exercise every path. The result depends on none of these.
 LAUNCH_CONFIG = {
     "cuda": dict(CHUNK=4096, LANES=512, BOUND_STEPS=3, CAP2=4096, RANK_CAP=512, TILE=256, NUM_PIVOTS=16,
                  BLOCK=2048, CAP=1024, RANK_ROWS=64, RANK_COLS=32, NUM_STAGES=3, num_warps=8),
@@ -164,6 +164,16 @@ def _kth_largest_bound(keys, k, lo, hi, STEPS: tl.constexpr, NUM_PIVOTS: tl.cons
 
 
 @triton.jit
+def _above_pivots(x, pivots, row_max, count, mass, BY_MASS: tl.constexpr):
+    """count and (BY_MASS) mass tiles plus the entries of x above each pivot and their weights."""
+    above = _order_key(x)[:, None] > pivots[None, :]
+    count += above.to(tl.int32)
+    if BY_MASS:
+        mass += tl.where(above, _weight(x, row_max)[:, None], 0)
+    return count, mass
+
+
+@triton.jit
 def _narrow(row_ptr, V, lo, hi, pop, max_pop, row_max, k, mass_limit, BY_MASS: tl.constexpr,
             TILE: tl.constexpr, NUM_PIVOTS: tl.constexpr, NUM_STAGES: tl.constexpr):
     """Shrink the cut's bracket [lo, hi] (no entry of the V at row_ptr lies above hi) until
@@ -178,13 +188,16 @@ def _narrow(row_ptr, V, lo, hi, pop, max_pop, row_max, k, mass_limit, BY_MASS: t
         pivots = _pivots(lo, hi, NUM_PIVOTS)
         count = tl.zeros([TILE, NUM_PIVOTS], dtype=tl.int32)
         mass = tl.zeros([TILE, NUM_PIVOTS], dtype=tl.int64)
-        for start in tl.range(0, V, TILE, num_stages=NUM_STAGES):
-            idx = start + offs
-            x = _load_row(row_ptr + idx, idx < V)
-            above = _order_key(x)[:, None] > pivots[None, :]
-            count += above.to(tl.int32)
-            if BY_MASS:
-                mass += tl.where(above, _weight(x, row_max)[:, None], 0)
+        for start in tl.range(0, V, 4 * TILE, num_stages=NUM_STAGES):
+            # Four tiles' loads are issued before any of them is compared.
+            x0 = _load_row(row_ptr + start + offs, start + offs < V)
+            x1 = _load_row(row_ptr + start + TILE + offs, start + TILE + offs < V)
+            x2 = _load_row(row_ptr + start + 2 * TILE + offs, start + 2 * TILE + offs < V)
+            x3 = _load_row(row_ptr + start + 3 * TILE + offs, start + 3 * TILE + offs < V)
+            count, mass = _above_pivots(x0, pivots, row_max, count, mass, BY_MASS)
+            count, mass = _above_pivots(x1, pivots, row_max, count, mass, BY_MASS)
+            count, mass = _above_pivots(x2, pivots, row_max, count, mass, BY_MASS)
+            count, mass = _above_pivots(x3, pivots, row_max, count, mass, BY_MASS)
         count = tl.sum(count, axis=0)
         mass = tl.sum(mass, axis=0)
         if BY_MASS:
@@ -407,8 +420,10 @@ def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, part_ptr, cand_ptr
             raw = to_fp32(tl.load(row_ptr + cols, mask=in_row, other=float("-inf"), cache_modifier=".cg"))
             x = tl.where(raw == raw, raw, float("-inf"))
             key = _order_key(x)
-            take = in_row & (key >= bound)
-            pos = tl.atomic_add(counter_ptr + tl.zeros([CHUNK], dtype=tl.int32), 1, mask=take)
+            take = (in_row & (key >= bound)).to(tl.int32)
+            # One atomic reserves the chunk's run of candidate positions.
+            pos = tl.atomic_add(counter_ptr, tl.sum(take, axis=0)) + tl.cumsum(take, axis=0) - 1
+            take = take == 1
             tl.store(cand_ptr + pos, x, mask=take & (pos < CAP2))
             tl.store(col_ptr + pos, cols, mask=take & (pos < CAP2))
             neg_inf = tl.full([CHUNK], float("-inf"), tl.float32).to(logits_ptr.dtype.element_ty)
