@@ -51,10 +51,12 @@ import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32
 from samplecheck.kernels.runtime import check_launchable, first_fitting, is_interpreted
-from samplecheck.kernels.guard import FLOAT32_MAX, ValueGuard
+from samplecheck.kernels.guard import FLOAT32_MAX, FLOAT32_MAX_JIT, ValueGuard, rows_in_range
 from samplecheck.kernels.validation import check_logits, check_row_param, guard_range
 
 HASH_SEED = 0x5EED5A3D
+POSITION_MAX = tl.constexpr(2**63 - 1)
+CHECK_BLOCK = tl.constexpr(1024)  # parameters per step of the in-kernel value checks
 # Launch menu (`plan`): BLOCK_V is the first of BLOCK_V_MENU that holds the vocab, else the
 # last; BLOCK_B is TILE // BLOCK_V rows, at most FEW_ROWS for a batch of at most FEW_ROWS
 # rows: four (BLOCK_B, BLOCK_V) pairs per device. On a GPU a tile is one or two rows'
@@ -124,10 +126,20 @@ def _order_key(score):
 
 @triton.jit(do_not_specialize=["row_stride", "B", "V", "chunk"])
 def _gumbel_kernel(logits_ptr, row_stride, seeds_ptr, positions_ptr, temperature_ptr, slots_ptr, B, V, chunk,
-                   HAS_TEMPERATURE: tl.constexpr, HASH_SEED: tl.constexpr,
-                   BLOCK_B: tl.constexpr, BLOCK_V: tl.constexpr):
+                   guard_ptr, HAS_TEMPERATURE: tl.constexpr, HASH_SEED: tl.constexpr,
+                   BLOCK_B: tl.constexpr, BLOCK_V: tl.constexpr, CHECK: tl.constexpr):
     rows = tl.program_id(0).to(tl.int64) * BLOCK_B + tl.arange(0, BLOCK_B)
     split = tl.program_id(1)
+    if CHECK:
+        # The call's value checks (bits 1: positions, 2: temperature), made by program
+        # (0, 0) alone: the kernel writes only its own result, so nothing waits on them.
+        if (tl.program_id(0) == 0) & (split == 0):
+            failed = tl.where(rows_in_range(positions_ptr, B, 0, POSITION_MAX, False, False, CHECK_BLOCK), 0, 1)
+            if HAS_TEMPERATURE:
+                failed |= tl.where(rows_in_range(temperature_ptr, B, 0.0, FLOAT32_MAX_JIT, False, False,
+                                                 CHECK_BLOCK), 0, 2)
+            if failed != 0:
+                tl.atomic_or(guard_ptr, failed)
     in_batch = rows < B
     seed = tl.load(seeds_ptr + rows, mask=in_batch, other=0)
     position = tl.load(positions_ptr + rows, mask=in_batch, other=0)
@@ -194,7 +206,8 @@ def gumbel_sample(logits: torch.Tensor, *, seeds: torch.Tensor, positions: torch
         raise ValueError(f"block_v must be a power of two in [1, {MAX_BLOCK_V}]; got {block_v}")
     if splits is not None and splits < 1:
         raise ValueError(f"splits must be >= 1; got {splits}")
-    check_gumbel(logits, seeds, positions, temperature).settle()
+    guard = check_gumbel(logits, seeds, positions, temperature)
+    flag = guard.settle(kernel_checks=len(guard.checks))  # both checks are made in the kernel
     batch, vocab = logits.shape
     if batch == 0:
         return torch.empty(0, dtype=torch.int64, device=logits.device)
@@ -208,7 +221,8 @@ def gumbel_sample(logits: torch.Tensor, *, seeds: torch.Tensor, positions: torch
         else contextlib.nullcontext()
     with quiet:
         _gumbel_kernel[(triton.cdiv(batch, block_b), splits)](
-            logits, logits.stride(0), seeds, positions, temperature, slots, batch, vocab, chunk,
-            HAS_TEMPERATURE=temperature is not None, HASH_SEED=HASH_SEED, BLOCK_B=block_b, BLOCK_V=block_v)
+            logits, logits.stride(0), seeds, positions, temperature, slots, batch, vocab, chunk, flag,
+            HAS_TEMPERATURE=temperature is not None, HASH_SEED=HASH_SEED, BLOCK_B=block_b, BLOCK_V=block_v,
+            CHECK=guard.on_device)
     # The winner's packed low half is its id (module docstring).
     return slots.bitwise_and_(ID_MASK)

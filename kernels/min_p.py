@@ -42,8 +42,9 @@ from samplecheck.kernels.validation import check_logits, check_row_param, guard_
 # the suite's vocab sizes 8191-8193 then split into three chunks at batch 1 and the
 # full-size regression example (50272) loops over several blocks in one chunk.
 BLOCK = {"cuda": 2048, "cpu": 4096}
-# Programs a launch aims at: on a GPU enough to keep every SM's memory pipe busy.
-TARGET_PROGRAMS = {"cuda": 4096, "cpu": 4}
+# Programs a launch aims at (chunks per row = cdiv(TARGET_PROGRAMS, B)). On the H200 (run 17,
+# docs/gpu-runs.md) one chunk per row was fastest from 64 rows up and many chunks at batch 1.
+TARGET_PROGRAMS = {"cuda": 64, "cpu": 4}
 # Chunk maxima folded per step of the masking pass.
 SPLIT_BLOCK = 64
 

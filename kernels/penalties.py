@@ -65,6 +65,9 @@ BLOCK = {"cuda": 256, "cpu": 128}
 # launch, no host preprocessing, O(L^2) compares per row); longer ones the sorted path. On
 # CPU the limit is small so that the suite's drawn lists exercise both paths.
 PAIRS_MAX_LENGTH = {"cuda": 2048, "cpu": 6}
+# ... and by default only while batch * (P + O)**2 compares stay within PAIRS_MAX_WORK: on the
+# H200 (run 17) the pair path was 2x faster at 256 x 768 ids and 2x slower at 1024 x 768.
+PAIRS_MAX_WORK = {"cuda": 2**28, "cpu": 2**40}
 PAIR_BLOCKS = {"cuda": (64, 128), "cpu": (8, 8)}  # (BLOCK_J, BLOCK_I)
 # Upper bound on the host scratch per list entry (P + O entries per row), in bytes.
 SCRATCH_BYTES_PER_ID = 64
@@ -238,8 +241,8 @@ def apply_penalties(logits: torch.Tensor, *, prompt_token_ids: torch.Tensor, out
                     repetition_penalty: torch.Tensor, frequency_penalty: torch.Tensor,
                     presence_penalty: torch.Tensor, pairs_max_length: int | None = None) -> torch.Tensor:
     """Apply the penalties to `logits` in place (module docstring) and return it.
-    `pairs_max_length` (an int >= 0; None: PAIRS_MAX_LENGTH of the device) picks the path by
-    list length and tunes the launch only: both paths give the same bits."""
+    `pairs_max_length` (an int >= 0; None: PAIRS_MAX_LENGTH and PAIRS_MAX_WORK of the device)
+    picks the path by list length and tunes the launch only: both paths give the same bits."""
     if pairs_max_length is not None and (not isinstance(pairs_max_length, int) or pairs_max_length < 0):
         raise ValueError(f"pairs_max_length must be None or an int >= 0; got {pairs_max_length!r}")
     flag = check_penalties(logits, prompt_token_ids, output_token_ids, repetition_penalty, frequency_penalty,
@@ -256,7 +259,11 @@ def apply_penalties(logits: torch.Tensor, *, prompt_token_ids: torch.Tensor, out
     # +-inf (or the fp16 store does): that is the specified result, not an error.
     quiet = np.errstate(over="ignore") if is_interpreted(_penalties_kernel) else contextlib.nullcontext()
     with quiet:
-        if length <= (PAIRS_MAX_LENGTH[kind] if pairs_max_length is None else pairs_max_length):
+        if pairs_max_length is None:
+            pairs = length <= PAIRS_MAX_LENGTH[kind] and batch * length**2 <= PAIRS_MAX_WORK[kind]
+        else:
+            pairs = length <= pairs_max_length
+        if pairs:
             block_j, block_i = PAIR_BLOCKS[kind]
             _penalties_pairs_kernel[(batch, triton.cdiv(length, block_j))](
                 logits, logits.stride(0), prompt_token_ids.contiguous() if prompt_len else flag_or(logits, flag),
