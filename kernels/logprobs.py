@@ -61,6 +61,7 @@ import triton
 import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32
+from samplecheck.kernels.row_splits import max_of_chunk_maxima
 from samplecheck.kernels.runtime import check_launchable, is_interpreted
 from samplecheck.kernels.guard import ValueGuard, range_check
 from samplecheck.kernels.validation import check_logits, check_row_param
@@ -127,25 +128,13 @@ def _chunk_max_kernel(logits_ptr, row_stride, V, maxima_ptr, splits, CHUNK: tl.c
     tl.store(maxima_ptr + row * splits + split, tl.max(lane_max, axis=0))
 
 
-@triton.jit
-def _row_max(maxima_ptr, row, splits, SPLIT_BLOCK: tl.constexpr):
-    """The max of the row's chunk maxima (exact in any order)."""
-    offs = tl.arange(0, SPLIT_BLOCK)
-    lane_max = tl.full([SPLIT_BLOCK], float("-inf"), tl.float32)
-    for start in range(0, splits, SPLIT_BLOCK):
-        s = start + offs
-        lane_max = tl.maximum(lane_max, tl.load(maxima_ptr + row * splits + s, mask=s < splits,
-                                                other=float("-inf")))
-    return tl.max(lane_max, axis=0)
-
-
 @triton.jit(do_not_specialize=["row_stride", "V", "n_cols", "splits"])
 def _chunk_sum_kernel(logits_ptr, row_stride, V, ids_ptr, n_cols, maxima_ptr, sums_ptr, counts_ptr, splits,
                       CHUNK: tl.constexpr, BLOCK: tl.constexpr, SPLIT_BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     split = tl.program_id(1)
     row_ptr = logits_ptr + row * row_stride
-    row_max = _row_max(maxima_ptr, row, splits, SPLIT_BLOCK)
+    row_max = max_of_chunk_maxima(maxima_ptr, row, splits, SPLIT_BLOCK)
     # ids are contiguous [B, n_cols]; column 0 is the sampled token.
     sampled_id = tl.load(ids_ptr + row * n_cols)
     sampled_value = to_fp32(tl.load(row_ptr + sampled_id, mask=(sampled_id >= 0) & (sampled_id < V),
@@ -178,7 +167,7 @@ def _gather_kernel(logits_ptr, row_stride, V, ids_ptr, out_ptr, ranks_ptr, n_col
         s = start + offs
         lane_sum += tl.load(sums_ptr + row * splits + s, mask=s < splits, other=0.0)
         lane_rank += tl.load(counts_ptr + row * splits + s, mask=s < splits, other=0)
-    lse = _row_max(maxima_ptr, row, splits, SPLIT_BLOCK) + tl.log(tl.sum(lane_sum, axis=0))
+    lse = max_of_chunk_maxima(maxima_ptr, row, splits, SPLIT_BLOCK) + tl.log(tl.sum(lane_sum, axis=0))
     if tl.program_id(1) == 0:
         tl.store(ranks_ptr + row, tl.sum(lane_rank, axis=0))
     # x - lse at the row's requested ids: GATHER_BLOCK columns per program.

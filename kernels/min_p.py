@@ -34,6 +34,7 @@ import triton
 import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32
+from samplecheck.kernels.row_splits import max_of_chunk_maxima
 from samplecheck.kernels.runtime import check_launchable
 from samplecheck.kernels.guard import ValueGuard
 from samplecheck.kernels.validation import check_logits, check_row_param, guard_range
@@ -99,13 +100,7 @@ def _min_p_kernel(logits_ptr, row_stride, min_p_ptr, V, maxima_ptr, chunk, split
         lo = split * chunk
         hi = tl.minimum(lo + chunk, V)
         if SPLIT:
-            split_offs = tl.arange(0, SPLIT_BLOCK)
-            maxima = tl.full([SPLIT_BLOCK], float("-inf"), tl.float32)
-            for start in range(0, splits, SPLIT_BLOCK):
-                s = start + split_offs
-                maxima = tl.maximum(maxima, tl.load(maxima_ptr + row * splits + s, mask=s < splits,
-                                                    other=float("-inf")))
-            row_max = tl.max(maxima, axis=0)
+            row_max = max_of_chunk_maxima(maxima_ptr, row, splits, SPLIT_BLOCK)
         else:
             row_max = _chunk_max(row_ptr, lo, hi, BLOCK)  # the chunk is the whole row
         log_min_p = tl.where(min_p >= 1.0, 0.0, tl.minimum(tl.log(min_p), 0.0))
