@@ -73,7 +73,7 @@ def pytest_load_initial_conftests(early_config, parser, args):
 def pytest_configure(config):
     import torch
 
-    from samplecheck.harness import plugins
+    from samplecheck.harness import plugins, seeds
     from samplecheck.harness.registry import plug, register_all
 
     for line in MARKERS:
@@ -101,6 +101,7 @@ def pytest_configure(config):
             plug(plugged, only=config.getoption("--backend-only"))
     except (KeyError, ValueError, ImportError, AttributeError) as err:
         raise pytest.UsageError(str(err)) from err
+    seeds.preload_package_modules()  # after the device switch: it imports the kernels
     results.configure(config)
 
 

@@ -13,6 +13,8 @@ are left random.
 """
 
 import hashlib
+import importlib
+import pkgutil
 
 import pytest
 from hypothesis import is_hypothesis_test, seed, settings
@@ -20,6 +22,33 @@ from hypothesis import is_hypothesis_test, seed, settings
 from samplecheck.harness.registry import DTYPE_NAMES
 
 SEED = pytest.StashKey[int]()
+# Packages whose modules are test code (Hypothesis takes no constants from them) or need
+# what a plain run may lack (optional extras, third-party GPU libraries).
+NOT_PRELOADED = ("samplecheck.tests",)
+
+
+def preload_package_modules() -> list[str]:
+    """Import every module of the samplecheck package (except NOT_PRELOADED; a module whose
+    import fails, e.g. for an optional extra, is left out) and return the ones imported.
+
+    Hypothesis (6.13x and later) draws about 5% of its numbers from the literal constants of
+    the local, non-test modules loaded in the process, a pool that grows as modules get
+    imported. Which samplecheck modules a run imports depends on the test files it collects
+    (tests/cover/test_report.py imports the nightly and report tools), so the same seed drew
+    different cases in a file run and a folder run. Loading every module first makes the pool,
+    and so every seeded run's draws, the same whatever is collected."""
+    import samplecheck
+
+    loaded = []
+    for module in pkgutil.walk_packages(samplecheck.__path__, "samplecheck."):
+        if module.name.startswith(NOT_PRELOADED):
+            continue
+        try:
+            importlib.import_module(module.name)
+        except Exception:  # noqa: BLE001 - an optional dependency missing here is not this run's concern
+            continue
+        loaded.append(module.name)
+    return loaded
 
 
 def seed_key(item) -> str:
