@@ -1,0 +1,111 @@
+"""The sampler's interaction-class power (issue 18): defects that show only when two ops bind
+in the same row, the order of ops or which tensor a later op reads, are injected into our
+sampler (apply_sampling_params with two of its ops rewired, every op still correct alone) and
+hunted by the oracle-equivalence check on EXAMPLES drawn sampler cases under each of SEEDS
+(CPU sizes). Each defect must be caught in at least one; `-s` prints the counts, recorded in
+docs/nightly.md."""
+
+from unittest import mock
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, seed, settings, strategies as st
+
+from samplecheck.harness.registry import RECORDS, Combo
+from samplecheck.harness.runner import prepare, reference, run
+from samplecheck.inputs.drawing import draw_case
+from samplecheck.inputs.strategies import BUDGETS
+from samplecheck.kernels import sampling_params as sampler
+from samplecheck.tests.quality.test_off_encodings_power import Injected
+
+EXAMPLES = 25
+SEEDS = range(4)  # EXAMPLES cases under each Hypothesis seed
+REAL = {name: getattr(sampler, name) for name in
+        ("apply_logit_bias", "apply_penalties", "apply_bad_words", "apply_temperature", "apply_min_p",
+         "apply_top_k_top_p")}
+
+
+def temperature_before_penalties(params):
+    """The penalties act on l / T (temperature moved before them)."""
+    ran = []
+
+    def penalties(logits, **kw):
+        ran.append(True)
+        return REAL["apply_penalties"](REAL["apply_temperature"](logits, params.temperature), **kw)
+
+    def temperature(logits, t):
+        return logits if ran else REAL["apply_temperature"](logits, t)
+    return {"apply_penalties": penalties, "apply_temperature": temperature}
+
+
+def min_p_before_temperature(params):
+    """min_p's threshold taken on the logits before temperature (a stale tensor)."""
+    def min_p(logits, m):
+        return REAL["apply_temperature"](REAL["apply_min_p"](logits, m), params.temperature)
+    return {"apply_temperature": lambda logits, t: logits, "apply_min_p": min_p}
+
+
+def top_p_before_top_k(params):
+    """Top-p on the whole row, then top-k (the survivors' renormalisation skipped)."""
+    def top_k_top_p(logits, k, p):
+        return REAL["apply_top_k_top_p"](REAL["apply_top_k_top_p"](logits, None, p), k, None)
+    return {"apply_top_k_top_p": top_k_top_p}
+
+
+def bias_after_temperature(params):
+    """Allowed ids, biases and min_tokens applied after the penalties and temperature."""
+    stashed = {}
+
+    def temperature(logits, t):
+        REAL["apply_temperature"](logits, t)
+        return REAL["apply_logit_bias"](logits, **stashed)
+    return {"apply_logit_bias": lambda logits, **kw: stashed.update(kw) or logits, "apply_temperature": temperature}
+
+
+def bad_words_after_top_k(params):
+    """Bad words banned after top-k/top-p chose the survivors."""
+    stashed = {}
+
+    def top_k_top_p(logits, k, p):
+        REAL["apply_top_k_top_p"](logits, k, p)
+        return REAL["apply_bad_words"](logits, **stashed) if stashed else logits
+    return {"apply_bad_words": lambda logits, **kw: stashed.update(kw) or logits, "apply_top_k_top_p": top_k_top_p}
+
+
+DEFECTS = {f.__name__: f for f in (temperature_before_penalties, min_p_before_temperature, top_p_before_top_k,
+                                   bias_after_temperature, bad_words_after_top_k)}
+
+
+def rewired(defect):
+    """Our sampler with the defect's replacements in place for the duration of each call."""
+    def call(logits, *, params):
+        with mock.patch.multiple(sampler, **defect(params)):
+            return sampler.apply_sampling_params(logits, params)
+    return call
+
+
+@pytest.mark.parametrize("name", DEFECTS)
+def test_an_interaction_defect_is_caught(name):
+    info = RECORDS["sampling_params"]
+    combo = Combo(info, Injected(name, "injected:injected", fn=rewired(DEFECTS[name])), torch.float32, "contig")
+    caught = []
+
+    for value in SEEDS:
+        @seed(value)
+        @settings(max_examples=EXAMPLES, database=None, deadline=None, suppress_health_check=list(HealthCheck))
+        @given(data=st.data())
+        def hunt(data):
+            case = draw_case(data, combo, info.cases(BUDGETS["cpu"]))
+            placed, args = prepare(combo, case, torch.device("cpu"))
+            original = placed.view.clone()
+            expected = reference(combo, original, args)
+            try:
+                info.check(original, run(combo, placed.view, args), expected, combo.id)
+            except AssertionError:
+                caught.append(True)
+            else:
+                caught.append(False)
+
+        hunt()
+    print(f"\n{name}: caught in {sum(caught)} of {len(caught)} examples")
+    assert any(caught), f"{name} survived {len(caught)} examples"
