@@ -4,6 +4,7 @@ whose errors are raised later (`samplecheck.kernels.validation` states the contr
 import contextlib
 import contextvars
 import os
+import threading
 
 import torch
 
@@ -135,6 +136,7 @@ class _FlagPool:
 
 
 _POOLS: dict = {}  # device -> [active pool, shipped pool or None]
+_POOLS_LOCK = threading.Lock()  # calls from several threads take distinct slots
 
 
 def take_flag(device: torch.device, guard) -> torch.Tensor:
@@ -145,19 +147,20 @@ def take_flag(device: torch.device, guard) -> torch.Tensor:
     check of an earlier call is raised then."""
     if capturing():
         return torch.zeros(1, dtype=torch.int32, device=device)
-    pools = _POOLS.setdefault(device, [_FlagPool(device), None])
-    active, shipped = pools
-    if active.used == POOL_SLOTS:
-        active.ship()
-        spare = shipped if shipped is not None else _FlagPool(device)
-        pools[:] = [spare, active]
-        if shipped is not None:
-            try:
-                shipped.raise_failed()
-            finally:
-                shipped.reset()
-        active = spare
-    return active.take(guard)
+    with _POOLS_LOCK:
+        pools = _POOLS.setdefault(device, [_FlagPool(device), None])
+        active, shipped = pools
+        if active.used == POOL_SLOTS:
+            active.ship()
+            spare = shipped if shipped is not None else _FlagPool(device)
+            pools[:] = [spare, active]
+            if shipped is not None:
+                try:
+                    shipped.raise_failed()
+                finally:
+                    shipped.reset()
+            active = spare
+        return active.take(guard)
 
 
 def raise_ready() -> None:
