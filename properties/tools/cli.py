@@ -1,7 +1,8 @@
 """The `samplecheck` command.
 
     samplecheck test [--device D] [--workers N] [PYTEST ARGS ...]
-    samplecheck gate [--device D] [--workers N] [--mutant-workers N] [--out DIR] [--no-killtable] [PYTEST ARGS ...]
+    samplecheck gate [--device D] [--workers N] [--mutant-workers N] [--out DIR] [--no-killtable]
+                     [--bench-baseline FILE] [PYTEST ARGS ...]
     samplecheck sweep | killtable | mutate | behaviour | calibration | nightly | regress | badinputs | flakiness
                 | interactions                           [ARGS ...] (each: --help)
     samplecheck probe NAME [ARGS ...]                                    (GPU probes of third-party APIs)
@@ -10,7 +11,9 @@
 (entry points in the group `samplecheck.backends`) and `--backend KERNEL=module:callable`;
 add `--backend-only` to test only yours. `gate` is the kernel-change PR gate: the suite under
 the gate profile, then every mutant of our kernels against it (the kill table); exit 0 only
-when the suite passes and every mutant dies.
+when the suite passes and every mutant dies. On a GPU, from a checkout with a benchmark baseline
+(bench/baselines/h200.json or --bench-baseline), it then reports the ops more than 15% slower
+than the baseline (report lines; never the exit status).
 """
 
 import argparse
@@ -56,13 +59,15 @@ def test(argv: list[str]) -> int:
 
 def gate(argv: list[str]) -> int:
     from samplecheck.kernels.runtime import resolve_device
-    from samplecheck.tools import killtable
+    from samplecheck.tools import bench_check, killtable
     from samplecheck.tools.suite import pytest_command, run_pytest
 
     parser = _suite_parser("gate")
     parser.add_argument("--mutant-workers", type=int, default=2, help="mutants hunted at once")
     parser.add_argument("--out", type=Path, default=Path("."), help="where gate-suite.log and gate-kills.md go")
     parser.add_argument("--no-killtable", action="store_true", help="the suite alone (e.g. for plugged backends)")
+    parser.add_argument("--bench-baseline", type=Path, default=None,
+                        help="benchmark JSON to compare a fresh table with (default: bench/baselines/h200.json)")
     args, pytest_args = parser.parse_known_args(argv)
     device = resolve_device(args.device)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -73,6 +78,7 @@ def gate(argv: list[str]) -> int:
     if not args.no_killtable:
         kills = killtable.main(["--device", device, "--profile", "gate", "--workers", str(args.mutant_workers),
                                 "--report", str(args.out / "gate-kills.md")])
+    print(bench_check.report(device, args.out, args.bench_baseline))
     print(f"gate: suite exit {suite}, mutants exit {kills}, wall {time.monotonic() - start:.0f} s")
     return int(suite != 0 or kills != 0)
 

@@ -59,3 +59,13 @@ def test_threshold_option_and_exit_status(compare, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "SLOWER temperature @ 64x151936: 100.0 -> 110.0 µs (+10.0%)" in out
     assert "not measured in the new run: min_p @ 1x151936, top_k @ 64x151936" in out
+
+
+def test_the_gate_reports_why_it_did_not_benchmark(tmp_path):
+    """`samplecheck gate`'s benchmark report runs only on CUDA with a baseline, and says so."""
+    from samplecheck.tools.bench_check import report
+
+    assert "no baseline" in report("cuda", tmp_path, tmp_path / "missing.json")
+    baseline = tmp_path / "h200.json"
+    baseline.write_text(json.dumps(result({("temperature", "1x8"): 10.0})))
+    assert "timings need CUDA" in report("cpu", tmp_path, baseline)
