@@ -5,8 +5,9 @@ ids, ...). Each check has two forms:
 - `describe`: the eager check on the host; it reads values back (one device sync) and
   raises the error that names the caller's parameter and its allowed range;
 - device checks: launches that set the check's bit in an int32 flag [1] where the same
-  condition fails, with no host synchronisation (a Triton range kernel per tensor, or one
-  fused per-row kernel for all the checks of an op's id lists: `ValueGuard.fused`).
+  condition fails, with no host synchronisation (a Triton range kernel per per-row
+  parameter, or one fused per-row kernel for all the checks of an op's id lists:
+  `ValueGuard.fused`).
 `settle()` runs them as `samplecheck.kernels.value_modes.value_check_mode()` says: "eager"
 runs the describers now (the call raises before it writes); "deferred" and "captured" launch
 the device checks and return the flag (a slot of a pool, `samplecheck.kernels.value_modes`),
@@ -34,46 +35,33 @@ MAX_CHECKS = 31
 
 
 @triton.jit
-def _range_guard_kernel(values_ptr, where_ptr, n, lo, hi, also_a, also_b, flag_ptr, bit,
-                        LO_OPEN: tl.constexpr, HI_OPEN: tl.constexpr, HAS_ALSO: tl.constexpr,
-                        HAS_WHERE: tl.constexpr, BLOCK: tl.constexpr):
-    """Set `bit` in *flag_ptr if an entry v (where where_ptr's entry != -1, if HAS_WHERE) is
-    outside lo <(=) v <(=) hi and (if HAS_ALSO) equals neither also_a nor also_b. NaN fails."""
+def _in_range(v, lo, hi, LO_OPEN: tl.constexpr, HI_OPEN: tl.constexpr):
+    """lo <(=) v <(=) hi, elementwise; False for NaN."""
+    above = (v > lo) if LO_OPEN else (v >= lo)
+    below = (v < hi) if HI_OPEN else (v <= hi)
+    return above & below
+
+
+@triton.jit
+def _range_guard_kernel(values_ptr, n, lo, hi, flag_ptr, bit, LO_OPEN: tl.constexpr, HI_OPEN: tl.constexpr,
+                        BLOCK: tl.constexpr):
+    """Set `bit` in *flag_ptr if an entry is outside lo <(=) v <(=) hi (NaN included)."""
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     live = offs < n
     v = tl.load(values_ptr + offs, mask=live)
-    above = (v > lo) if LO_OPEN else (v >= lo)
-    below = (v < hi) if HI_OPEN else (v <= hi)
-    ok = above & below
-    if HAS_ALSO:
-        ok = ok | (v == also_a) | (v == also_b)
-    if HAS_WHERE:
-        live = live & (tl.load(where_ptr + offs, mask=live, other=-1) != -1)
-    if tl.max((live & ~ok).to(tl.int32), axis=0) > 0:
+    if tl.max((live & ~_in_range(v, lo, hi, LO_OPEN, HI_OPEN)).to(tl.int32), axis=0) > 0:
         tl.atomic_or(flag_ptr, bit)
 
 
-def range_check(values: torch.Tensor, lo, hi, *, lo_open: bool = False, hi_open: bool = False,
-                also: tuple[int, int] | None = None, where: torch.Tensor | None = None) -> Callable:
-    """A device check: fails where lo <(=) v <(=) hi does not hold (NaN included), except at
-    the values in `also`; with `where` (ids shaped like `values`), only where it is not -1."""
+def range_check(values: torch.Tensor, lo, hi, *, lo_open: bool = False, hi_open: bool = False) -> Callable:
+    """A device check: fails where lo <(=) v <(=) hi does not hold (NaN included)."""
     def launch(flag: torch.Tensor, bit: int) -> None:
         flat = values.reshape(-1)
         if flat.numel() == 0:
             return
-        also_a, also_b = also if also is not None else (0, 0)
         _range_guard_kernel[(triton.cdiv(flat.numel(), BLOCK),)](
-            flat, where.reshape(-1) if where is not None else None, flat.numel(), lo, hi, also_a, also_b,
-            flag, bit, LO_OPEN=lo_open, HI_OPEN=hi_open, HAS_ALSO=also is not None,
-            HAS_WHERE=where is not None, BLOCK=BLOCK)
+            flat, flat.numel(), lo, hi, flag, bit, LO_OPEN=lo_open, HI_OPEN=hi_open, BLOCK=BLOCK)
     return launch
-
-
-def id_check(ids: torch.Tensor, vocab: int, ignored: tuple[int, ...] = ()) -> Callable:
-    """A device check: every entry is in [0, vocab), -1 (padding) or the one `ignored` id."""
-    if len(ignored) > 1:
-        raise ValueError("id_check takes at most one ignored id besides -1")
-    return range_check(ids, 0, vocab - 1, also=(PAD_ID, ignored[0] if ignored else PAD_ID))
 
 
 class ValueGuard:
@@ -163,7 +151,5 @@ def rows_in_range(values_ptr, n, lo, hi, LO_OPEN: tl.constexpr, HI_OPEN: tl.cons
         offs = start + tl.arange(0, BLOCK)
         live = offs < n
         v = tl.load(values_ptr + offs, mask=live)
-        above = (v > lo) if LO_OPEN else (v >= lo)
-        below = (v < hi) if HI_OPEN else (v <= hi)
-        bad += tl.sum((live & ~(above & below)).to(tl.int32), axis=0)
+        bad += tl.sum((live & ~_in_range(v, lo, hi, LO_OPEN, HI_OPEN)).to(tl.int32), axis=0)
     return bad == 0

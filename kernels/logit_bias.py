@@ -168,55 +168,57 @@ def _any_repeat(ids_ptr, length, TILE: tl.constexpr):
 
 
 @triton.jit(do_not_specialize=["V", "A", "K", "S"])
-def _logit_bias_guard_kernel(flag_ptr, V, allowed_ptr, A, bias_ids_ptr, bias_values_ptr, K, stop_ptr, S,
-                             min_tokens_ptr, output_len_ptr, bit_allowed, bit_bias_ids, bit_values, bit_unique,
-                             bit_stop, bit_min_tokens, bit_output_len, HAS_ALLOWED: tl.constexpr,
-                             HAS_BIAS: tl.constexpr, HAS_STOP: tl.constexpr, BLOCK: tl.constexpr,
-                             TILE: tl.constexpr):
+def _logit_bias_guard_kernel(flag_ptr, allowed_first, bias_first, stop_first, V, allowed_ptr, A, bias_ids_ptr,
+                             bias_values_ptr, K, stop_ptr, S, min_tokens_ptr, output_len_ptr,
+                             HAS_ALLOWED: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_STOP: tl.constexpr,
+                             BLOCK: tl.constexpr, TILE: tl.constexpr):
     """One program per row: every value check of the row's lists and counts, the failed
-    checks' bits OR-ed into the flag."""
+    checks' bits OR-ed into the flag; each group's checks take consecutive bits from its
+    `*_first` (allowed ids; bias ids, values, repeats; stop ids, min_tokens, output_len)."""
     row = tl.program_id(0).to(tl.int64)
-    bits = tl.zeros([], dtype=tl.int32)
+    failed = tl.zeros([], dtype=tl.int32)
     if HAS_ALLOWED:
-        bits |= tl.where(list_has_bad_id(allowed_ptr + row * A, A, V, -1, BLOCK), bit_allowed, 0)
+        failed |= tl.where(list_has_bad_id(allowed_ptr + row * A, A, V, -1, BLOCK), 1, 0) << allowed_first
     if HAS_BIAS:
-        bits |= tl.where(list_has_bad_id(bias_ids_ptr + row * K, K, V, -1, BLOCK), bit_bias_ids, 0)
+        bias = tl.zeros([], dtype=tl.int32)
+        bias |= tl.where(list_has_bad_id(bias_ids_ptr + row * K, K, V, -1, BLOCK), 1, 0)
         bad_values = tl.zeros([], dtype=tl.int32)
         for start in range(0, K, BLOCK):
             k = start + tl.arange(0, BLOCK)
             given = tl.load(bias_ids_ptr + row * K + k, mask=k < K, other=-1) != -1
             b = tl.load(bias_values_ptr + row * K + k, mask=given, other=0.0)
             bad_values += tl.sum((given & ~((b == b) & (tl.abs(b) <= FLOAT32_MAX_JIT))).to(tl.int32), axis=0)
-        bits |= tl.where(bad_values > 0, bit_values, 0)
-        bits |= tl.where(_any_repeat(bias_ids_ptr + row * K, K, TILE), bit_unique, 0)
+        bias |= tl.where(bad_values > 0, 2, 0)
+        bias |= tl.where(_any_repeat(bias_ids_ptr + row * K, K, TILE), 4, 0)
+        failed |= bias << bias_first
     if HAS_STOP:
-        bits |= tl.where(list_has_bad_id(stop_ptr + row * S, S, V, -1, BLOCK), bit_stop, 0)
-        bits |= tl.where(tl.load(min_tokens_ptr + row) < 0, bit_min_tokens, 0)
-        bits |= tl.where(tl.load(output_len_ptr + row) < 0, bit_output_len, 0)
-    if bits != 0:
-        tl.atomic_or(flag_ptr, bits)
+        stop = tl.zeros([], dtype=tl.int32)
+        stop |= tl.where(list_has_bad_id(stop_ptr + row * S, S, V, -1, BLOCK), 1, 0)
+        stop |= tl.where(tl.load(min_tokens_ptr + row) < 0, 2, 0)
+        stop |= tl.where(tl.load(output_len_ptr + row) < 0, 4, 0)
+        failed |= stop << stop_first
+    if failed != 0:
+        tl.atomic_or(flag_ptr, failed)
 
 
 def _launch_guard(flag, first, vocab, allowed, bias_ids, bias_values, stop, min_tokens, output_len) -> None:
-    """The fused device check of `check_logit_bias`: its bits from 1 << first, in its order
-    (allowed ids; bias ids, values, repeats; stop ids, min_tokens, output_len; absent groups
-    take no bits)."""
-    groups = ((allowed is not None, 1), (bias_ids is not None, 3), (stop is not None, 3))
-    masks, position = [], first
-    for present, count in groups:
-        masks += [1 << (position + i) if present else 0 for i in range(count)]
-        position += count if present else 0
+    """The fused device check of `check_logit_bias`: its groups' bits from `first` on, in its
+    order, a group not given taking none (an absent or empty list passes the flag as a
+    placeholder, never read)."""
+    bias_first = first + (allowed is not None)
+    stop_first = bias_first + 3 * (bias_ids is not None)
     batch = next(ids for ids in (allowed, bias_ids, stop) if ids is not None).size(0)
     if batch == 0:
         return
     allowed_arg, A = _ids_arg(allowed, flag)
     bias_arg, K = _ids_arg(bias_ids, flag)
     stop_arg, S = _ids_arg(stop, flag)
+    given = stop is not None
     kind = flag.device.type
     _logit_bias_guard_kernel[(batch,)](
-        flag, vocab, allowed_arg, A, bias_arg, bias_values.contiguous() if K else flag, K, stop_arg, S,
-        min_tokens.contiguous() if stop is not None else flag, output_len.contiguous() if stop is not None else flag,
-        *masks, HAS_ALLOWED=A > 0, HAS_BIAS=K > 0, HAS_STOP=stop is not None, BLOCK=GUARD_BLOCK[kind],
+        flag, first, bias_first, stop_first, vocab, allowed_arg, A, bias_arg, bias_values.contiguous() if K else flag, K, stop_arg, S,
+        min_tokens.contiguous() if given else flag, output_len.contiguous() if given else flag,
+        HAS_ALLOWED=allowed is not None, HAS_BIAS=bias_ids is not None, HAS_STOP=given, BLOCK=GUARD_BLOCK[kind],
         TILE=REPEAT_TILE[kind])
 
 

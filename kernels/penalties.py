@@ -255,19 +255,19 @@ def apply_penalties(logits: torch.Tensor, *, prompt_token_ids: torch.Tensor, out
     check_launchable(_penalties_kernel, logits)
     kind = logits.device.type
     params = (repetition_penalty, frequency_penalty, presence_penalty, vocab, flag)
+    if pairs_max_length is None:
+        pairs = length <= PAIRS_MAX_LENGTH[kind] and batch * length**2 <= PAIRS_MAX_WORK[kind]
+    else:
+        pairs = length <= pairs_max_length
     # The interpreter computes with numpy, which warns when l / r or l * r overflows to
     # +-inf (or the fp16 store does): that is the specified result, not an error.
     quiet = np.errstate(over="ignore") if is_interpreted(_penalties_kernel) else contextlib.nullcontext()
     with quiet:
-        if pairs_max_length is None:
-            pairs = length <= PAIRS_MAX_LENGTH[kind] and batch * length**2 <= PAIRS_MAX_WORK[kind]
-        else:
-            pairs = length <= pairs_max_length
-        if pairs:
+        if pairs:  # an empty list passes the logits as a placeholder (never read)
             block_j, block_i = PAIR_BLOCKS[kind]
             _penalties_pairs_kernel[(batch, triton.cdiv(length, block_j))](
-                logits, logits.stride(0), prompt_token_ids.contiguous() if prompt_len else flag_or(logits, flag),
-                prompt_len, output_token_ids.contiguous() if output_len else flag_or(logits, flag), output_len,
+                logits, logits.stride(0), prompt_token_ids.contiguous() if prompt_len else logits, prompt_len,
+                output_token_ids.contiguous() if output_len else logits, output_len,
                 *params, GUARDED=flag is not None, BLOCK_J=block_j, BLOCK_I=block_i)
         else:
             tokens, counts = first_occurrences(prompt_token_ids, output_token_ids, vocab)
@@ -275,8 +275,3 @@ def apply_penalties(logits: torch.Tensor, *, prompt_token_ids: torch.Tensor, out
             _penalties_kernel[(batch, triton.cdiv(length, block))](
                 logits, logits.stride(0), tokens, counts, length, *params, GUARDED=flag is not None, BLOCK=block)
     return logits
-
-
-def flag_or(logits: torch.Tensor, flag: torch.Tensor | None) -> torch.Tensor:
-    """A placeholder tensor for an empty list argument (never read)."""
-    return flag if flag is not None else logits

@@ -27,7 +27,7 @@ Two kinds of checks:
 
 import torch
 
-from samplecheck.kernels.guard import PAD_ID, ValueGuard, id_check, range_check  # noqa: F401
+from samplecheck.kernels.guard import PAD_ID, ValueGuard, range_check  # noqa: F401
 from samplecheck.kernels.value_modes import (MODE_ENV, MODES, raise_pending, unchecked_values,  # noqa: F401
                                              value_check_mode, value_checks, values_checked)
 
@@ -155,16 +155,6 @@ def token_ids_describer(name: str, ids: torch.Tensor, vocab: int, ignored: tuple
             also = "".join(f", {i}" for i in ignored)
             raise ValueError(f"{name} must hold token ids in [0, {vocab}) or -1 (padding){also}; got {int(ids[~ok][0])}")
     return describe
-
-
-def check_token_ids(guard: ValueGuard, name: str, ids: torch.Tensor, logits: torch.Tensor, *, dims: int = 2,
-                    ignored: tuple[int, ...] = ()) -> None:
-    """`check_id_layout`, then the value check (added to `guard`): every entry is in [0, V),
-    -1 (PAD_ID), or the one id of `ignored` (an id the kernel documents as skipped, e.g. the
-    pad id V)."""
-    check_id_layout(name, ids, logits, dims=dims)
-    vocab = logits.size(1)
-    guard.check(name, token_ids_describer(name, ids, vocab, ignored), id_check(ids, vocab, ignored))
 
 
 def history(output_token_ids: torch.Tensor) -> torch.Tensor:
