@@ -14,7 +14,8 @@ samplecheck.inputs.layouts.LAYOUTS), `extra_memory` (a callable (logits, args) -
 may allocate beyond its inputs; undeclared: the record's bound, our kernel's), `accepts` (a
 callable case -> bool: the drawn cases it implements), `semantics` ({axis: value} along
 the axes of samplecheck.judging.semantics; undeclared: the strict defaults),
-`fixed_vocabs` (True: it compiles per vocabulary size, so only the fixed sizes are drawn) and
+`fixed_vocabs` (True: it compiles per vocabulary size, so only the fixed sizes are drawn; or a
+tuple of the sizes to draw) and
 `capturable` (True: a call captures in a CUDA graph and replays bitwise, checked by
 test_graph_replay on CUDA); undeclared
 devices, dtypes and layouts mean everything. Combos outside the declaration are skipped with
@@ -45,7 +46,7 @@ def backend_from_target(name: str, target: str) -> Backend:
     return Backend(name, target, devices=tuple(declared.get("devices", ("cpu", "cuda"))),
                    dtypes=declared.get("dtypes"), layouts=declared.get("layouts"),
                    extra_memory=declared.get("extra_memory"), accepts=declared.get("accepts"),
-                   semantics=dict(declared.get("semantics", {})), fixed_vocabs=bool(declared.get("fixed_vocabs")),
+                   semantics=dict(declared.get("semantics", {})), fixed_vocabs=_fixed_vocabs(declared.get("fixed_vocabs", False)),
                    capturable=bool(declared.get("capturable")), error_messages=False)
 
 
@@ -100,3 +101,13 @@ def mutant_backend(name: str) -> tuple[str, Backend]:
     mutant = MUTANTS[name]
     original = next(b for b in REGISTRY[mutant.kernel].backends if b.target == f"{mutant.module}:{mutant.entry}")
     return mutant.kernel, dataclasses.replace(original, name=f"mutant-{name}", target=f"samplecheck.kernels.mutants:{name}")
+
+
+def _fixed_vocabs(value) -> bool | tuple[int, ...]:
+    """A plug-in's `fixed_vocabs` declaration: a bool, or a tuple of positive vocab sizes."""
+    if isinstance(value, bool):
+        return value
+    sizes = tuple(value)
+    if not sizes or not all(isinstance(v, int) and v >= 1 for v in sizes):
+        raise ValueError(f"fixed_vocabs must be True, False or a non-empty tuple of vocab sizes >= 1, got {value!r}")
+    return sizes

@@ -74,8 +74,8 @@ class Backend:
     implementation departs from the record's strict default (e.g. its tie policy); each
     value swaps in that axis's oracle branch for this backend alone.
     `fixed_vocabs`: this implementation compiles one kernel per vocabulary size (a constexpr),
-    so its cases draw only the fixed real and adversarial sizes (a bounded set of compiles per
-    run) instead of random ones.
+    so its cases draw only fixed sizes (a bounded set of compiles per run) instead of random
+    ones: True for the real and adversarial sizes, or the tuple of sizes to draw.
     `capturable`: a call can be captured in a CUDA graph and replayed: it makes no host
     synchronisation, its result depends only on the values of its tensor arguments (which a
     replay reads from the captured buffers) and on its Python arguments (fixed at capture),
@@ -93,7 +93,7 @@ class Backend:
     extra_memory: Callable | None = None
     knobs: tuple[str, ...] = ()
     semantics: dict[str, str] = dataclasses.field(default_factory=dict, hash=False)
-    fixed_vocabs: bool = False
+    fixed_vocabs: bool | tuple[int, ...] = False
     capturable: bool = False
 
     def resolve(self) -> Callable:
@@ -138,13 +138,15 @@ def tensor_on(values, dtype):
 class RegressionExample:
     """A fixed case replayed (as a Hypothesis @example) in the combos it names, by the test
     templates in `tests` (default: the exact ones; sampling tests replay only the cases
-    meant for them)."""
+    meant for them), for the backends named in `backends` (default: every backend; a
+    finding's GPU-sized pin names the backends it pins)."""
 
     ref: str
     case: Any
     dtypes: tuple[torch.dtype, ...]
     layouts: tuple[str, ...]
     tests: tuple[str, ...] = EXACT_TESTS
+    backends: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -237,9 +239,14 @@ class KernelInfo:
         return self.reference(logits, args, self.semantics, self.tolerance[dtype or logits.dtype])
 
 
-def _at_fixed_vocabs(cases: Callable) -> Callable:
-    """`cases(budget)` drawing only the budget's fixed vocabulary sizes."""
-    return lambda budget: cases(dataclasses.replace(budget, random_vocabs=False))
+def fixed_vocabs_label(sizes: bool | tuple[int, ...]) -> str:
+    return "fixed vocab sizes only" if sizes is True else "vocab sizes " + ", ".join(map(str, sizes)) + " only"
+
+
+def _at_fixed_vocabs(cases: Callable, sizes: bool | tuple[int, ...]) -> Callable:
+    """`cases(budget)` drawing only fixed vocabulary sizes: `sizes`, or (True) the budget's."""
+    vocabs = None if sizes is True else tuple(sizes)
+    return lambda budget: cases(dataclasses.replace(budget, random_vocabs=False, vocabs=vocabs))
 
 
 @dataclass(frozen=True)
@@ -259,9 +266,10 @@ class Combo:
 
         info = declared_record(self.info, self.backend.semantics)
         if self.backend.fixed_vocabs:
-            info = dataclasses.replace(info, cases=_at_fixed_vocabs(info.cases),
+            sizes = self.backend.fixed_vocabs
+            info = dataclasses.replace(info, cases=_at_fixed_vocabs(info.cases, sizes),
                                        distribution_cases=info.distribution_cases and _at_fixed_vocabs(
-                                           info.distribution_cases))
+                                           info.distribution_cases, sizes))
         object.__setattr__(self, "info", info)
 
     @property
@@ -408,7 +416,7 @@ def declarations() -> list[str]:
             parts += ["own memory bound"] if b.extra_memory is not None else []
             parts += [f"cases: {(b.accepts.__doc__ or b.accepts.__name__).splitlines()[0]}"] if b.accepts else []
             parts += [f"knobs={','.join(b.knobs)}"] if b.knobs else []
-            parts += ["fixed vocab sizes only"] if b.fixed_vocabs else []
+            parts += [fixed_vocabs_label(b.fixed_vocabs)] if b.fixed_vocabs else []
             parts += ["CUDA-graph capturable"] if b.capturable else []
             parts += [f"semantics {describe(b.semantics)}"] if describe(b.semantics) else []
             parts += [m.reason for m in b.marks if m.kind == "skip" and m.test is None and m.dtype is None

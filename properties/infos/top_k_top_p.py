@@ -7,6 +7,7 @@ from samplecheck.backends.flashinfer import (SHORT_NUCLEUS, backend as flashinfe
 from samplecheck.families.errors import NAN, dtype_message, floats, ids, logits_errors, rejected, row_shape
 from samplecheck.families.masking import (MaskingInfo, TopKTopPCase, top_k_top_p_args, top_k_top_p_cases,
                                         top_k_top_p_distribution_cases, top_k_top_p_targets)
+from samplecheck.harness import catalog
 from samplecheck.harness.registry import (ALL_DTYPES, Oracle, RegressionExample, beyond_memory_bound, register,
                                           triton_and_torch)
 from samplecheck.inputs.off_encodings import TOP_K_TOP_P_OFF
@@ -41,6 +42,21 @@ FLAT_ROWS_32000 = LogitsRecipe(batch=7, vocab=32000, family="randn", scale=0.1, 
 # case the gate profile found on an H200 (2026-11-30).
 P_OFF_FLAT_ROWS = RegressionExample("F6: p off on nearly flat rows, V = 32000",
                                     TopKTopPCase(FLAT_ROWS_32000, None, None), dtypes=ALL_DTYPES, layouts=LAYOUTS)
+# F6 in the off-encoding property: the H200 gate's cases (2026-12-01, run 19) in which rows with
+# p = 1 lost their smallest probabilities (row 0's p is set to 1 there as well). Our kernels
+# passed the same cases there; the interpreter would take minutes on them, so only the
+# FlashInfer API they pin replays them.
+P_ONE_BESIDE_TOP_P = tuple(
+    RegressionExample(f"F6: p = 1 rows beside top-p rows, V = {recipe.vocab}", TopKTopPCase(recipe, None, p),
+                      dtypes=(dtype,), layouts=("contig",), tests=(catalog.OFF_ENCODINGS,),
+                      backends=("flashinfer_top_p_renorm_probs",))
+    for dtype, recipe, p in (
+        (torch.float32, LogitsRecipe(batch=700, vocab=11652, family="randn", scale=1.0, seed=799),
+         (1.0, 0.04789612404351583, 0.2284732343196399, 1e-06)),
+        (torch.bfloat16, LogitsRecipe(batch=7, vocab=202048, family="randn", scale=3.0, seed=704),
+         (0.4180338112394708, 0.8822142203493566, 1.0, 0.673935326741208)),
+        (torch.float16, LogitsRecipe(batch=89, vocab=65536, family="peaked", scale=0.1, seed=7724),
+         (1e-06, 1.0, 0.99, 1.0))))
 
 
 def top_k_top_p_scratch(logits, args):
@@ -77,7 +93,7 @@ TOP_K_TOP_P = register(MaskingInfo(
     tolerance={torch.float32: 1e-5, torch.bfloat16: 1e-5, torch.float16: 1e-5},
     semantics={"tie_policy": "keep_all_ties", "top_p_mass": "renormalised after top-k"},
     error_inputs=TOP_K_TOP_P_ERRORS,
-    examples=SEED_REGRESSIONS + (P_OFF_FLAT_ROWS,),
+    examples=SEED_REGRESSIONS + (P_OFF_FLAT_ROWS,) + P_ONE_BESIDE_TOP_P,
     targets=top_k_top_p_targets,
     extra_memory=top_k_top_p_scratch,
 ))

@@ -41,7 +41,8 @@ def draw_case(data, combo: Combo, strategy):
     accepts = combo.backend.accepts
     if isinstance(data, Replay):
         r = data.regression
-        assume(data.kernel == combo.info.name and combo.dtype in r.dtypes and combo.layout in r.layouts)
+        assume(data.kernel == combo.info.name and combo.dtype in r.dtypes and combo.layout in r.layouts
+               and (r.backends is None or combo.backend.name in r.backends))
         case = r.case
         assume(accepts is None or accepts(case))
     else:

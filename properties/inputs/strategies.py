@@ -22,12 +22,14 @@ EDGE_BATCHES = (1, 7, 8, 9, 1024)
 class Budget:
     """Caps per drawn example: batch * vocab <= max_elements, batch <= max_batch, and
     drawn vocab sizes (not the fixed real/adversarial ones) <= max_random_vocab; with
-    `random_vocabs` False only the fixed sizes are drawn (a backend that compiles per size)."""
+    `random_vocabs` False only the fixed sizes are drawn (a backend that compiles per size):
+    `vocabs` when given, else the real and adversarial ones."""
 
     max_elements: int
     max_batch: int
     max_random_vocab: int
     random_vocabs: bool = True
+    vocabs: tuple[int, ...] | None = None
 
 
 BUDGETS = {
@@ -37,7 +39,8 @@ BUDGETS = {
 
 
 def vocab_sizes(budget: Budget) -> st.SearchStrategy[int]:
-    fixed = st.sampled_from([v for v in REAL_VOCABS + ADVERSARIAL_VOCABS if v <= budget.max_elements])
+    sizes = REAL_VOCABS + ADVERSARIAL_VOCABS if budget.vocabs is None else budget.vocabs
+    fixed = st.sampled_from([v for v in sizes if v <= budget.max_elements])
     return st.one_of(fixed, st.integers(1, budget.max_random_vocab)) if budget.random_vocabs else fixed
 
 

@@ -1,5 +1,5 @@
-"""Deferred value checks (docs/validation.md) on the CPU, where they run as on a GPU when the
-mode is forced: a bad call writes nothing and its error comes from `raise_pending()` with the
+"""Deferred value checks (docs/validation.md) on the run's device (on the CPU they run as on a
+GPU when the mode is forced): a bad call writes nothing and its error comes from `raise_pending()` with the
 eager message; without `raise_pending()`, it comes from a later call once the flag pool holding
 it is shipped (after the pools turn over), with a message naming the parameter when the bad
 call is too far back to describe."""
@@ -24,31 +24,31 @@ def small_pools(monkeypatch):
     monkeypatch.setattr(value_modes, "_POOLS", {})
 
 
-def _call(values):
-    logits = torch.arange(8.0).reshape(2, 4)
+def _call(values, device):
+    logits = torch.arange(8.0, device=device).reshape(2, 4)
     before = logits.clone()
-    apply_temperature(logits, torch.tensor(values))
+    apply_temperature(logits, torch.tensor(values, device=device))
     return logits, before
 
 
-def test_raise_pending_raises_the_eager_message_and_nothing_changed(small_pools):
+def test_raise_pending_raises_the_eager_message_and_nothing_changed(small_pools, device):
     with value_checks("deferred"):
-        logits, before = _call(BAD)
+        logits, before = _call(BAD, device)
         assert torch.equal(logits, before)
         with pytest.raises(ValueError, match=r"temperature must be finite and >= 0 .*; got -1.0"):
             raise_pending()
         raise_pending()  # resolved once: nothing left to raise
-        logits, before = _call(GOOD)
+        logits, before = _call(GOOD, device)
         assert not torch.equal(logits, before)
 
 
-def test_a_later_call_raises_once_the_pools_turn_over(small_pools):
+def test_a_later_call_raises_once_the_pools_turn_over(small_pools, device):
     with value_checks("deferred"):
-        _call(BAD)
+        _call(BAD, device)
         for _ in range(value_modes.POOL_SLOTS - 1):  # fill the first pool
-            _call(GOOD)
+            _call(GOOD, device)
         # The next call ships the full pool; the one after the second pool fills resolves it.
         with pytest.raises(ValueError, match="value check of temperature failed in a deferred call"):
             for _ in range(2 * value_modes.POOL_SLOTS):
-                _call(GOOD)
+                _call(GOOD, device)
         raise_pending()

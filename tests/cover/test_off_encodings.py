@@ -3,18 +3,20 @@ other rows keep their drawn (mostly binding) values, matches the oracle: the row
 filter were absent, its batch mates as drawn (samplecheck.judging.off_rows). Drawn cases
 reach each encoding only by chance; here each one is tried on every example, for every
 record that lists them (`KernelInfo.off_encodings`, samplecheck.inputs.off_encodings), the
-sampler included. tests/quality/test_off_encodings_power.py measures what it catches."""
+sampler included; the records' regression examples meant for it are replayed first.
+tests/quality/test_off_encodings_power.py measures what it catches."""
 
 import pytest
 from hypothesis import given, strategies as st
 
-from samplecheck.inputs.drawing import draw_case
+from samplecheck.inputs.drawing import draw_case, with_regression_examples
 from samplecheck.judging.off_rows import check_off_encodings
 
 pytestmark = pytest.mark.interpreter
 
 
 @pytest.mark.matrix(layouts=("contig",), off_encodings=True)
+@with_regression_examples
 @given(data=st.data())
 def test_off_encodings(combo, device, budget, data):
     check_off_encodings(combo, draw_case(data, combo, off_cases(combo, budget)), device)

@@ -6,8 +6,12 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
+from hypothesis import given, settings
 
 from samplecheck.harness import plugins
+from samplecheck.harness.registry import REGISTRY, Backend, Combo
+from samplecheck.inputs.strategies import Budget
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "external_topk"
@@ -23,6 +27,31 @@ def test_backend_option_parses_and_reads_declared_support():
 def test_backend_option_rejects_malformed(text):
     with pytest.raises(ValueError, match="package.module:callable"):
         plugins.parse_backend_option(text)
+
+
+def test_fixed_vocabs_declaration_draws_only_the_declared_sizes(monkeypatch):
+    target = "samplecheck.kernels.top_k_top_p_torch:apply_top_k_top_p_torch"
+    monkeypatch.setattr(Backend.resolve(Backend("x", target)), "samplecheck", {"fixed_vocabs": (17, 8193)},
+                        raising=False)
+    backend = plugins.backend_from_target("declared", target)
+    combo = Combo(REGISTRY["top_k_top_p"], backend, torch.float32, "contig")
+    budget = Budget(max_elements=2**16, max_batch=4, max_random_vocab=2048)
+
+    @settings(max_examples=30, database=None)
+    @given(case=combo.info.cases(budget))
+    def vocab_is_declared(case):
+        assert case.logits.vocab in (17, 8193)
+
+    vocab_is_declared()
+
+
+@pytest.mark.parametrize("declared", [(), (0, 17), ("8192",)])
+def test_fixed_vocabs_declaration_rejects_malformed(monkeypatch, declared):
+    target = "samplecheck.kernels.top_k_top_p_torch:apply_top_k_top_p_torch"
+    monkeypatch.setattr(Backend.resolve(Backend("x", target)), "samplecheck", {"fixed_vocabs": declared},
+                        raising=False)
+    with pytest.raises(ValueError, match="fixed_vocabs must be True, False or a non-empty tuple"):
+        plugins.backend_from_target("declared", target)
 
 
 def test_unknown_mutant_is_rejected():
