@@ -4,7 +4,8 @@
 # the vLLM pack with its declarations. Done when the pristine copy shows no failure outside
 # the pinned findings (strict xfails) and every broken copy shows at least one failure.
 #   usage: SAMPLECHECK_VLLM_KERNELS=/path/to/vllm_kernels examples/broken_vllm/demo.sh [--device=cpu|cuda]
-# (PRISTINE_LOG=<log of the pack's gate run with -rf> reuses that run for the pristine copy.)
+# (PRISTINE_LOG=<log of the pack's gate run with -rf> reuses that run for the pristine copy;
+# ONLY=<bug name> runs that broken copy alone.)
 # On CPU (the plugin sets TRITON_INTERPRET=1 for --device=cpu) use the CPU profile and leave
 # the sampling tests out: PROFILE=ci EXTRA=--ignore=tests/cover/test_distribution.py ... --device=cpu
 set -u
@@ -35,6 +36,7 @@ fi
 if grep -q '^FAILED' "$WORK/pristine.log"; then status=1; echo "  the pristine copy fails:"; grep '^FAILED' "$WORK/pristine.log" | cut -c1-160; fi
 for bug in "${BUGS[@]}"; do
   IFS='|' read -r name file backend expr <<< "$bug"
+  [ -n "${ONLY:-}" ] && [ "$name" != "$ONLY" ] && continue
   copy="$WORK/$name/vllm_kernels"; mkdir -p "$copy"; cp -r "$PRISTINE"/. "$copy"
   sed -i "$expr" "$copy/$file"
   if cmp -s "$PRISTINE/$file" "$copy/$file"; then echo "$name: the edit did not apply"; status=1; continue; fi

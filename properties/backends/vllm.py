@@ -279,6 +279,11 @@ INT32_ROW_OFFSETS = Mark(
 NAN_ROW_ID = Mark(
     "xfail", "finding V5: MRV2 gumbel_sample returns id V (a masked padding lane of its last block) for an all-NaN "
     "row", test=catalog.NON_FINITE_NEVER_DRAWN, device="cuda")
+SKIPPED_TOP_P = ("finding V7: apply_top_k_top_p_triton's standalone top-p exponentiates against an estimated "
+                 "max (mean + 10 std of the first 8192 logits); a row whose max lies over ~88 from it (one dominant "
+                 "logit in a short row; a low temperature) gets sum 0 or inf, NaN probabilities, and no masking")
+TRITON_TOP_P_FINDINGS = tuple(Mark("xfail", SKIPPED_TOP_P, test=test)
+                              for test in (catalog.ORACLE_EQUIVALENCE, catalog.OFF_ENCODINGS))
 RANK_OF_NEG_INF = "finding V1: MRV2 _ranks_kernel counts its last block's masked lanes when the sampled logit is -inf"
 LOGPROBS_FINDINGS = (Mark("xfail", RANK_OF_NEG_INF, test=catalog.ORACLE_EQUIVALENCE),
                      Mark("xfail", RANK_OF_NEG_INF, test=catalog.ALL_NEG_INF_ROW))
@@ -317,7 +322,7 @@ PACK: tuple[tuple[str, Backend], ...] = (
     # Keeps every tie at the k-th, as V1's torch path does; its own duplicate handling means to
     # keep exactly k (finding V3, pinned in tests/cover/test_vllm_findings.py).
     ("top_k_top_p", _backend("vllm_v1_triton", "v1_triton_top_k_top_p", dtypes=(torch.float32,),
-                             fixed_vocabs=V1_TRITON_VOCABS,
+                             fixed_vocabs=V1_TRITON_VOCABS, marks=TRITON_TOP_P_FINDINGS,
                              semantics={"top_p_boundary": "pivot_search"})),
     ("top_k_top_p", _backend("vllm_v1_torch", "v1_torch_top_k_top_p", triton=False, dtypes=(torch.float32,),
                              marks=(Mark("skip", P_ONE_MASKED, test=catalog.OFF_ENCODINGS),), semantics=TORCH_PATH)),

@@ -58,6 +58,15 @@ P_ONE_BESIDE_TOP_P = tuple(
         (torch.float16, LogitsRecipe(batch=89, vocab=65536, family="peaked", scale=0.1, seed=7724),
          (1e-06, 1.0, 0.99, 1.0))))
 
+# Finding V7 (the vLLM pack): vLLM's Triton top-p alone keeps every id of these rows (one logit
+# about 128 above fifteen of scale 10; CPU interpreter and H200 alike, 2026-12-01).
+DOMINANT_ROWS_17 = RegressionExample("V7: top-p alone on rows with one dominant logit, V = 17",
+                                     TopKTopPCase(LogitsRecipe(batch=7, vocab=17, family="peaked", scale=10.0, seed=0),
+                                                  None, (0.5,)),
+                                     dtypes=(torch.float32,), layouts=LAYOUTS,
+                                     tests=(catalog.ORACLE_EQUIVALENCE, catalog.OFF_ENCODINGS),
+                                     backends=("vllm_v1_triton",))
+
 
 def top_k_top_p_scratch(logits, args):
     """The Triton kernel's per-call candidate scratch: [B, CAP] fp32."""
@@ -93,7 +102,7 @@ TOP_K_TOP_P = register(MaskingInfo(
     tolerance={torch.float32: 1e-5, torch.bfloat16: 1e-5, torch.float16: 1e-5},
     semantics={"tie_policy": "keep_all_ties", "top_p_mass": "renormalised after top-k"},
     error_inputs=TOP_K_TOP_P_ERRORS,
-    examples=SEED_REGRESSIONS + (P_OFF_FLAT_ROWS,) + P_ONE_BESIDE_TOP_P,
+    examples=SEED_REGRESSIONS + (P_OFF_FLAT_ROWS, DOMINANT_ROWS_17) + P_ONE_BESIDE_TOP_P,
     targets=top_k_top_p_targets,
     extra_memory=top_k_top_p_scratch,
 ))

@@ -14,7 +14,7 @@ restricting cases to the parameters the API implements.
 
 import torch
 
-from samplecheck.backends.flashinfer import (EXACT_K_TIES, HALF_SOFTMAX, HALF_SOFTMAX_SEMANTICS, MISALIGNED_SOFTMAX,
+from samplecheck.backends.flashinfer import (EXACT_K_TIES, HALF_SOFTMAX, HALF_SOFTMAX_TOP_K_FIRST, MISALIGNED_SOFTMAX,
                                             UNREPEATABLE_HALF,
                                             backend as flashinfer_backend, contiguity_marks, no_filter,
                                             not_both_in_a_row, top_k_only, top_p_only)
@@ -28,23 +28,20 @@ from samplecheck.inputs.recipes import LogitsRecipe
 
 TORCH_SORTS = beyond_memory_bound("the PyTorch path sorts full rows and makes fp32 copies of [B, V] (by design)")
 
-# Findings F3 (contiguity), F4 + F10 (the law of a bf16 softmax), F8 (repeatability) and F11 (the
-# fast path's exact-k ties) as strict xfails, F7 (layout) as a skip: docs/findings.md. The
-# from-logits APIs take their softmax in the logits' dtype (FlashInfer documents float32 input):
-# declared as compute_dtype=logits_dtype, which widens their top-p band by 2 eps(dtype).
-HALF = HALF_SOFTMAX_SEMANTICS
-FLASHINFER_SAMPLERS = (  # name, adapter, accepts, marks, declared semantics
+# Findings F3 (contiguity), F4 (bf16/fp16 softmax), F8 (repeatability) and F11 (the fast path's
+# exact-k ties) as strict xfails, F7 (layout) as a skip: docs/findings.md.
+FLASHINFER_SAMPLERS = (
     ("flashinfer_logits_top_k_first", "top_k_top_p_sampling_from_logits_top_k_first", None,
-     contiguity_marks(memory=True) + HALF_SOFTMAX, HALF),
+     contiguity_marks(memory=True) + HALF_SOFTMAX_TOP_K_FIRST),
     ("flashinfer_logits_top_k_first_bounded", "top_k_top_p_sampling_from_logits_top_k_first_bounded", None,
-     contiguity_marks(memory=True) + HALF_SOFTMAX + EXACT_K_TIES, HALF),
+     contiguity_marks(memory=True) + HALF_SOFTMAX_TOP_K_FIRST + EXACT_K_TIES),
     ("flashinfer_logits_joint", "top_k_top_p_sampling_from_logits_joint", not_both_in_a_row,
-     HALF_SOFTMAX + MISALIGNED_SOFTMAX, HALF),
-    ("flashinfer_probs_top_k_first", "top_k_top_p_sampling_from_probs_top_k_first", None, UNREPEATABLE_HALF, {}),
-    ("flashinfer_probs_joint", "top_k_top_p_sampling_from_probs_joint", not_both_in_a_row, (), {}),
-    ("flashinfer_top_p_probs", "top_p_sampling_from_probs", top_p_only, (), {}),
-    ("flashinfer_top_k_probs", "top_k_sampling_from_probs", top_k_only, (), {}),
-    ("flashinfer_logits", "sampling_from_logits", no_filter, contiguity_marks((torch.float32,)), {}),
+     HALF_SOFTMAX + MISALIGNED_SOFTMAX),
+    ("flashinfer_probs_top_k_first", "top_k_top_p_sampling_from_probs_top_k_first", None, UNREPEATABLE_HALF),
+    ("flashinfer_probs_joint", "top_k_top_p_sampling_from_probs_joint", not_both_in_a_row, ()),
+    ("flashinfer_top_p_probs", "top_p_sampling_from_probs", top_p_only, ()),
+    ("flashinfer_top_k_probs", "top_k_sampling_from_probs", top_k_only, ()),
+    ("flashinfer_logits", "sampling_from_logits", no_filter, contiguity_marks((torch.float32,))),
 )
 
 # Finding F4 pinned for every profile: rows with one dominant token (about 99.9% and 99% of
@@ -78,8 +75,7 @@ EXACT_K_TIES_ROWS = (
 # probabilities ~3e-5 and ~1.5e-4 being subnormal or near it), and the sampler draws among
 # those ties. The cases are the gate profile's failing examples on an H200 (2026-11-30),
 # decoded from their Hypothesis blobs (bf16) or printed (fp16: each from-logits order failed
-# on one of the two). The from-logits backends declare that compute dtype, and these cases
-# show the declaration's band absorbs what it explains.
+# on one of the two).
 TIES_TESTS = (catalog.ORACLE_EQUIVALENCE, catalog.OFF_ENCODINGS)
 HALF_SOFTMAX_TIES = (
     RegressionExample("F4: a bf16 softmax ties the maximum at tiny p, V = 128256",
@@ -107,8 +103,8 @@ TOP_K_TOP_P_SAMPLE = register(sampler_of(
                 marks=(TORCH_SORTS, TORCH_CPU_DISTRIBUTION)),
     # The bounded call reads the batch's largest k back to the host (`top_k_max`): not capturable.
     ) + tuple(flashinfer_backend(name, function, accepts=accepts, marks=marks, topk=name.endswith("_bounded"),
-                                 capturable=not name.endswith("_bounded"), semantics=semantics)
-              for name, function, accepts, marks, semantics in FLASHINFER_SAMPLERS),
+                                 capturable=not name.endswith("_bounded"))
+              for name, function, accepts, marks in FLASHINFER_SAMPLERS),
     # Unlike the masking record's, rows without any filter are sampled too: their law is the
     # full softmax, a test of the sampler itself.
     distribution_cases=lambda budget: top_k_top_p_cases(budget, max_vocab=DISTRIBUTION_MAX_VOCAB),

@@ -1,5 +1,5 @@
 """Minimal regression cases of the defects the vLLM pack found in vLLM's kernels
-(docs/findings.md, V1 to V5; V6, int32 row offsets, is pinned by test_large_offsets' marks),
+(docs/findings.md, V1 to V5 and V7; V6, int32 row offsets, is pinned by test_large_offsets' marks),
 each a strict xfail that turns red when vLLM fixes it.
 Each states our contract on a hand-sized input and calls the pack's adapter; skipped
 without a vLLM source (samplecheck.backends.vllm_source)."""
@@ -71,3 +71,14 @@ def test_v5_all_nan_row_samples_an_id_in_the_vocabulary(device):
     ids = vllm.mrv2_gumbel_sample(logits, seeds=torch.tensor([1], device=device),
                                   positions=torch.tensor([11], device=device))
     assert 0 <= int(ids[0]) < 200
+
+
+@pytest.mark.xfail(strict=True, reason=vllm.SKIPPED_TOP_P)
+def test_v7_triton_top_p_alone_masks_a_row_with_one_dominant_logit(device):
+    """One logit 100 above sixteen zeros, p = 0.5: the nucleus is that id alone (vLLM keeps all 17:
+    its max estimate, mean + 10 std = 241, puts every exp below fp32's range)."""
+    logits = torch.zeros(1, 17, device=device)
+    logits[0, 3] = 100.0
+    out = vllm.v1_triton_top_k_top_p(logits, None, torch.tensor([0.5], device=device))
+    assert (out[0] > NEG_INF).nonzero().flatten().tolist() == [3]
+
