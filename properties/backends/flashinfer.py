@@ -472,12 +472,9 @@ F11 = ("F11: top_k_top_p_sampling_from_logits' top_k_first fast path (top_k_max 
 EXACT_K_TIES = (Mark("xfail", F11, test=catalog.DISTRIBUTION, dtype=torch.float32, layout="contig"),)
 # F4 is not the compute_dtype=logits_dtype convention: declared so (H200 run 20), both orders still
 # drew ids outside that axis' widened top-p band, at tiny p and at p = 0.5 (docs/findings.md).
-HALF_SOFTMAX = (Mark("xfail", f"{F4}. {F10}", test=catalog.DISTRIBUTION, dtype=torch.bfloat16),
-                Mark("xfail", F4, test=catalog.ORACLE_EQUIVALENCE, dtype=torch.bfloat16),
-                Mark("xfail", F4, test=catalog.ORACLE_EQUIVALENCE, dtype=torch.float16),
-                Mark("xfail", F4, test=catalog.OFF_ENCODINGS, dtype=torch.bfloat16))
-# The top_k_first order also fails the off-encoding property's fp16 regression example.
-HALF_SOFTMAX_TOP_K_FIRST = HALF_SOFTMAX + (Mark("xfail", F4, test=catalog.OFF_ENCODINGS, dtype=torch.float16),)
+HALF_SOFTMAX = (Mark("xfail", f"{F4}. {F10}", test=catalog.DISTRIBUTION, dtype=torch.bfloat16),) + tuple(
+    Mark("xfail", F4, test=test, dtype=dtype)
+    for test in (catalog.ORACLE_EQUIVALENCE, catalog.OFF_ENCODINGS) for dtype in (torch.bfloat16, torch.float16))
 F7 = ("F7: the joint order of top_k_top_p_sampling_from_logits takes torch.softmax of the view as given, and "
       "torch rounds a misaligned (storage offset 5) row differently from an aligned one, so an id at a CDF "
       "boundary can move to its neighbour (42858 vs 42857); layout invariance is not in FlashInfer's contract")

@@ -14,7 +14,7 @@ restricting cases to the parameters the API implements.
 
 import torch
 
-from samplecheck.backends.flashinfer import (EXACT_K_TIES, HALF_SOFTMAX, HALF_SOFTMAX_TOP_K_FIRST, MISALIGNED_SOFTMAX,
+from samplecheck.backends.flashinfer import (EXACT_K_TIES, HALF_SOFTMAX, MISALIGNED_SOFTMAX,
                                             UNREPEATABLE_HALF,
                                             backend as flashinfer_backend, contiguity_marks, no_filter,
                                             not_both_in_a_row, top_k_only, top_p_only)
@@ -32,9 +32,9 @@ TORCH_SORTS = beyond_memory_bound("the PyTorch path sorts full rows and makes fp
 # exact-k ties) as strict xfails, F7 (layout) as a skip: docs/findings.md.
 FLASHINFER_SAMPLERS = (
     ("flashinfer_logits_top_k_first", "top_k_top_p_sampling_from_logits_top_k_first", None,
-     contiguity_marks(memory=True) + HALF_SOFTMAX_TOP_K_FIRST),
+     contiguity_marks(memory=True) + HALF_SOFTMAX),
     ("flashinfer_logits_top_k_first_bounded", "top_k_top_p_sampling_from_logits_top_k_first_bounded", None,
-     contiguity_marks(memory=True) + HALF_SOFTMAX_TOP_K_FIRST + EXACT_K_TIES),
+     contiguity_marks(memory=True) + HALF_SOFTMAX + EXACT_K_TIES),
     ("flashinfer_logits_joint", "top_k_top_p_sampling_from_logits_joint", not_both_in_a_row,
      HALF_SOFTMAX + MISALIGNED_SOFTMAX),
     ("flashinfer_probs_top_k_first", "top_k_top_p_sampling_from_probs_top_k_first", None, UNREPEATABLE_HALF),
