@@ -14,13 +14,15 @@
 #      and exact-distribution tests of our backends with fresh Hypothesis seeds, ${CONCURRENT:-1}
 #      at a time), then a nightly piece and its report;
 #   6: the vLLM pack under the gate profile (vLLM's kernels from .carry/vllm_kernels, a copy of
-#      ../shared/external/vllm_kernels), the broken-copy demonstration (examples/broken_vllm),
-#      then the suite of our own backends under the gate profile;
+#      ../shared/external/vllm_kernels), the V1 Triton top-k/top-p layout probe, the broken-copy
+#      demonstration (examples/broken_vllm), then the suite of our own backends (gate profile);
 #   7: the benchmark table (python -m bench.kernels: bench.md, bench.json) and compute-sanitizer
 #      over one call of each kernel (scripts/sanitize.sh: sanitize.txt, logs in sanitize-logs.tgz).
 # FlashInfer comes from .carry/ when present (../shared/device/flashinfer-carry.sh).
 # The device tool brings back at most 8 files: for several steps in one call, give each its
-# own OUT and tar them (run 5 lost the gate's suite log that way).
+# own OUT and tar them (run 5 lost the gate's suite log that way). Every pytest runs with -v:
+# pytest writes its failure summary at the end, so a run stopped by its time limit lost the
+# names of its failures (runs 18 and 20); -v's per-test lines survive the stop.
 set -uo pipefail
 OUT=${OUT:-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
@@ -36,7 +38,7 @@ start=$(date +%s)
 case "${STEP:-1}" in
 1)
   CUDA_VISIBLE_DEVICES=0 OUT="$OUT" timeout -s INT -k 20 "${GATE_LIMIT:-420}" bash scripts/gate.sh \
-    -n "${GATE_WORKERS:-16}" --durations=30 -rfE --tb=short > "$OUT/gate.log" 2>&1
+    -n "${GATE_WORKERS:-16}" -v --durations=30 -rfE --tb=short > "$OUT/gate.log" 2>&1
   echo "gate (1 GPU, ${GATE_WORKERS:-16} workers) exit $? wall $(( $(date +%s) - start )) s" >> "$OUT/gpu.txt"
   timeout 60 python -m samplecheck.probes.flashinfer_top_p > "$OUT/top-p-probe.md" 2>&1
   echo "top-p probe exit $?" >> "$OUT/gpu.txt" ;;
@@ -48,7 +50,7 @@ case "${STEP:-1}" in
     sampler=$!; t0=$(date +%s); TRITON_CACHE_DIR=$(mktemp -d)  # both runs compile from scratch
     if [ $gpus = one ]; then visible=0 workers=${GATE_WORKERS:-16}; else visible=$(seq -s, 0 $(( $(nvidia-smi -L | wc -l) - 1 ))) workers=auto; fi
     CUDA_VISIBLE_DEVICES=$visible timeout -s INT -k 20 "${SUITE_LIMIT:-300}" python -m pytest -n $workers -p no:cacheprovider \
-      --device=cuda --hypothesis-profile="${PROFILE:-gate}" tests/cover -q -rfE --tb=short --junitxml="$OUT/suite-$gpus.xml" \
+      --device=cuda --hypothesis-profile="${PROFILE:-gate}" tests/cover -v -rfE --tb=short --junitxml="$OUT/suite-$gpus.xml" \
       > "$OUT/suite-$gpus.log" 2>&1
     rc=$?; kill $sampler
     echo "suite ${PROFILE:-gate} on GPUs $visible (-n $workers) exit $rc wall $(( $(date +%s) - t0 )) s; $(tail -1 "$OUT/suite-$gpus.log")" >> "$OUT/gpu.txt"
@@ -61,7 +63,7 @@ case "${STEP:-1}" in
   echo "behaviour exit $?" >> "$OUT/gpu.txt" ;;
 4)
   timeout 240 python -m pytest tests/cover/test_bad_inputs.py tests/cover/test_unchecked_values.py \
-    tests/cover/test_error_inputs.py -n 16 -p no:cacheprovider --device=cuda -q -rfE > "$OUT/bad-inputs.log" 2>&1
+    tests/cover/test_error_inputs.py -n 16 -p no:cacheprovider --device=cuda -v -rfE > "$OUT/bad-inputs.log" 2>&1
   echo "bad-input tests exit $? ($(tail -1 "$OUT/bad-inputs.log"))" >> "$OUT/gpu.txt"
   timeout 120 samplecheck badinputs --device cuda > "$OUT/badinputs.md" 2>&1
   echo "badinputs exit $?" >> "$OUT/gpu.txt"
@@ -85,16 +87,18 @@ case "${STEP:-1}" in
 6)
   export SAMPLECHECK_VLLM_KERNELS=$PWD/.carry/vllm_kernels
   timeout -s INT -k 20 "${PACK_LIMIT:-330}" python -m pytest tests/cover --ignore=tests/cover/test_plugins.py \
-    --backend-only -n 16 -p no:cacheprovider --device=cuda --hypothesis-profile=gate -rfEx --tb=short \
+    --backend-only -n 16 -v -p no:cacheprovider --device=cuda --hypothesis-profile=gate -rfEx --tb=short \
     --durations=20 --junitxml="$OUT/vllm-pack.xml" > "$OUT/vllm-pack.log" 2>&1
   echo "vLLM pack exit $? wall $(( $(date +%s) - start )) s; $(tail -1 "$OUT/vllm-pack.log")" >> "$OUT/gpu.txt"
+  timeout 90 python -m samplecheck.probes.vllm_triton_layouts > "$OUT/vllm-layouts-probe.md" 2>&1
+  echo "layout probe exit $?" >> "$OUT/gpu.txt"
   PRISTINE_LOG=$OUT/vllm-pack.log WORKERS=16 timeout "${DEMO_LIMIT:-200}" bash examples/broken_vllm/demo.sh --device=cuda \
     > "$OUT/broken-vllm.txt" 2>&1
   echo "broken-copy demo exit $?" >> "$OUT/gpu.txt"
   # our own backends under the gate profile, for the record beside the pack
   t0=$(date +%s); unset SAMPLECHECK_VLLM_KERNELS
   timeout -s INT -k 20 "${SUITE_LIMIT:-200}" python -m pytest tests/cover -n 16 -p no:cacheprovider --device=cuda \
-    --hypothesis-profile=gate -q -rfE --tb=short > "$OUT/suite.log" 2>&1
+    --hypothesis-profile=gate -v -rfE --tb=short > "$OUT/suite.log" 2>&1
   echo "suite (our backends, gate) exit $? wall $(( $(date +%s) - t0 )) s; $(tail -1 "$OUT/suite.log")" >> "$OUT/gpu.txt" ;;
 7)
   timeout 300 python -m bench.kernels --out "$OUT/bench.md" --json "$OUT/bench.json" > "$OUT/bench.log" 2>&1

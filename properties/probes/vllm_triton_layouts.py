@@ -10,7 +10,10 @@ generator), the same values are masked five times: contiguous after `reset_buffe
 the per-vocabulary scratch buffer left from the calls before, and contiguous after a call on
 other rows of the same vocabulary size (a stale buffer). Prints a markdown table: the rows whose
 kept set differs from the reference in each call. Differences only after a reset-free call
-point at the cached buffer; differences right after a reset point at the layout.
+point at the cached buffer; differences right after a reset point at the layout. For each row
+that differs after a reset, a second table gives each layout's kept count and its entries
+outside the declared oracle (`top_p_boundary=pivot_search`, the record's fp32 band): zero in
+both layouts means a convention (the reduction order), more means a defect.
 
 Then top-p alone (p = 0.5) on rows with one dominant token whose other probabilities underflow
 in fp32 (peaked rows of scale 10, V = 17 and 65537): the ids kept per row, against the one
@@ -22,8 +25,10 @@ import itertools
 import torch
 
 from samplecheck.backends import vllm_source as src
+from samplecheck.infos.top_k_top_p import TOP_K_TOP_P
 from samplecheck.inputs.layouts import place
 from samplecheck.inputs.recipes import LogitsRecipe, materialize
+from samplecheck.oracles.top_k_top_p import top_k_top_p_declared_reference
 
 VOCABS = (65537, 32000, 8193)
 BATCHES = (91, 200)
@@ -47,9 +52,25 @@ def _kept(module, values, layout, k, p, reset):
     return torch.isfinite(out)
 
 
+BAND = TOP_K_TOP_P.tolerance[torch.float32]
+
+
+def _outside_oracle(case, rows, contiguous, padded, oracle) -> list[str]:
+    """Per row: each layout's kept count and its entries outside the oracle (kept where the
+    oracle masks or masked where it keeps, ambiguous entries aside)."""
+    lines = []
+    for row in rows:
+        sure = ~oracle.ambiguous[row]
+        cells = [f"{int(kept[row].sum())}, {int(((kept[row] != oracle.kept[row]) & sure).sum())}"
+                 for kept in (contiguous, padded)]
+        lines.append(f"| {case} | {row} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def main() -> None:
     module = src.module("v1_topk_topp_triton")
     device = torch.device("cuda")
+    outside = []
     print("| V | B | family | seed | rows differing: padded after reset | contig again | padded again "
           "| contig after other rows |")
     print("|---|---|---|---|---|---|---|---|")
@@ -66,6 +87,14 @@ def main() -> None:
         diffs = [(kept != reference).any(dim=-1).nonzero().flatten().tolist() for kept in cells]
         print(f"| {vocab} | {batch} | {family} | {seed} | " + " | ".join(
             f"{len(d)} {d[:4]}" if d else "0" for d in diffs) + " |")
+        if diffs[0]:
+            oracle = top_k_top_p_declared_reference(values, k, p, top_p_boundary="pivot_search", band=BAND)
+            outside.extend(_outside_oracle((vocab, batch, family, seed), diffs[0], reference, cells[0], oracle))
+    print()
+    print("| case (V, B, family, seed) | row | contiguous: kept, outside the oracle | padded: kept, outside the oracle |")
+    print("|---|---|---|---|")
+    for line in outside:
+        print(line)
 
     print()
     print("| V | top-p alone, p = 0.5, peaked rows of scale 10: ids kept per row (nucleus: 1) |")
