@@ -290,12 +290,44 @@ def _pipeline_cases(draw, ops: dict, budget: Budget) -> PipelineCase:
     strategies = {name: ops[name].cases(budget) for name in ("logit_bias", "penalties", "bad_words", "min_p",
                                                              "top_k_top_p")}
     strategies["temperature"] = ops["temperature"].cases(budget, extremes=False)
-    # A pair of ops on for sure (or none): every pair gets cases where both can bind.
+    # A pair of ops on for sure (or none), each drawn where it binds (`_binding`; top-k and
+    # top-p both, since their order interacts too): every pair gets cases where both bind. In
+    # half of those cases the rows are made bindable too: at most half -inf, and neither flat nor
+    # peaked (one dominant token is the whole nucleus of every filter).
+    # The other ops are on in a quarter of the focus cases' draws (half without a focus), so
+    # that the pair is often the only thing binding.
     focus = draw(st.sampled_from(((),) + OP_PAIRS), label="ops on together")
+    maybe = (lambda s: st.none() | st.none() | st.none() | s) if focus else (lambda s: st.none() | s)
     chosen = tuple((name, case) for name, strategy in strategies.items()
-                   if (case := draw(strategy if name in focus else st.none() | strategy, label=name)) is not None)
+                   if (case := draw(_binding(name, strategy) if name in focus else maybe(strategy),
+                                    label=name)) is not None)
+    if focus and draw(st.booleans(), label="bindable rows"):
+        recipe = replace(recipe, family="randn" if recipe.family in ("flat", "peaked") else recipe.family,
+                         neg_inf_fraction=min(recipe.neg_inf_fraction, 0.5))
     return PipelineCase(recipe, chosen, draw(ops["gumbel_sample"].cases(budget), label="sampling"),
                         draw(st.sampled_from(NUM_LOGPROBS)), draw(st.sampled_from(LOGPROBS_MODES)))
+
+
+# A focus op's per-row values where it binds: on in every row and away from the edges where it
+# is a no-op or leaves one token (k in [2, V - 1], p in [0.2, 0.95], min_p in [2**-7, 0.5],
+# T in [0.25, 4] but not 1).
+# The ops whose drawn cases bind whenever they are on (ids, biases, penalties) are not listed.
+BINDING_VALUES = {
+    "top_k_top_p": lambda vocab: {"k": st.integers(2, max(vocab - 1, 2)), "p": st.floats(0.2, 0.95)},
+    "min_p": lambda vocab: {"min_p": st.floats(2**-7, 0.5, width=32)},
+    "temperature": lambda vocab: {"temperature": st.floats(0.25, 4.0, width=32).filter(lambda t: t != 1.0)},
+}
+
+
+@st.composite
+def _binding(draw, name: str, strategy):
+    """A case of op `name` (from `strategy`) with its per-row pools redrawn from BINDING_VALUES."""
+    case = draw(strategy)
+    values = BINDING_VALUES.get(name)
+    if values is None:
+        return case
+    return replace(case, **{field: draw(st.lists(v, min_size=1, max_size=4).map(tuple), label=f"{name} {field}")
+                            for field, v in values(case.logits.vocab).items()})
 
 
 def batch(**fields):
