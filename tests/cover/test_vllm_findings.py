@@ -82,3 +82,13 @@ def test_v7_triton_top_p_alone_masks_a_row_with_one_dominant_logit(device):
     out = vllm.v1_triton_top_k_top_p(logits, None, torch.tensor([0.5], device=device))
     assert (out[0] > NEG_INF).nonzero().flatten().tolist() == [3]
 
+
+@pytest.mark.xfail(strict=True, reason=vllm.SKIPPED_TOP_P)
+def test_v7_triton_top_p_alone_masks_a_low_temperature_row(device):
+    """A row of 8192 standard normal logits with one at 15, divided by T = 0.05: that token holds
+    all the mass, so p = 0.9 keeps it alone (vLLM keeps all 8192: exp(300 - ~200) overflows)."""
+    logits = torch.randn(1, 8192, generator=torch.Generator().manual_seed(0)).to(device)
+    logits[0, 5] = 15.0
+    out = vllm.v1_triton_top_k_top_p(logits / 0.05, None, torch.tensor([0.9], device=device))
+    assert (out[0] > NEG_INF).nonzero().flatten().tolist() == [5]
+
