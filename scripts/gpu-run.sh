@@ -29,6 +29,12 @@ export PYTHONUNBUFFERED=1
 [ -f .carry/flashinfer-env.sh ] && source .carry/flashinfer-env.sh
 # The checkout installed as `samplecheck` into the machine's Python (its CUDA torch and triton stay).
 python -m pip install -q --no-deps --no-build-isolation -e . || exit 1
+# pytest-reportlog, when its wheel is carried (.carry/pytest_reportlog-*.whl: `pip download
+# pytest-reportlog --no-deps -d .carry`): `$(report_log F)` makes a pytest run append one JSON
+# line per finished test to F, so durations survive a time-limit stop (python scripts/slowest.py F).
+REPORT_LOG=; ls .carry/pytest_reportlog-*.whl > /dev/null 2>&1 \
+  && python -m pip install -q --no-deps .carry/pytest_reportlog-*.whl && REPORT_LOG=1
+report_log() { [ -n "$REPORT_LOG" ] && echo "--report-log=$1"; }
 export TRITON_CACHE_DIR; TRITON_CACHE_DIR=$(mktemp -d)
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   python -c 'import torch, triton, hypothesis, scipy; print("torch", torch.__version__, "triton", triton.__version__, "hypothesis", hypothesis.__version__, "scipy", scipy.__version__, "GPUs", torch.cuda.device_count())'
@@ -38,7 +44,7 @@ start=$(date +%s)
 case "${STEP:-1}" in
 1)
   CUDA_VISIBLE_DEVICES=0 OUT="$OUT" timeout -s INT -k 20 "${GATE_LIMIT:-420}" bash scripts/gate.sh \
-    -n "${GATE_WORKERS:-16}" -v --durations=30 -rfE --tb=short > "$OUT/gate.log" 2>&1
+    -n "${GATE_WORKERS:-16}" -v --durations=30 -rfE --tb=short $(report_log "$OUT/gate-report.jsonl") > "$OUT/gate.log" 2>&1
   echo "gate (1 GPU, ${GATE_WORKERS:-16} workers) exit $? wall $(( $(date +%s) - start )) s" >> "$OUT/gpu.txt"
   timeout 60 python -m samplecheck.probes.flashinfer_top_p > "$OUT/top-p-probe.md" 2>&1
   echo "top-p probe exit $?" >> "$OUT/gpu.txt" ;;
@@ -88,8 +94,9 @@ case "${STEP:-1}" in
   export SAMPLECHECK_VLLM_KERNELS=$PWD/.carry/vllm_kernels
   timeout -s INT -k 20 "${PACK_LIMIT:-330}" python -m pytest tests/cover --ignore=tests/cover/test_plugins.py \
     --backend-only -n 16 -v -p no:cacheprovider --device=cuda --hypothesis-profile=gate -rfEx --tb=short \
-    --durations=20 --junitxml="$OUT/vllm-pack.xml" > "$OUT/vllm-pack.log" 2>&1
+    --durations=20 --junitxml="$OUT/vllm-pack.xml" $(report_log "$OUT/vllm-pack-report.jsonl") > "$OUT/vllm-pack.log" 2>&1
   echo "vLLM pack exit $? wall $(( $(date +%s) - start )) s; $(tail -1 "$OUT/vllm-pack.log")" >> "$OUT/gpu.txt"
+  [ -f "$OUT/vllm-pack-report.jsonl" ] && python scripts/slowest.py "$OUT/vllm-pack-report.jsonl" > "$OUT/vllm-pack-slowest.md"
   timeout 90 python -m samplecheck.probes.vllm_triton_layouts > "$OUT/vllm-layouts-probe.md" 2>&1
   echo "layout probe exit $?" >> "$OUT/gpu.txt"
   PRISTINE_LOG=$OUT/vllm-pack.log WORKERS=16 timeout "${DEMO_LIMIT:-200}" bash examples/broken_vllm/demo.sh --device=cuda \
