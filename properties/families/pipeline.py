@@ -308,14 +308,17 @@ def _pipeline_cases(draw, ops: dict, budget: Budget) -> PipelineCase:
                         draw(st.sampled_from(NUM_LOGPROBS)), draw(st.sampled_from(LOGPROBS_MODES)))
 
 
-# A focus op's per-row values where it binds: on in every row and away from the edges where it
-# is a no-op or leaves one token (k in [2, V - 1], p in [0.2, 0.95], min_p in [2**-7, 0.5],
+# A focus op's per-row values where it binds: away from the edges where it is a no-op or
+# leaves one token (k in [2, V - 1], p in [0.2, 0.95], min_p in [2**-7, 0.5],
 # T in [0.25, 4] but not 1).
 # The ops whose drawn cases bind whenever they are on (ids, biases, penalties) are not listed.
+# Each field: (its binding values, its off value); half of the pools also hold the off value at
+# a drawn place, so some rows keep the op off (rows that other properties, off encodings among
+# them, need: a filter binding in every row hides what an off row would show).
 BINDING_VALUES = {
-    "top_k_top_p": lambda vocab: {"k": st.integers(2, max(vocab - 1, 2)), "p": st.floats(0.2, 0.95)},
-    "min_p": lambda vocab: {"min_p": st.floats(2**-7, 0.5, width=32)},
-    "temperature": lambda vocab: {"temperature": st.floats(0.25, 4.0, width=32).filter(lambda t: t != 1.0)},
+    "top_k_top_p": lambda vocab: {"k": (st.integers(2, max(vocab - 1, 2)), 0), "p": (st.floats(0.2, 0.95), 1.0)},
+    "min_p": lambda vocab: {"min_p": (st.floats(2**-7, 0.5, width=32), 0.0)},
+    "temperature": lambda vocab: {"temperature": (st.floats(0.25, 4.0, width=32).filter(lambda t: t != 1.0), 1.0)},
 }
 
 
@@ -326,8 +329,14 @@ def _binding(draw, name: str, strategy):
     values = BINDING_VALUES.get(name)
     if values is None:
         return case
-    return replace(case, **{field: draw(st.lists(v, min_size=1, max_size=4).map(tuple), label=f"{name} {field}")
-                            for field, v in values(case.logits.vocab).items()})
+    pools = {}
+    for field, (binding, off) in values(case.logits.vocab).items():
+        pool = tuple(draw(st.lists(binding, min_size=1, max_size=3), label=f"{name} {field}"))
+        if draw(st.booleans(), label=f"{name} {field} off in some rows"):
+            at = draw(st.integers(0, len(pool)), label=f"{name} {field} off at")
+            pool = pool[:at] + (off,) + pool[at:]
+        pools[field] = pool
+    return replace(case, **pools)
 
 
 def batch(**fields):
