@@ -37,11 +37,11 @@ LOGPROBS_REGRESSIONS = (
                                    ("tie", "max", "min", 0.5)),
                       dtypes=ALL_DTYPES, layouts=LAYOUTS),
     # Whole vocab over three gather steps with half the entries -inf, sampled at a -inf id
-    # (logprob -inf, rank V).
+    # (logprob -inf, rank V); in every layout, where it also pins finding V1 (the vLLM pack).
     RegressionExample("edges: num_logprobs -1 over 3 gather steps, -inf sampled",
                       LogprobsCase(LogitsRecipe(batch=3, vocab=2053, family="randn", scale=3.0,
                                                 neg_inf_fraction=0.5, seed=22), -1, ("neg_inf", "max", 0.25)),
-                      dtypes=ALL_DTYPES, layouts=("contig", "stride+37")),
+                      dtypes=ALL_DTYPES, layouts=LAYOUTS),
     # One dominant token per row, about 120 above the rest (scale 10), past the first
     # 1024-entry block in every row: a max taken from the first block only leaves exp(l - m)
     # 98 and 107 above it in rows 0 and 1, which overflows fp32 (e^88.7).
