@@ -470,8 +470,8 @@ F11 = ("F11: top_k_top_p_sampling_from_logits' top_k_first fast path (top_k_max 
        "exactly k of the values tied at the k-th (256 of 300 tied ids drawn, where the plain call draws all "
        "300) and draws from another random stream")
 EXACT_K_TIES = (Mark("xfail", F11, test=catalog.DISTRIBUTION, dtype=torch.float32, layout="contig"),)
-# F4 is not the compute_dtype=logits_dtype convention: declared so (H200 run 20), both orders still
-# drew ids outside that axis' widened top-p band, at tiny p and at p = 0.5 (docs/findings.md).
+# F4 is a finding, not the compute_dtype=logits_dtype convention: both orders draw ids outside
+# that axis' widened top-p band, at tiny p and at p = 0.5 (docs/findings.md, F4).
 HALF_SOFTMAX = (Mark("xfail", f"{F4}. {F10}", test=catalog.DISTRIBUTION, dtype=torch.bfloat16),) + tuple(
     Mark("xfail", F4, test=test, dtype=dtype)
     for test in (catalog.ORACLE_EQUIVALENCE, catalog.OFF_ENCODINGS) for dtype in (torch.bfloat16, torch.float16))

@@ -29,11 +29,17 @@ def test_backend_option_rejects_malformed(text):
         plugins.parse_backend_option(text)
 
 
+DECLARED_TARGET = "samplecheck.kernels.top_k_top_p_torch:apply_top_k_top_p_torch"
+
+
+def _declaring(monkeypatch, declaration: dict) -> None:
+    """DECLARED_TARGET's callable carries `declaration` for this test."""
+    monkeypatch.setattr(Backend("x", DECLARED_TARGET).resolve(), "samplecheck", declaration, raising=False)
+
+
 def test_fixed_vocabs_declaration_draws_only_the_declared_sizes(monkeypatch):
-    target = "samplecheck.kernels.top_k_top_p_torch:apply_top_k_top_p_torch"
-    monkeypatch.setattr(Backend.resolve(Backend("x", target)), "samplecheck", {"fixed_vocabs": (17, 8193)},
-                        raising=False)
-    backend = plugins.backend_from_target("declared", target)
+    _declaring(monkeypatch, {"fixed_vocabs": (17, 8193)})
+    backend = plugins.backend_from_target("declared", DECLARED_TARGET)
     combo = Combo(REGISTRY["top_k_top_p"], backend, torch.float32, "contig")
     budget = Budget(max_elements=2**16, max_batch=4, max_random_vocab=2048)
 
@@ -47,11 +53,9 @@ def test_fixed_vocabs_declaration_draws_only_the_declared_sizes(monkeypatch):
 
 @pytest.mark.parametrize("declared", [(), (0, 17), ("8192",)])
 def test_fixed_vocabs_declaration_rejects_malformed(monkeypatch, declared):
-    target = "samplecheck.kernels.top_k_top_p_torch:apply_top_k_top_p_torch"
-    monkeypatch.setattr(Backend.resolve(Backend("x", target)), "samplecheck", {"fixed_vocabs": declared},
-                        raising=False)
+    _declaring(monkeypatch, {"fixed_vocabs": declared})
     with pytest.raises(ValueError, match="fixed_vocabs must be True, False or a non-empty tuple"):
-        plugins.backend_from_target("declared", target)
+        plugins.backend_from_target("declared", DECLARED_TARGET)
 
 
 def test_unknown_mutant_is_rejected():
