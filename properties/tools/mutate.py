@@ -26,7 +26,7 @@ from pathlib import Path
 
 from samplecheck.kernels import mutants as machinery
 from samplecheck.kernels.runtime import resolve_device
-from samplecheck.tools.killtable import hunt
+from samplecheck.tools.killtable import Hunt, hunt
 from samplecheck.tools.mutation import report
 from samplecheck.tools.mutation.generate import generate, importable, targets
 from samplecheck.tools.mutation.operators import ALL
@@ -75,6 +75,8 @@ def main(argv=None) -> int:
     parser.add_argument("--profile", default=None, help="Hypothesis profile (default: ci on CPU, gate on CUDA)")
     parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 1), help="mutants hunted at once")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per mutant; beyond it the mutant counts as a hang (killed)")
+    parser.add_argument("--budget", type=float, default=None,
+                        help="wall seconds for the whole hunt: mutants not finished within it are 'not run' (unscored)")
     parser.add_argument("--tests", nargs="+", default=None, help="test files or node ids instead of the fast suite")
     parser.add_argument("--dispositions", type=Path, default=DISPOSITIONS)
     parser.add_argument("--out", type=Path, default=Path("mutation"))
@@ -102,12 +104,27 @@ def main(argv=None) -> int:
     os.environ[machinery.GENERATED_ENV] = str(generated.resolve())
     device = resolve_device(args.device)
     profile = args.profile or ("gate" if device == "cuda" else "ci")
+    deadline = None if args.budget is None else start + args.budget
     with ThreadPoolExecutor(args.workers) as pool:
-        hunts = list(pool.map(lambda m: hunt(m.name, device, profile, args.timeout, args.tests), mutants))
+        hunts = list(pool.map(lambda m: _hunt_within(m.name, device, profile, args, deadline), mutants))
     results = [report.result(m, h) for m, h in zip(mutants, hunts)]
     header = (f"Mutation analysis on {device}, profile {profile}: {len(mutants)} mutants, "
               f"{time.monotonic() - start:.0f} s wall, {args.workers} hunted at once")
     return _write(args.out, results, dispositions, "# " + header, failures)
+
+
+def _hunt_within(name: str, device: str, profile: str, args, deadline: float | None) -> Hunt:
+    """`hunt` with the per-mutant timeout, cut to what is left of the budget; a hunt the budget
+    cut short is 'not run' (a hang counts as killed only when it outran --timeout itself)."""
+    left = args.timeout if deadline is None else deadline - time.monotonic()
+    if left <= 0:
+        return Hunt(name, False, False, None, 0.0, "not run: --budget spent before it started")
+    if left >= args.timeout:
+        return hunt(name, device, profile, args.timeout, args.tests)
+    result = hunt(name, device, profile, left, args.tests)
+    if result.killer is not None and result.killer.startswith("timeout"):
+        return Hunt(name, False, False, None, result.seconds, "not run: --budget spent while it ran")
+    return result
 
 
 def _write(out: Path, results: list[dict], dispositions: dict, header: str, failures: list[str]) -> int:

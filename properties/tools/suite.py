@@ -26,13 +26,15 @@ def default_profile(device: str) -> str:
 def pytest_command(device: str, pytest_args: list[str], *, profile: str | None = None,
                    workers: str = "auto", folder: str = "cover") -> list[str]:
     """`python -m pytest` over the installed suite with samplecheck's defaults; `pytest_args`
-    come last, so they override the device, the profile and the selection."""
+    come last, so they override the device, the profile and the selection. Workers steal
+    queued tests from each other (`--dist worksteal`): one long test (a large kernel's first
+    compile) holds its own worker only, not the tests queued behind it."""
     command = [sys.executable, "-m", "pytest", str(suite_path(folder)), "-p", "no:cacheprovider",
                f"--device={device}"]
     if not any(a.startswith("--hypothesis-profile") for a in pytest_args):
         command.append(f"--hypothesis-profile={profile or default_profile(device)}")
     if workers != "0":
-        command += ["-n", workers]
+        command += ["-n", workers, "--dist", "worksteal"]
     return command + pytest_args
 
 

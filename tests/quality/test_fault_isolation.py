@@ -70,8 +70,9 @@ def xdist():
     pytest.importorskip("xdist")
 
 
-def test_fault_fails_its_own_test_and_the_worker_is_replaced(tmp_path):
-    out = run(tmp_path, "-n", "1")
+@pytest.mark.parametrize("dist", ["load", "worksteal"])  # worksteal: `samplecheck test`'s scheduling
+def test_fault_fails_its_own_test_and_the_worker_is_replaced(tmp_path, dist):
+    out = run(tmp_path, "-n", "1", "--dist", dist)
     assert "1 failed, 4 passed" in out, out
     assert "FAILED test_stand_in.py::test_faulting_kernel" in out, out
     assert "kernel fault: this test left the CUDA context poisoned" in out, out
