@@ -51,15 +51,17 @@ class Hunt:
 
 
 def hunt(name: str, device: str, profile: str, timeout: float = 1800, tests: list[str] | None = None) -> Hunt:
-    """Run the fast suite (or the test files or node ids `tests`) against mutant `name`
-    alone, stopping at the first failure."""
+    """Run the fast suite's tests of the mutant (or those among the test files or node ids
+    `tests`: `-k mutant` keeps the tests parametrized with it) against mutant `name` alone,
+    stopping at the first failure. Only a failed test of the mutant kills it: any other
+    failure makes the hunt an error, never a kill."""
     if device not in MUTANTS[name].devices:
         return Hunt(name, False, False, None, 0.0, f"changes behaviour only on {', '.join(MUTANTS[name].devices)}")
     cover = suite_path()
     rest = sorted(f.name for f in cover.glob("test_*.py") if f.name not in FIRST)
     selection = tests or [str(cover / f) for f in FIRST + tuple(rest)]
     command = [sys.executable, "-m", "pytest", *selection, f"--mutant={name}", f"--device={device}", f"--hypothesis-profile={profile}",
-               "-x", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
+               "-k", "mutant", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
     start = time.monotonic()
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
@@ -68,7 +70,7 @@ def hunt(name: str, device: str, profile: str, timeout: float = 1800, tests: lis
         return Hunt(name, True, True, f"timeout ({timeout:.0f} s)", time.monotonic() - start, output[-3000:])
     seconds = time.monotonic() - start
     failed = [line.split()[1] for line in result.stdout.splitlines() if line.startswith("FAILED ")]
-    killer = failed[0] if result.returncode == 1 and failed else None
+    killer = next((test for test in failed if f"mutant-{name}" in test), None) if result.returncode == 1 else None
     if result.returncode < 0:
         killer = f"crash (signal {-result.returncode})"
     return Hunt(name, True, killer is not None, killer, seconds,

@@ -10,7 +10,7 @@ import torch
 from hypothesis import given, settings
 
 from samplecheck.harness import plugins
-from samplecheck.harness.registry import REGISTRY, Backend, Combo
+from samplecheck.harness.registry import RECORDS, Backend, Combo
 from samplecheck.inputs.strategies import Budget
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +40,7 @@ def _declaring(monkeypatch, declaration: dict) -> None:
 def test_fixed_vocabs_declaration_draws_only_the_declared_sizes(monkeypatch):
     _declaring(monkeypatch, {"fixed_vocabs": (17, 8193)})
     backend = plugins.backend_from_target("declared", DECLARED_TARGET)
-    combo = Combo(REGISTRY["top_k_top_p"], backend, torch.float32, "contig")
+    combo = Combo(RECORDS["top_k_top_p"], backend, torch.float32, "contig")
     budget = Budget(max_elements=2**16, max_batch=4, max_random_vocab=2048)
 
     @settings(max_examples=30, database=None)

@@ -1,5 +1,5 @@
 """Minimal regression cases of the defects the vLLM pack found in vLLM's kernels
-(docs/findings.md, V1 to V5, V7 and V8; V6, int32 row offsets, is pinned by test_large_offsets' marks),
+(docs/findings.md, V1 to V5 and V7 to V9; V6, int32 row offsets, is pinned by test_large_offsets' marks),
 each a strict xfail that turns red when vLLM fixes it.
 Each states our contract on a hand-sized input and calls the pack's adapter; skipped
 without a vLLM source (samplecheck.backends.vllm_source)."""
@@ -13,6 +13,7 @@ from samplecheck.backends import vllm, vllm_source
 from samplecheck.harness.registry import RECORDS, Combo
 from samplecheck.harness.runner import prepare, reference, run
 from samplecheck.infos.logit_bias import BIG_ALLOWLIST
+from samplecheck.judging.memory import peak_extra_bytes
 
 pytestmark = [pytest.mark.interpreter,
               pytest.mark.skipif(vllm_source.unavailable() is not None,
@@ -121,3 +122,15 @@ def test_v8_whole_vocab_logprobs_compile_once_for_every_vocab(device):
         vllm.mrv2_logprobs(logits, sampled=torch.tensor([0, vocab - 1], device=device), num_logprobs=-1)
         counts.append(compiled())
     assert counts[-1] == counts[0], f"compiled kernels after each vocab: {counts}"
+
+
+@pytest.mark.gpu
+@pytest.mark.xfail(strict=True, reason=vllm.STRIDED_COPY)
+def test_v9_top_logprobs_of_a_padded_vocab_copy_no_logits(device):
+    """opt-125m's logits as vLLM slices them: [8, 50272] bf16 of a [8, 50304] buffer; the top 5
+    logprobs need O(B n) memory, less than one [B, V] copy of the logits (vLLM copies them)."""
+    logits = torch.randn(8, 50304, device=device).to(torch.bfloat16)[:, :50272]
+    sampled = torch.tensor([0, 1, 2, 3, 4, 5, 6, 50271], device=device)
+    vllm.mrv2_logprobs(logits, sampled=sampled, num_logprobs=5)  # compile outside the measurement
+    _, extra = peak_extra_bytes(lambda: vllm.mrv2_logprobs(logits, sampled=sampled, num_logprobs=5))
+    assert extra < logits.numel() * logits.element_size(), f"{extra} bytes beyond the inputs"
