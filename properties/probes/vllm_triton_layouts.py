@@ -1,6 +1,6 @@
 """Whether vLLM's Triton top-k/top-p (`apply_top_k_top_p_triton`) depends on the row layout or
-on the calls before it (the pack's open lead in docs/findings.md: a row left unmasked in the
-padded layout whose contiguous copy was masked):
+on the calls before it (the pack's layout lead in docs/findings-vllm.md, classified there from
+this probe's output: a row whose padded and contiguous kept sets differ):
 
     SAMPLECHECK_VLLM_KERNELS=../shared/external/vllm_kernels python -m samplecheck.probes.vllm_triton_layouts
 
@@ -17,7 +17,7 @@ both layouts means a convention (the reduction order), more means a defect.
 
 Then top-p alone (p = 0.5) on rows with one dominant token whose other probabilities underflow
 in fp32 (peaked rows of scale 10, V = 17 and 65537): the ids kept per row, against the one
-the nucleus holds (an open lead from the CPU interpreter, where every id is kept).
+the nucleus holds (finding V7: vLLM keeps every id of the V = 17 rows).
 """
 
 import itertools

@@ -1,5 +1,5 @@
 """Minimal regression cases of the defects the vLLM pack found in vLLM's kernels
-(docs/findings.md, V1 to V5 and V7 to V9; V6, int32 row offsets, is pinned by test_large_offsets' marks),
+(docs/findings-vllm.md, V1 to V5 and V7 to V9; V6, int32 row offsets, is pinned by test_large_offsets' marks),
 each a strict xfail that turns red when vLLM fixes it.
 Each states our contract on a hand-sized input and calls the pack's adapter; skipped
 without a vLLM source (samplecheck.backends.vllm_source)."""
