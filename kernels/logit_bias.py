@@ -180,8 +180,7 @@ def _logit_bias_guard_kernel(flag_ptr, allowed_first, bias_first, stop_first, V,
     if HAS_ALLOWED:
         failed |= tl.where(list_has_bad_id(allowed_ptr + row * A, A, V, -1, BLOCK), 1, 0) << allowed_first
     if HAS_BIAS:
-        bias = tl.zeros([], dtype=tl.int32)
-        bias |= tl.where(list_has_bad_id(bias_ids_ptr + row * K, K, V, -1, BLOCK), 1, 0)
+        bias = tl.where(list_has_bad_id(bias_ids_ptr + row * K, K, V, -1, BLOCK), 1, 0)
         bad_values = tl.zeros([], dtype=tl.int32)
         for start in range(0, K, BLOCK):
             k = start + tl.arange(0, BLOCK)
@@ -192,8 +191,7 @@ def _logit_bias_guard_kernel(flag_ptr, allowed_first, bias_first, stop_first, V,
         bias |= tl.where(_any_repeat(bias_ids_ptr + row * K, K, TILE), 4, 0)
         failed |= bias << bias_first
     if HAS_STOP:
-        stop = tl.zeros([], dtype=tl.int32)
-        stop |= tl.where(list_has_bad_id(stop_ptr + row * S, S, V, -1, BLOCK), 1, 0)
+        stop = tl.where(list_has_bad_id(stop_ptr + row * S, S, V, -1, BLOCK), 1, 0)
         stop |= tl.where(tl.load(min_tokens_ptr + row) < 0, 2, 0)
         stop |= tl.where(tl.load(output_len_ptr + row) < 0, 4, 0)
         failed |= stop << stop_first
