@@ -2,7 +2,7 @@
 in an environment where samplecheck is installed.
 
 It provides the options (`--device`, `--stat-alpha`, `--mutant`, `--backend`, `--backend-only`),
-the fixtures (`device`, `stat_alpha`, `budget`), the Hypothesis profiles, the markers and the
+the fixtures (`device`, `stat_alpha`, `rare_draws`, `budget`), the Hypothesis profiles, the markers and the
 parametrization of samplecheck's property tests (`samplecheck.tests`, run with
 `samplecheck test` or `pytest --pyargs samplecheck.tests.cover`) over the registry.
 
@@ -24,13 +24,13 @@ import sys
 import pytest
 
 from samplecheck.harness import results
-from samplecheck.harness.profiles import ALPHA, NIGHTLY, register_profiles
+from samplecheck.harness.profiles import ALPHA, NIGHTLY, RARE_DRAWS, register_profiles
 from samplecheck.harness.seeds import SEED
 
 register_profiles()
 
 MARKERS = (
-    "matrix(kernel=None, dtypes=None, layouts=None, sampled=False, output_law=False, knob=None, "
+    "matrix(kernel=None, dtypes=None, layouts=None, sampled=False, own_sampler=False, output_law=False, knob=None, "
     "off_encodings=False, capturable=False): "
     "restricts the registry matrix of a generic test",
     "interpreter: runs under the Triton CPU interpreter too (select with -m interpreter)",
@@ -125,6 +125,11 @@ def device(pytestconfig):
 @pytest.fixture(scope="session")
 def stat_alpha(pytestconfig) -> float:
     return pytestconfig.getoption("--stat-alpha") or ALPHA[_profile(pytestconfig)]
+
+
+@pytest.fixture(scope="session")
+def rare_draws(pytestconfig) -> int:
+    return RARE_DRAWS[_profile(pytestconfig)]
 
 
 @pytest.fixture(scope="session")

@@ -23,6 +23,9 @@ EXAMPLE_DB_ENV = "SAMPLECHECK_EXAMPLE_DB"
 NIGHTLY_EXAMPLES_ENV = "SAMPLECHECK_NIGHTLY_EXAMPLES"
 # Statistical tests' per-test false-alarm rate by profile (override with --stat-alpha).
 ALPHA = {"dev": 1e-6, "ci": 1e-6, "gate": 1e-6, NIGHTLY: 1e-8}
+# Draws per example of the rare-events property (tests/cover/test_rare_events.py; its power per
+# rate: docs/nightly.md), by profile.
+RARE_DRAWS = {"dev": 2**14, "ci": 2**12, "gate": 2**20, NIGHTLY: 2**24}
 NO_SHRINK = tuple(phase for phase in Phase if phase not in (Phase.shrink, Phase.explain))
 
 _COMMON = dict(

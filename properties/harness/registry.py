@@ -327,11 +327,12 @@ def _validate_semantics(kernel: str, backend: Backend) -> None:
 
 
 def combos(test: str, device: str, *, kernel=None, dtypes=None, layouts=None, sampled=False,
-           output_law=False, knob=None, off_encodings=False, capturable=False) -> list:
+           own_sampler=False, output_law=False, knob=None, off_encodings=False, capturable=False) -> list:
     """pytest params for `test` over every registered combo, with skips/xfails as marks.
 
     kernel/dtypes/layouts restrict the matrix (kernel: one record, for kernel-specific
-    tests); sampled=True keeps only kernels with `distribution_cases`; output_law=True only
+    tests); sampled=True keeps only kernels with `distribution_cases`; own_sampler=True only
+    samplers that draw their own ids (`sample`); output_law=True only
     those with a law that their output shows without sampling: kernels with no own sampler
     (the output's softmax) and samplers with an `induced_law`; knob=NAME only the backends
     that declare that launch knob; off_encodings=True only records that list off encodings;
@@ -342,6 +343,8 @@ def combos(test: str, device: str, *, kernel=None, dtypes=None, layouts=None, sa
         if kernel is not None and info.name != kernel:
             continue
         if sampled and info.distribution_cases is None:
+            continue
+        if own_sampler and info.sample is None:
             continue
         if output_law and (info.law is None or info.sample is not None and info.induced_law is None):
             continue
