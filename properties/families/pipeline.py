@@ -308,13 +308,10 @@ def _pipeline_cases(draw, ops: dict, budget: Budget) -> PipelineCase:
                         draw(st.sampled_from(NUM_LOGPROBS)), draw(st.sampled_from(LOGPROBS_MODES)))
 
 
-# A focus op's per-row values where it binds: away from the edges where it is a no-op or
-# leaves one token (k in [2, V - 1], p in [0.2, 0.95], min_p in [2**-7, 0.5],
-# T in [0.25, 4] but not 1).
-# The ops whose drawn cases bind whenever they are on (ids, biases, penalties) are not listed.
-# Each field: (its binding values, its off value); half of the pools also hold the off value at
-# a drawn place, so some rows keep the op off (rows that other properties, off encodings among
-# them, need: a filter binding in every row hides what an off row would show).
+# A focus op's per-row values where it binds, away from the edges where it is a no-op or
+# leaves one token; per field: (binding values, off value). Half of the pools also hold the off
+# value at a drawn place: an off row beside binding rows is what the off-encoding property
+# needs. Ops that bind whenever they are on (ids, biases, penalties) are not listed.
 BINDING_VALUES = {
     "top_k_top_p": lambda vocab: {"k": (st.integers(2, max(vocab - 1, 2)), 0), "p": (st.floats(0.2, 0.95), 1.0)},
     "min_p": lambda vocab: {"min_p": (st.floats(2**-7, 0.5, width=32), 0.0)},
