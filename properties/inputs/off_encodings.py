@@ -81,11 +81,13 @@ class OffEncoding(RowValue):
     size minus one): a defect that misreads the off value as `near` is the synthetic fault
     tests/quality injects. `arms`: the parameters it acts with, at values that make it act
     (created with their own fill where the case leaves them out); `acts_with`: those kept as
-    drawn in the row where it alone decides."""
+    drawn in the row where it alone decides. `added`: False for a parameter that constrains
+    one it acts with, so that it cannot be added beside that one as drawn."""
 
     near: float | int | str = 0
     arms: tuple[RowValue, ...] = ()
     acts_with: tuple[str, ...] = ()
+    added: bool = True
 
     @property
     def label(self) -> str:
@@ -108,7 +110,8 @@ class OffEncoding(RowValue):
         """A copy of `args` where this encoding alone decides `row`: every parameter of
         `others` (one off encoding per parameter of the record) off in that row where the case
         gives it, but those this one acts with; its arms at their values; the parameter off
-        (where the case leaves it out: its fill, else off, in the other rows). Lists written
+        (where the case leaves it out and it can be `added`: its fill, else off, in the other
+        rows). Lists written
         here hold at least one entry. None when the parameter cannot be given (`apply`)."""
         kept = {self.param, *self.acts_with, *(arm.param for arm in self.arms)}
         for other in others:
@@ -117,7 +120,7 @@ class OffEncoding(RowValue):
         for arm in self.arms:
             args = arm.set_row(args, row, batch, vocab, device, fill=arm.fill if add_missing else None,
                                widen=True) or args
-        fill = (self.value if self.fill is None else self.fill) if add_missing else None
+        fill = (self.value if self.fill is None else self.fill) if add_missing and self.added else None
         return self.set_row(args, row, batch, vocab, device, fill=fill, widen=True)
 
     def renamed(self, param: str, within: str) -> "OffEncoding":
@@ -131,10 +134,10 @@ def _resolve(value, vocab: int):
     return {"V": vocab, "V+1": vocab + 1, "V-1": vocab - 1}[value] if isinstance(value, str) else value
 
 
-def ids_off(param: str, *, dims: tuple[int, ...] = (1,), arms: tuple = (), acts_with: tuple = ()) -> OffEncoding:
+def ids_off(param: str, *, dims: tuple[int, ...] = (1,), **fields) -> OffEncoding:
     """An id-list parameter whose row of -1 padding is the empty list (off); the fault reads
     the padding as id 0."""
-    return OffEncoding(param, PAD, dtype=torch.int64, dims=dims, near=0, arms=arms, acts_with=acts_with)
+    return OffEncoding(param, PAD, dtype=torch.int64, dims=dims, near=0, **fields)
 
 
 def ids_armed(param: str) -> RowValue:
@@ -172,4 +175,6 @@ LOGIT_BIAS_OFF = (
     ids_off("logit_bias_ids", arms=(RowValue("logit_bias_values", 1.0, fill=float("nan"), dims=(1,)),)),
     ids_off("stop_token_ids", arms=(count("min_tokens", 1), count("output_len", 0))),
     OffEncoding("min_tokens", 0, dtype=torch.int64, near=1, arms=(ids_armed("stop_token_ids"), count("output_len", 0))))
-BAD_WORDS_OFF = (ids_off("bad_words", dims=(1, 1), acts_with=("output_token_ids",)), OUTPUT_HISTORY_OFF)
+# Bad words act on the output history as drawn, whose ids they restrict to [0, V) (the
+# penalties also take V, an ignored entry): they are judged only where the case gives them.
+BAD_WORDS_OFF = (ids_off("bad_words", dims=(1, 1), acts_with=("output_token_ids",), added=False), OUTPUT_HISTORY_OFF)

@@ -43,13 +43,13 @@ def distinct_values(combo, case, original: torch.Tensor, device) -> torch.Tensor
 
 
 def calls(off, original, distinct, args, device, record, add_missing) -> list[tuple[str, torch.Tensor, dict]]:
-    """The calls that judge `off`: (what, logits, arguments). The row as drawn and the row
-    alone (its values from `distinct`) share one call when a third row keeps its drawn values
-    and parameters; otherwise each gets a call, in the first row."""
+    """The calls that judge `off`: (what, logits, arguments). The row as drawn (the first of
+    `off_rows`) and the row alone (the second, its values from `distinct`) share one call; a
+    batch of one row gets a call for each."""
     batch, vocab = original.shape
     rows = off_rows(original)
     drawn = off.apply(args, rows[0], batch, vocab, device, add_missing=add_missing)
-    if drawn is not None and batch >= 3:
+    if drawn is not None and batch >= 2:
         return [(f"in row {rows[0]} (as drawn) and row {rows[1]} (alone) of {batch}", _with_row(original, distinct, rows[1]),
                  off.alone(drawn, rows[1], batch, vocab, device, record, add_missing=add_missing))]
     alone = off.alone(args, rows[0], batch, vocab, device, record, add_missing=add_missing)
