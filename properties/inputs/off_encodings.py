@@ -47,7 +47,7 @@ class RowValue:
 
     def read(self, args: dict) -> torch.Tensor | None:
         """The parameter's tensor in `args` (None when left out)."""
-        return getattr(args[self.within], self.param) if self.within else args.get(self.param)
+        return _read(args, self.param, self.within)
 
     def written(self, args: dict, value: torch.Tensor) -> dict:
         """A copy of `args` with the parameter set to `value`."""
@@ -82,7 +82,7 @@ class OffEncoding(RowValue):
     tests/quality injects. `arms`: the parameters it acts with, at values that make it act
     (created with their own fill where the case leaves them out); `acts_with`: those kept as
     drawn in the row where it alone decides. `added`: False for a parameter that constrains
-    one it acts with, so that it cannot be added beside that one as drawn."""
+    those it acts with: added only where the case leaves them out too."""
 
     near: float | int | str = 0
     arms: tuple[RowValue, ...] = ()
@@ -110,7 +110,7 @@ class OffEncoding(RowValue):
         """A copy of `args` where this encoding alone decides `row`: every parameter of
         `others` (one off encoding per parameter of the record) off in that row where the case
         gives it, but those this one acts with; its arms at their values; the parameter off
-        (where the case leaves it out and it can be `added`: its fill, else off, in the other
+        (where the case leaves it out and it can be added: its fill, else off, in the other
         rows). Lists written
         here hold at least one entry. None when the parameter cannot be given (`apply`)."""
         kept = {self.param, *self.acts_with, *(arm.param for arm in self.arms)}
@@ -120,7 +120,8 @@ class OffEncoding(RowValue):
         for arm in self.arms:
             args = arm.set_row(args, row, batch, vocab, device, fill=arm.fill if add_missing else None,
                                widen=True) or args
-        fill = (self.value if self.fill is None else self.fill) if add_missing and self.added else None
+        addable = add_missing and (self.added or all(_read(args, name, self.within) is None for name in self.acts_with))
+        fill = (self.value if self.fill is None else self.fill) if addable else None
         return self.set_row(args, row, batch, vocab, device, fill=fill, widen=True)
 
     def renamed(self, param: str, within: str) -> "OffEncoding":
@@ -128,6 +129,10 @@ class OffEncoding(RowValue):
         arms and `acts_with` keep their names there)."""
         return dataclasses.replace(self, param=param, within=within,
                                    arms=tuple(dataclasses.replace(arm, within=within) for arm in self.arms))
+
+
+def _read(args: dict, param: str, within: str | None) -> torch.Tensor | None:
+    return getattr(args[within], param) if within else args.get(param)
 
 
 def _resolve(value, vocab: int):
@@ -176,5 +181,5 @@ LOGIT_BIAS_OFF = (
     ids_off("stop_token_ids", arms=(count("min_tokens", 1), count("output_len", 0))),
     OffEncoding("min_tokens", 0, dtype=torch.int64, near=1, arms=(ids_armed("stop_token_ids"), count("output_len", 0))))
 # Bad words act on the output history as drawn, whose ids they restrict to [0, V) (the
-# penalties also take V, an ignored entry): they are judged only where the case gives them.
+# penalties also take V, an ignored entry): added only where the case gives no history.
 BAD_WORDS_OFF = (ids_off("bad_words", dims=(1, 1), acts_with=("output_token_ids",), added=False), OUTPUT_HISTORY_OFF)
