@@ -55,18 +55,18 @@ class RowValue:
             return {**args, self.within: dataclasses.replace(args[self.within], **{self.param: value})}
         return {**args, self.param: value}
 
-    def set_row(self, args: dict, row: int, batch: int, vocab: int, device, *, fill, widen: bool = False) -> dict | None:
+    def set_row(self, args: dict, row: int, batch: int, vocab: int, device, *, fill=None, pad=None) -> dict | None:
         """A copy of `args` with `row` of the parameter at `value`, its other rows as given;
         left out by the case, a new tensor with the other rows at `fill` (None: returns None).
-        `widen` (with a fill): a list with no entry (width 0) is first given one entry of
-        `fill` per row, so that the row holds one."""
+        With a `pad`, a list with no entry (width 0) first gets one entry of `pad` per row, so
+        that the row holds one."""
         current = self.read(args)
         if current is None:
             if fill is None or (self.batch_only and self.within is None):
                 return None
             current = torch.full((batch, *self.dims), fill, dtype=self.dtype, device=device)
-        elif widen and fill is not None and current.dim() > 1 and current[0].numel() == 0:
-            current = torch.full((batch, *(max(n, 1) for n in current.shape[1:])), fill, dtype=current.dtype,
+        elif pad is not None and current.dim() > 1 and current[0].numel() == 0:
+            current = torch.full((batch, *(max(n, 1) for n in current.shape[1:])), pad, dtype=current.dtype,
                                  device=device)
         changed = current.clone()
         changed[row] = self.resolved(vocab)
@@ -111,18 +111,18 @@ class OffEncoding(RowValue):
         `others` (one off encoding per parameter of the record) off in that row where the case
         gives it, but those this one acts with; its arms at their values; the parameter off
         (where the case leaves it out and it can be added: its fill, else off, in the other
-        rows). Lists written
-        here hold at least one entry. None when the parameter cannot be given (`apply`)."""
+        rows). Lists written here hold at least one entry (an arm's fill, an id list's -1, is
+        its padding). None when the parameter cannot be given (`apply`)."""
         kept = {self.param, *self.acts_with, *(arm.param for arm in self.arms)}
         for other in others:
             if other.param not in kept:
-                args = other.set_row(args, row, batch, vocab, device, fill=None) or args
+                args = other.set_row(args, row, batch, vocab, device) or args
         for arm in self.arms:
             args = arm.set_row(args, row, batch, vocab, device, fill=arm.fill if add_missing else None,
-                               widen=True) or args
+                               pad=arm.fill) or args
         addable = add_missing and (self.added or all(_read(args, name, self.within) is None for name in self.acts_with))
         fill = (self.value if self.fill is None else self.fill) if addable else None
-        return self.set_row(args, row, batch, vocab, device, fill=fill, widen=True)
+        return self.set_row(args, row, batch, vocab, device, fill=fill, pad=self.value if self.dims else None)
 
     def renamed(self, param: str, within: str) -> "OffEncoding":
         """This encoding for a parameter carried as field `param` of argument `within` (its

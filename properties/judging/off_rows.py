@@ -14,9 +14,14 @@ import torch
 from samplecheck.harness.runner import prepare, reference, run
 from samplecheck.inputs.recipes import materialize
 
-# Families whose rows tie (flat: all equal; ties: 4 levels): a filter at its binding neighbour
-# (k = V - 1 at a tied minimum, a repetition penalty on equal 0 logits) changes nothing there.
-TIED_FAMILIES = ("flat", "ties")
+# The values of the rows where an encoding alone decides, each from the case's recipe (its
+# shape, -inf fraction and seed): distinct and wide (randn or peaked, the scale at least
+# WIDE: a tie hides a filter's binding neighbour, k = V - 1 at a tied minimum, a repetition
+# penalty on equal 0 logits, and a small min_p binds only on a row spanning more than
+# log(1 / min_p)), then tied (4 levels, or all equal: there a greedy row's lowest argmax and
+# a sample differ most); the drawn family where it is one of the pair.
+ALONE_FAMILIES = (("randn", "peaked"), ("ties", "flat"))
+WIDE = 3.0
 
 
 def off_rows(original: torch.Tensor) -> list[int]:
@@ -33,36 +38,45 @@ def per_param(encodings) -> tuple:
     return tuple(first.values())
 
 
-def distinct_values(combo, case, original: torch.Tensor, device) -> torch.Tensor:
-    """The case's logits, a tied family's drawn as randn (same shape, scale, -inf fraction
-    and seed)."""
+def alone_values(combo, case, original: torch.Tensor, device) -> list[torch.Tensor]:
+    """The logits for the rows alone, as ALONE_FAMILIES says."""
     recipe = case.logits
-    if recipe.family not in TIED_FAMILIES:
-        return original
-    return materialize(replace(recipe, family="randn"), combo.dtype, device)
+    wide = replace(recipe, scale=max(recipe.scale, WIDE))
+    distinct = replace(wide, family=recipe.family if recipe.family in ALONE_FAMILIES[0] else ALONE_FAMILIES[0][0])
+    tied = replace(recipe, family=ALONE_FAMILIES[1][0])
+    return [original if recipe == distinct else materialize(distinct, combo.dtype, device),
+            original if recipe.family in ALONE_FAMILIES[1] else materialize(tied, combo.dtype, device)]
 
 
-def calls(off, original, distinct, args, device, record, add_missing) -> list[tuple[str, torch.Tensor, dict]]:
-    """The calls that judge `off`: (what, logits, arguments). The row as drawn (the first of
-    `off_rows`) and the row alone (the second, its values from `distinct`) share one call; a
-    batch of one row gets a call for each."""
+def calls(off, original, values, args, device, record, add_missing) -> list[tuple[str, torch.Tensor, dict]]:
+    """The calls that judge `off`: (what, logits, arguments). One call holds the row as drawn
+    (the first of `off_rows`) and after it the rows alone, one per `values` as far as the
+    batch reaches; a case that leaves the parameter out (as drawn: nothing to judge) has its
+    rows alone from the first; a batch of one row gets a call as drawn and one alone."""
     batch, vocab = original.shape
     rows = off_rows(original)
     drawn = off.apply(args, rows[0], batch, vocab, device, add_missing=add_missing)
-    if drawn is not None and batch >= 2:
-        return [(f"in row {rows[0]} (as drawn) and row {rows[1]} (alone) of {batch}", _with_row(original, distinct, rows[1]),
-                 off.alone(drawn, rows[1], batch, vocab, device, record, add_missing=add_missing))]
-    alone = off.alone(args, rows[0], batch, vocab, device, record, add_missing=add_missing)
-    return [(f"in row {rows[0]} ({how}) of {batch}", logits, off_args)
-            for how, logits, off_args in (("as drawn", original, drawn),
-                                          ("alone", _with_row(original, distinct, rows[0]), alone))
-            if off_args is not None]
+    if drawn is None:
+        return [call for call in (_alone(off, original, values, args, rows, device, record, add_missing),) if call]
+    if batch == 1:
+        return [(f"in row {rows[0]} (as drawn) of 1", original, drawn),
+                _alone(off, original, values, args, rows, device, record, add_missing)]
+    what, logits, alone_args = _alone(off, original, values, drawn, rows[1:], device, record, add_missing)
+    return [(f"in row {rows[0]} (as drawn) and {what}", logits, alone_args)]
 
 
-def _with_row(original: torch.Tensor, distinct: torch.Tensor, row: int) -> torch.Tensor:
+def _alone(off, original, values, args, rows, device, record, add_missing) -> tuple[str, torch.Tensor, dict] | None:
+    """(what, logits, arguments) with `off` alone in `rows`, row i on `values[i]` (as many as
+    both hold); None when the parameter cannot be given."""
+    batch, vocab = original.shape
     logits = original.clone()
-    logits[row] = distinct[row]
-    return logits
+    placed = list(zip(rows, values))
+    for row, row_values in placed:
+        args = off.alone(args, row, batch, vocab, device, record, add_missing=add_missing)
+        if args is None:
+            return None
+        logits[row] = row_values[row]
+    return f"rows {[row for row, _ in placed]} (alone) of {batch}", logits, args
 
 
 def check_off_encodings(combo, case, device, encodings=None) -> None:
@@ -70,11 +84,11 @@ def check_off_encodings(combo, case, device, encodings=None) -> None:
     naming the encoding and the rows on the first mismatch."""
     placed, args = prepare(combo, case, device)
     original = placed.view.clone()
-    distinct = distinct_values(combo, case, original, device)
+    values = alone_values(combo, case, original, device)
     record = per_param(combo.info.off_encodings)
     add_missing = combo.backend.accepts is None
     for off in combo.info.off_encodings if encodings is None else encodings:
-        for what, logits, off_args in calls(off, original, distinct, args, device, record, add_missing):
+        for what, logits, off_args in calls(off, original, values, args, device, record, add_missing):
             expected = reference(combo, logits, off_args)
             output = run(combo, logits.clone(), off_args)
             combo.info.check(logits, output, expected, f"{combo.id}: {off.label} {what}")
