@@ -5,8 +5,8 @@ or k >= V; top-p: p = 1; min-p: 0; temperature: 1 and the greedy 0; penalties: 1
 list: a row of -1 padding; min_tokens: 0). A kernel can get any of them wrong while every row
 around it binds, and drawn cases reach each only by chance. `KernelInfo.off_encodings` lists
 a record's encodings; tests/cover/test_off_encodings.py writes each into one row of a drawn
-case whose other rows keep their drawn values (`OffEncoding.apply`), and into a second row
-where it alone decides (`OffEncoding.alone`), for every backend, dtype and run.
+case whose other rows keep their drawn values (`OffEncoding.apply`), and into rows where it
+alone decides (`OffEncoding.alone`), for every backend, dtype and run.
 
 An off value shows only where the parameter would act if it were on: a -1 pad of a prompt
 only under a repetition penalty, min_tokens = 0 only on a row with stop ids and no output
@@ -120,7 +120,8 @@ class OffEncoding(RowValue):
         for arm in self.arms:
             args = arm.set_row(args, row, batch, vocab, device, fill=arm.fill if add_missing else None,
                                pad=arm.fill) or args
-        addable = add_missing and (self.added or all(_read(args, name, self.within) is None for name in self.acts_with))
+        addable = add_missing and (self.added or
+                                   all(_read(args, name, self.within) is None for name in self.acts_with))
         fill = (self.value if self.fill is None else self.fill) if addable else None
         return self.set_row(args, row, batch, vocab, device, fill=fill, pad=self.value if self.dims else None)
 
@@ -158,15 +159,15 @@ def count(param: str, value: int) -> RowValue:
 
 STEP = 2**-7  # a binding neighbour of an off value, exact in every dtype
 REPETITION, ADDITIVE = 1.5, 0.5  # binding penalties
-TOP_K_TOP_P_OFF = tuple(OffEncoding("k", value, fill=2, dtype=torch.int64, near="V-1") for value in (0, -1, "V", "V+1")) + (
-    OffEncoding("p", 1.0, fill=0.5, near=1 - STEP),)
+TOP_K_TOP_P_OFF = tuple(OffEncoding("k", value, fill=2, dtype=torch.int64, near="V-1")
+                        for value in (0, -1, "V", "V+1")) + (OffEncoding("p", 1.0, fill=0.5, near=1 - STEP),)
 MIN_P_OFF = (OffEncoding("min_p", 0.0, fill=0.5, near=STEP),)
 TEMPERATURE_OFF = (OffEncoding("temperature", 1.0, fill=0.7, near=1 + STEP),
                    OffEncoding("temperature", 0.0, fill=0.7, near=STEP))
 # The penalties act on the ids of a row's histories, and the histories through the penalties
 # (and bad words: the output history serves both, and the bad-words kernel takes no penalty).
-OUTPUT_HISTORY_OFF = ids_off("output_token_ids", arms=(RowValue("frequency_penalty", ADDITIVE, fill=0.0, batch_only=True),),
-                             acts_with=("bad_words",))
+OUTPUT_HISTORY_OFF = ids_off("output_token_ids", acts_with=("bad_words",),
+                             arms=(RowValue("frequency_penalty", ADDITIVE, fill=0.0, batch_only=True),))
 PENALTIES_OFF = (
     OffEncoding("repetition_penalty", 1.0, fill=REPETITION, near=1 + STEP, arms=(ids_armed("prompt_token_ids"),)),
     OffEncoding("frequency_penalty", 0.0, fill=ADDITIVE, near=STEP, arms=(ids_armed("output_token_ids"),)),
@@ -182,4 +183,5 @@ LOGIT_BIAS_OFF = (
     OffEncoding("min_tokens", 0, dtype=torch.int64, near=1, arms=(ids_armed("stop_token_ids"), count("output_len", 0))))
 # Bad words act on the output history as drawn, whose ids they restrict to [0, V) (the
 # penalties also take V, an ignored entry): added only where the case gives no history.
-BAD_WORDS_OFF = (ids_off("bad_words", dims=(1, 1), acts_with=("output_token_ids",), added=False), OUTPUT_HISTORY_OFF)
+BAD_WORDS_OFF = (ids_off("bad_words", dims=(1, 1), acts_with=("output_token_ids",), added=False),
+                 OUTPUT_HISTORY_OFF)

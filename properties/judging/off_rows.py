@@ -2,9 +2,10 @@
 power measurement in tests/quality: each documented "off" value of a record's per-row
 parameters, written into rows of a drawn case, against the oracle. Each encoding goes into
 the row with the most finite entries, that row's other parameters and values as drawn (how
-it interacts with them), and into a row where it alone decides (`OffEncoding.alone`: the
-record's other parameters off there, those it acts with armed) on distinct values, so that
-neither another filter of the row nor a tie hides what it does."""
+it interacts with them), and in the same call into rows where it alone decides
+(`OffEncoding.alone`: the record's other parameters off there, those it acts with armed), on
+distinct and on tied values, so that neither another filter of the row nor its values hide
+what it does."""
 
 from collections.abc import Callable
 from dataclasses import replace
