@@ -1,33 +1,98 @@
 """The off-encoding property's check, shared by tests/cover/test_off_encodings.py and the
 power measurement in tests/quality: each documented "off" value of a record's per-row
-parameters, written into one row of a drawn case, against the oracle."""
+parameters, written into rows of a drawn case, against the oracle. Each encoding goes into
+the row with the most finite entries, that row's other parameters and values as drawn (how
+it interacts with them), and in the same call into rows where it alone decides
+(`OffEncoding.alone`: the record's other parameters off there, those it acts with armed), on
+distinct and on tied values, so that neither another filter of the row nor its values hide
+what it does."""
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import torch
 
 from samplecheck.harness.runner import prepare, reference, run
+from samplecheck.inputs.recipes import materialize
+
+# The values of the rows where an encoding alone decides, each from the case's recipe (its
+# shape, -inf fraction and seed): distinct and wide (randn or peaked, the scale at least
+# WIDE: a tie hides a filter's binding neighbour, k = V - 1 at a tied minimum, a repetition
+# penalty on equal 0 logits, and a small min_p binds only on a row spanning more than
+# log(1 / min_p)), then tied (4 levels, or all equal: there a greedy row's lowest argmax and
+# a sample differ most); the drawn family where it is one of the pair.
+ALONE_FAMILIES = (("randn", "peaked"), ("ties", "flat"))
+WIDE = 3.0
 
 
-def off_row(original: torch.Tensor) -> int:
-    """The row with the most finite entries: where a filter wrongly left on shows most."""
-    return int(torch.isfinite(original).sum(dim=-1).argmax())
+def off_rows(original: torch.Tensor) -> list[int]:
+    """Rows by their count of finite entries, most first: where a filter wrongly left on
+    shows most."""
+    return torch.isfinite(original).sum(dim=-1).argsort(descending=True, stable=True).tolist()
+
+
+def per_param(encodings) -> tuple:
+    """The first encoding of each parameter: how `OffEncoding.alone` switches the others off."""
+    first = {}
+    for off in encodings:
+        first.setdefault(off.param, off)
+    return tuple(first.values())
+
+
+def alone_values(combo, case, original: torch.Tensor, device) -> list[torch.Tensor]:
+    """The logits for the rows alone, as ALONE_FAMILIES says."""
+    recipe = case.logits
+    wide = replace(recipe, scale=max(recipe.scale, WIDE))
+    distinct = replace(wide, family=recipe.family if recipe.family in ALONE_FAMILIES[0] else ALONE_FAMILIES[0][0])
+    tied = replace(recipe, family=ALONE_FAMILIES[1][0])
+    return [original if recipe == distinct else materialize(distinct, combo.dtype, device),
+            original if recipe.family in ALONE_FAMILIES[1] else materialize(tied, combo.dtype, device)]
+
+
+def calls(off, original, values, args, device, record, add_missing) -> list[tuple[str, torch.Tensor, dict]]:
+    """The calls that judge `off`: (what, logits, arguments). One call holds the row as drawn
+    (the first of `off_rows`) and after it the rows alone, one per `values` as far as the
+    batch reaches; a case that leaves the parameter out (as drawn: nothing to judge) has its
+    rows alone from the first; a batch of one row gets a call as drawn and one alone."""
+    batch, vocab = original.shape
+    rows = off_rows(original)
+    drawn = off.apply(args, rows[0], batch, vocab, device, add_missing=add_missing)
+    if drawn is None:
+        return [call for call in (_alone(off, original, values, args, rows, device, record, add_missing),) if call]
+    if batch == 1:
+        return [(f"in row {rows[0]} (as drawn) of 1", original, drawn),
+                _alone(off, original, values, args, rows, device, record, add_missing)]
+    what, logits, alone_args = _alone(off, original, values, drawn, rows[1:], device, record, add_missing)
+    return [(f"in row {rows[0]} (as drawn) and {what}", logits, alone_args)]
+
+
+def _alone(off, original, values, args, rows, device, record, add_missing) -> tuple[str, torch.Tensor, dict] | None:
+    """(what, logits, arguments) with `off` alone in `rows`, row i on `values[i]` (as many as
+    both hold); None when the parameter cannot be given."""
+    batch, vocab = original.shape
+    logits = original.clone()
+    placed = list(zip(rows, values))
+    for row, row_values in placed:
+        args = off.alone(args, row, batch, vocab, device, record, add_missing=add_missing)
+        if args is None:
+            return None
+        logits[row] = row_values[row]
+    return f"rows {[row for row, _ in placed]} (alone) of {batch}", logits, args
 
 
 def check_off_encodings(combo, case, device, encodings=None) -> None:
-    """Each encoding (default: the record's) in `off_row` of the case, the other rows as
-    drawn; AssertionError naming the encoding and the row on the first mismatch."""
+    """Each encoding (default: the record's) in the case as `calls` writes it; AssertionError
+    naming the encoding and the rows on the first mismatch."""
     placed, args = prepare(combo, case, device)
     original = placed.view.clone()
-    batch, vocab = original.shape
-    row = off_row(original)
+    values = alone_values(combo, case, original, device)
+    record = per_param(combo.info.off_encodings)
+    add_missing = combo.backend.accepts is None
     for off in combo.info.off_encodings if encodings is None else encodings:
-        off_args = off.apply(args, row, batch, vocab, device, add_missing=combo.backend.accepts is None)
-        if off_args is None:  # a parameter the case left out: nothing to switch off
-            continue
-        expected = reference(combo, original, off_args)
-        output = run(combo, original.clone(), off_args)
-        combo.info.check(original, output, expected, f"{combo.id}: {off.label} in row {row} of {batch}")
+        for what, logits, off_args in calls(off, original, values, args, device, record, add_missing):
+            expected = reference(combo, logits, off_args)
+            output = run(combo, logits.clone(), off_args)
+            combo.info.check(logits, output, expected, f"{combo.id}: {off.label} {what}")
 
 
 def misreading(fn: Callable, off) -> Callable:

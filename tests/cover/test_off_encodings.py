@@ -1,10 +1,12 @@
-"""Every documented "off" encoding of every per-row parameter, in one row of a batch whose
-other rows keep their drawn (mostly binding) values, matches the oracle: the row as if its
-filter were absent, its batch mates as drawn (samplecheck.judging.off_rows). Drawn cases
-reach each encoding only by chance; here each one is tried on every example, for every
-record that lists them (`KernelInfo.off_encodings`, samplecheck.inputs.off_encodings), the
-sampler included; the records' regression examples meant for it are replayed first.
-tests/quality/test_off_encodings_power.py measures what it catches."""
+"""Every documented "off" encoding of every per-row parameter matches the oracle, in two rows
+of a drawn batch: in the row with the most finite entries, its other parameters and the
+other rows as drawn (mostly binding), and in a row where it alone decides, on distinct
+values, the record's other parameters off there and those it acts with armed
+(samplecheck.judging.off_rows, samplecheck.inputs.off_encodings). Drawn cases reach each
+encoding only by chance; here each one is tried on every example, for every record that
+lists them (`KernelInfo.off_encodings`), the sampler included; the records' regression
+examples meant for it are replayed first. tests/quality/test_off_encodings_power.py measures
+what it catches."""
 
 import pytest
 from hypothesis import given, strategies as st
@@ -23,6 +25,7 @@ def test_off_encodings(combo, device, budget, data):
 
 
 def off_cases(combo, budget):
-    """Batches of two rows or more with no drawn -inf (a filter wrongly left on hides behind
-    masked entries)."""
-    return combo.info.cases(budget).filter(lambda c: c.logits.batch >= 2 and c.logits.neg_inf_fraction == 0)
+    """Batches of two rows or more, of two tokens or more (a row of one token has nothing to
+    filter), with no drawn -inf (a filter wrongly left on hides behind masked entries)."""
+    return combo.info.cases(budget).filter(
+        lambda c: c.logits.batch >= 2 and c.logits.vocab >= 2 and c.logits.neg_inf_fraction == 0)

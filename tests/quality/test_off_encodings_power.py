@@ -2,10 +2,9 @@
 defect that misreads that one off value as its binding neighbour (`OffEncoding.near`:
 k = V read as V - 1, p = 1 as 1 - 2**-7, a -1 pad as id 0, ...) is injected into our
 PyTorch or Triton implementation, and the property's check runs on EXAMPLES drawn cases
-(CPU sizes, derandomized). Every such defect must be caught in at least one of them, but
-those the property cannot see by construction (`BLIND`, strict xfails with the reason)
-and its known gaps (`GAPS`: measured and reported, not asserted); the detection rates are in docs/statistics.md (`-s`
-prints them)."""
+(CPU sizes, derandomized). Every such defect must be caught in at least MIN_CAUGHT of them,
+but those the property cannot see by construction (`BLIND`, strict xfails with the reason);
+the detection rates are in docs/runs/ and docs/nightly.md (`-s` prints them)."""
 
 import dataclasses
 from collections.abc import Callable
@@ -20,6 +19,7 @@ from samplecheck.judging.off_rows import check_off_encodings, misreading
 from samplecheck.tests.cover.test_off_encodings import off_cases
 
 EXAMPLES = 10
+MIN_CAUGHT = 3  # of EXAMPLES: a defect caught by luck in one drawn case is not a stated power
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,11 +39,6 @@ ONE_ID = ("a sampler returns one id per row, checked against the admissible set:
 # xfails: one id in the admissible set never shows these).
 BLIND = {("gumbel_sample", "temperature=1.0"): ONE_ID, ("min_p_sample", "min_p=0.0"): ONE_ID,
          **{("top_k_top_p_sample", label): ONE_ID for label in ("k=0", "k=-1", "k=V", "k=V+1", "p=1.0")}}
-# Known gaps: measured and reported (skipped with the count), not asserted, until the cases reach them.
-GAPS = {**{("sampling_params", label): "the sampler's drawn cases seldom hold a stop id binding under min_tokens "
-           "in the off row (0-3 of 10)" for label in ("stop_token_ids=-1", "min_tokens=0")},
-        ("sampling_params", "prompt_token_ids=-1"): "the sampler's drawn cases seldom hold a binding repetition "
-        "penalty with id 0 absent from the off row's history (0-1 of 10)"}
 
 
 def cells() -> list:
@@ -77,6 +72,5 @@ def test_a_misread_off_encoding_is_caught(record, index):
 
     hunt()
     print(f"\n{record} {off.label} (near {off.near}): caught in {sum(caught)} of {len(caught)} examples")
-    if (record, off.label) in GAPS:
-        pytest.skip(f"known gap, measured: caught in {sum(caught)} of {len(caught)}; {GAPS[record, off.label]}")
-    assert any(caught), f"{record}: misreading {off.label} as {off.near} survived {len(caught)} examples"
+    assert sum(caught) >= MIN_CAUGHT, (
+        f"{record}: misreading {off.label} as {off.near} caught in {sum(caught)} of {len(caught)} examples")
