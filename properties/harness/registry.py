@@ -201,7 +201,8 @@ class KernelInfo:
     that differ only in layout or batch mates (strided vs contiguous, row isolation, far
     rows); None: bitwise on every output tensor (a declared `layout_invariance` replaces it).
     off_encodings: the documented "off" values of its per-row parameters
-    (`samplecheck.inputs.off_encodings.OffEncoding`), each tried in one row beside binding rows.
+    (`samplecheck.inputs.off_encodings.OffEncoding`), each tried in one row beside binding rows
+    and in rows where it alone decides (`OffEncoding.alone`).
     """
 
     name: str
