@@ -113,8 +113,8 @@ class CaseRecorder:
                 slowest[:] = [seconds, observation.representation[:CASE_CHARS]]
 
         def note_verdict(verdict):
-            checks.append([_round(verdict.gtest.pvalue), _round(verdict.excess.pvalue),
-                           _round(verdict.plan.share), verdict.fired, verdict.gtest.df])
+            gp, ep, share, fired, df = verdict.record()
+            checks.append([_round(gp), _round(ep), _round(share), fired, df])
 
         VERDICT_OBSERVERS.append(note_verdict)
         try:

@@ -25,7 +25,7 @@ import torch
 from scipy import optimize, stats
 
 from samplecheck.judging.laws import condition_on_kept
-from samplecheck.judging.stats import EXCESS_RATE_FLOOR, ExcessTest, excess_test
+from samplecheck.judging.stats import EXCESS_RATE_FLOOR, VERDICT_OBSERVERS, ExcessTest, excess_test
 
 
 @dataclass(frozen=True)
@@ -38,8 +38,17 @@ class RareEventsVerdict:
     alpha: float
 
     @property
+    def fired(self) -> str:
+        """Which check rejected: support or excess (the first that did), or ''."""
+        return "support" if self.outside else "excess" if self.excess.pvalue < self.alpha else ""
+
+    @property
     def rejected(self) -> bool:
-        return bool(self.outside) or self.excess.pvalue < self.alpha
+        return bool(self.fired)
+
+    def record(self) -> list:
+        """As `SamplingVerdict.record`, with no G-test (degrees of freedom 0)."""
+        return [1.0, self.excess.pvalue, self.alpha, self.fired, 0]
 
     def describe(self) -> str:
         e = self.excess
@@ -50,12 +59,16 @@ class RareEventsVerdict:
 def check_rare_events(counts: torch.Tensor, law: torch.Tensor, support: torch.Tensor, required: torch.Tensor,
                       alpha: float) -> RareEventsVerdict:
     """Per-token `counts` (int, length V) of one row's draws against its `law` (fp64), with
-    the ids that may be drawn (`support`) and must be kept (`required`)."""
+    the ids that may be drawn (`support`) and must be kept (`required`). Observed like
+    `stats.check_samples`' verdicts (the nightly report's calibration in the wild)."""
     drawn = counts > 0
     outside = drawn & ~support
     kept_law = condition_on_kept(law, support, required, drawn)
-    return RareEventsVerdict(int(counts.sum()), outside.nonzero().flatten().tolist(),
-                             excess_test(counts, kept_law), alpha)
+    verdict = RareEventsVerdict(int(counts.sum()), outside.nonzero().flatten().tolist(),
+                                excess_test(counts, kept_law), alpha)
+    for observe in VERDICT_OBSERVERS:
+        observe(verdict)
+    return verdict
 
 
 def power_outside(draws: int, rate: float) -> float:

@@ -114,6 +114,11 @@ class SamplingVerdict:
                 return name
         return ""
 
+    def record(self) -> list:
+        """[G p, excess p, the level of each, the check that fired or '', G's degrees of
+        freedom (0: one bin, the G-test is vacuous)]: what the nightly report records."""
+        return [self.gtest.pvalue, self.excess.pvalue, self.plan.share, self.fired, self.gtest.df]
+
     def describe(self) -> str:
         g, e = self.gtest, self.excess
         return (f"outside support: {self.outside[:10]}; unreached (mass >= {self.plan.reach_floor:.2g}): "
@@ -123,8 +128,8 @@ class SamplingVerdict:
                 f"{[round(x, 1) for x in g.expected.tolist()]}")
 
 
-# Callables given every verdict `check_samples` returns (the nightly report records the
-# p-values of every check this way); they observe, never change, the verdict.
+# Callables given every verdict `check_samples` and `rare_events.check_rare_events` return
+# (the nightly report records each one's `record()` this way); they observe, never change it.
 VERDICT_OBSERVERS: list = []
 
 
