@@ -1,15 +1,17 @@
 """Mutation analysis of our kernels: generated mutants against the suite, scored.
 
     samplecheck mutate [--kernels K ...] [--operators OP ...] [--sample N] [--device D] [--profile P]
-                       [--workers N] [--timeout S] [--tests PATH ...] [--dispositions FILE] [--out DIR] [--list]
+                       [--workers N] [--timeout S] [--budget S] [--tests PATH ...] [--dispositions FILE]
+                       [--out DIR] [--list]
     samplecheck mutate --merge DIR/mutation.json ... [--out DIR]
 
 Mutants come from `samplecheck.tools.mutation.generate` (standard operators over the kernel
 modules' code; see samplecheck.tools.mutation.operators); those that fail to import are
 dropped (counted in the report). They are written to OUT/mutants.json, which the
 SAMPLECHECK_GENERATED_MUTANTS variable makes resolvable by `pytest --mutant=NAME` in every
-hunt's process; each runs the fast suite alone (`samplecheck.tools.killtable.hunt`, -x, exact
-properties first), WORKERS at once. OUT/mutation.json holds every outcome and OUT/mutation.md
+hunt's process; each runs the fast suite's tests of that mutant alone
+(`samplecheck.tools.killtable.hunt`: -k mutant, -x, exact properties first), WORKERS at once;
+`--budget` bounds the whole run's wall time (mutants it leaves unfinished are not scored). OUT/mutation.json holds every outcome and OUT/mutation.md
 the report (score per kernel, operator and killing property; survivors with their diff and
 recorded disposition). `--merge` reports over several runs' results (e.g. one per kernel
 group). Exits 1 when a scored survivor has no disposition.
