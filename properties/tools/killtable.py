@@ -3,11 +3,11 @@
     python -m samplecheck.tools.killtable [--device auto|cpu|cuda] [--profile gate] [--workers N]
                                    [--report FILE.md] [MUTANT ...]
 
-Each mutant (samplecheck.kernels.mutants) runs `pytest tests/cover --mutant=NAME -x` (exact properties
-first) in its own process
-(so its patched kernel module never meets the real one), under the given device and
-Hypothesis profile; the first failing test is the killer and the wall time of that process
-(start-up included) the time to kill. Mutants whose patch only changes behaviour on another
+Each mutant (samplecheck.kernels.mutants) runs `pytest tests/cover --mutant=NAME -k mutant -x`
+(its own tests, exact properties first) in its own process (so its patched kernel module never
+meets the real one), under the given device and Hypothesis profile; the first failing test of
+the mutant is the killer and the wall time of that process (start-up included) the time to
+kill. Mutants whose patch only changes behaviour on another
 device are listed as not run. Exits 1 if any mutant that ran survived.
 """
 
