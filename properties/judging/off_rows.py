@@ -4,7 +4,7 @@ parameters, written into rows of a drawn case, against the oracle. Each encoding
 the row with the most finite entries, that row's other parameters and values as drawn (how
 it interacts with them), and in the same call into rows where it alone decides
 (`OffEncoding.alone`: the record's other parameters off there, those it acts with armed), on
-distinct and on tied values, so that neither another filter of the row nor its values hide
+distinct, tied and fp32-underflowing values, so that neither another filter of the row nor its values hide
 what it does."""
 
 from collections.abc import Callable
@@ -20,9 +20,13 @@ from samplecheck.inputs.recipes import materialize
 # WIDE: a tie hides a filter's binding neighbour, k = V - 1 at a tied minimum, a repetition
 # penalty on equal 0 logits, and a small min_p binds only on a row spanning more than
 # log(1 / min_p)), then tied (4 levels, or all equal: there a greedy row's lowest argmax and
-# a sample differ most); the drawn family where it is one of the pair.
+# a sample differ most); the drawn family where it is one of the pair. Then, where the batch
+# has a fourth row, a peaked row of scale UNDERFLOW: one logit about 12 * UNDERFLOW above the
+# rest, so most of its probabilities lie below fp32's range (exp(-104)): an off value must
+# leave them as they are, not read a probability of 0 as a reason to mask.
 ALONE_FAMILIES = (("randn", "peaked"), ("ties", "flat"))
 WIDE = 3.0
+UNDERFLOW = 10.0
 
 
 def off_rows(original: torch.Tensor) -> list[int]:
@@ -45,8 +49,10 @@ def alone_values(combo, case, original: torch.Tensor, device) -> list[torch.Tens
     wide = replace(recipe, scale=max(recipe.scale, WIDE))
     distinct = replace(wide, family=recipe.family if recipe.family in ALONE_FAMILIES[0] else ALONE_FAMILIES[0][0])
     tied = replace(recipe, family=ALONE_FAMILIES[1][0])
+    underflowing = replace(recipe, family="peaked", scale=max(recipe.scale, UNDERFLOW))
     return [original if recipe == distinct else materialize(distinct, combo.dtype, device),
-            original if recipe.family in ALONE_FAMILIES[1] else materialize(tied, combo.dtype, device)]
+            original if recipe.family in ALONE_FAMILIES[1] else materialize(tied, combo.dtype, device),
+            original if recipe == underflowing else materialize(underflowing, combo.dtype, device)]
 
 
 def calls(off, original, values, args, device, record, add_missing) -> list[tuple[str, torch.Tensor, dict]]:
