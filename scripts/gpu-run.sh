@@ -13,11 +13,13 @@
 #   5: the measured flakiness (${RUNS:-30} reruns from seed ${FIRST_SEED:-1} of the statistical
 #      and exact-distribution tests of our backends with fresh Hypothesis seeds, ${CONCURRENT:-1}
 #      at a time), then a nightly piece and its report;
-#   6: the vLLM pack under the gate profile (vLLM's kernels from .carry/vllm_kernels, a copy of
+#   6: the vLLM pack (the README's command; vLLM's kernels from .carry/vllm_kernels, a copy of
 #      ../shared/external/vllm_kernels), the V1 Triton top-k/top-p layout probe, the broken-copy
 #      demonstration (examples/broken_vllm), then the suite of our own backends (gate profile);
 #   7: the benchmark table (python -m bench.kernels: bench.md, bench.json) and compute-sanitizer
-#      over one call of each kernel (scripts/sanitize.sh: sanitize.txt, logs in sanitize-logs.tgz).
+#      over one call of each kernel (scripts/sanitize.sh: sanitize.txt, logs in sanitize-logs.tgz);
+#   8: mutation analysis of our kernels (samplecheck mutate, ${MUT_SAMPLE:+--sample $MUT_SAMPLE, }16 at
+#      once, within ${MUT_BUDGET:-540} s: mutation.md, mutation.json in mutation.tgz).
 # FlashInfer comes from .carry/ when present (../shared/device/flashinfer-carry.sh).
 # The device tool brings back at most 8 files: for several steps in one call, give each its
 # own OUT and tar them (run 5 lost the gate's suite log that way). Every pytest runs with -v:
@@ -92,8 +94,7 @@ case "${STEP:-1}" in
   echo "nightly piece exit $?" >> "$OUT/gpu.txt" ;;
 6)
   export SAMPLECHECK_VLLM_KERNELS=$PWD/.carry/vllm_kernels
-  timeout -s INT -k 20 "${PACK_LIMIT:-330}" python -m pytest tests/cover --ignore=tests/cover/test_plugins.py \
-    --backend-only -n 16 -v -p no:cacheprovider --device=cuda --hypothesis-profile=gate -rfEx --tb=short \
+  timeout -s INT -k 20 "${PACK_LIMIT:-330}" samplecheck test --backend-only --device=cuda -v -rfEx --tb=short \
     --durations=20 --junitxml="$OUT/vllm-pack.xml" $(report_log "$OUT/vllm-pack-report.jsonl") > "$OUT/vllm-pack.log" 2>&1
   echo "vLLM pack exit $? wall $(( $(date +%s) - start )) s; $(tail -1 "$OUT/vllm-pack.log")" >> "$OUT/gpu.txt"
   [ -f "$OUT/vllm-pack-report.jsonl" ] && python scripts/slowest.py "$OUT/vllm-pack-report.jsonl" > "$OUT/vllm-pack-slowest.md"
@@ -114,5 +115,10 @@ case "${STEP:-1}" in
   OUT="$OUT/sanitize" timeout 280 bash scripts/sanitize.sh > "$OUT/sanitize.txt" 2>&1
   echo "sanitize exit $? wall $(( $(date +%s) - t0 )) s: $(tail -1 "$OUT/sanitize.txt")" >> "$OUT/gpu.txt"
   tar czf "$OUT/sanitize-logs.tgz" -C "$OUT" sanitize && rm -rf "$OUT/sanitize" ;;
+8)
+  timeout $(( ${MUT_BUDGET:-540} + 30 )) samplecheck mutate --device cuda --workers 16 --budget "${MUT_BUDGET:-540}" \
+    ${MUT_SAMPLE:+--sample "$MUT_SAMPLE"} --out "$OUT/mutation" > "$OUT/mutation.log" 2>&1
+  echo "mutation exit $? wall $(( $(date +%s) - start )) s; $(sed -n 3p "$OUT/mutation/mutation.md")" >> "$OUT/gpu.txt"
+  tar czf "$OUT/mutation.tgz" -C "$OUT" mutation && rm -rf "$OUT/mutation" ;;
 esac
 cat "$OUT/gpu.txt"
