@@ -4,8 +4,8 @@ parameters, written into rows of a drawn case, against the oracle. Each encoding
 the row with the most finite entries, that row's other parameters and values as drawn (how
 it interacts with them), and in the same call into rows where it alone decides
 (`OffEncoding.alone`: the record's other parameters off there, those it acts with armed), on
-distinct, tied and fp32-underflowing values, so that neither another filter of the row nor its values hide
-what it does."""
+distinct, tied and fp32-underflowing values, so that neither another filter of the row nor
+its values hide what it does."""
 
 from collections.abc import Callable
 from dataclasses import replace

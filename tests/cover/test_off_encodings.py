@@ -1,8 +1,8 @@
-"""Every documented "off" encoding of every per-row parameter matches the oracle, in two rows
-of a drawn batch: in the row with the most finite entries, its other parameters and the
-other rows as drawn (mostly binding), and in a row where it alone decides, on distinct
-values, the record's other parameters off there and those it acts with armed
-(samplecheck.judging.off_rows, samplecheck.inputs.off_encodings). Drawn cases reach each
+"""Every documented "off" encoding of every per-row parameter matches the oracle, in rows of
+a drawn batch: in the row with the most finite entries, its other parameters and the other
+rows as drawn (mostly binding), and in the next rows where it alone decides, on distinct,
+tied and fp32-underflowing values, the record's other parameters off there and those it acts
+with armed (samplecheck.judging.off_rows, samplecheck.inputs.off_encodings). Drawn cases reach each
 encoding only by chance; here each one is tried on every example, for every record that
 lists them (`KernelInfo.off_encodings`), the sampler included; the records' regression
 examples meant for it are replayed first. tests/quality/test_off_encodings_power.py measures

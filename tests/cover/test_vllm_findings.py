@@ -104,7 +104,6 @@ def test_v7_triton_top_p_alone_masks_a_low_temperature_row(device):
     assert (out[0] > NEG_INF).nonzero().flatten().tolist() == [5]
 
 
-
 @pytest.mark.gpu
 @pytest.mark.xfail(strict=True, reason=vllm.UNBOUNDED_TILE)
 def test_v8_whole_vocab_logprobs_compile_once_for_every_vocab(device):
