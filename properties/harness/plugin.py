@@ -31,7 +31,7 @@ register_profiles()
 
 MARKERS = (
     "matrix(kernel=None, dtypes=None, layouts=None, sampled=False, own_sampler=False, output_law=False, knob=None, "
-    "off_encodings=False, capturable=False): "
+    "off_encodings=False, capturable=False, id_lists=False): "
     "restricts the registry matrix of a generic test",
     "interpreter: runs under the Triton CPU interpreter too (select with -m interpreter)",
     "gpu: needs a CUDA device; skipped on CPU",

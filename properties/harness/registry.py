@@ -203,6 +203,9 @@ class KernelInfo:
     off_encodings: the documented "off" values of its per-row parameters
     (`samplecheck.inputs.off_encodings.OffEncoding`), each tried in one row beside binding rows
     and in rows where it alone decides (`OffEncoding.alone`).
+    id_lists: its per-row token-id list arguments, their caps and padding
+    (`samplecheck.inputs.far_lists.IdLists`; None: it takes none), placed 2**31 entries
+    apart by tests/cover/test_large_list_offsets.py.
     """
 
     name: str
@@ -225,6 +228,7 @@ class KernelInfo:
     extra_memory: Callable | None = None
     same_output: Callable | None = None
     off_encodings: tuple = ()
+    id_lists: Any = None
 
     def __post_init__(self):
         if not isinstance(self.reference, Oracle):
@@ -328,7 +332,8 @@ def _validate_semantics(kernel: str, backend: Backend) -> None:
 
 
 def combos(test: str, device: str, *, kernel=None, dtypes=None, layouts=None, sampled=False,
-           own_sampler=False, output_law=False, knob=None, off_encodings=False, capturable=False) -> list:
+           own_sampler=False, output_law=False, knob=None, off_encodings=False, capturable=False,
+           id_lists=False) -> list:
     """pytest params for `test` over every registered combo, with skips/xfails as marks.
 
     kernel/dtypes/layouts restrict the matrix (kernel: one record, for kernel-specific
@@ -337,7 +342,8 @@ def combos(test: str, device: str, *, kernel=None, dtypes=None, layouts=None, sa
     those with a law that their output shows without sampling: kernels with no own sampler
     (the output's softmax) and samplers with an `induced_law`; knob=NAME only the backends
     that declare that launch knob; off_encodings=True only records that list off encodings;
-    capturable=True only the backends that declare themselves CUDA-graph capturable.
+    capturable=True only the backends that declare themselves CUDA-graph capturable;
+    id_lists=True only records that declare id-list arguments.
     """
     params = []
     for info in REGISTRY.values():
@@ -350,6 +356,8 @@ def combos(test: str, device: str, *, kernel=None, dtypes=None, layouts=None, sa
         if output_law and (info.law is None or info.sample is not None and info.induced_law is None):
             continue
         if off_encodings and not info.off_encodings:
+            continue
+        if id_lists and info.id_lists is None:
             continue
         for backend in info.backends:
             if knob is not None and knob not in backend.knobs:

@@ -11,9 +11,11 @@ from samplecheck.families.errors import dtype_message, floats, full, ids, logits
 from samplecheck.families.token_lists import BadWordsCase, bad_words_args, bad_words_cases, bad_words_row
 from samplecheck.families.values import ValueInfo, check_banned
 from samplecheck.harness.registry import ALL_DTYPES, Backend, RegressionExample, register
+from samplecheck.inputs.far_lists import IdList, IdLists
 from samplecheck.inputs.off_encodings import BAD_WORDS_OFF
 from samplecheck.inputs.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
+from samplecheck.kernels.bad_words import MAX_WORD_TOKENS, MAX_WORDS
 from samplecheck.oracles.bad_words import bad_words_expected, bad_words_reference
 
 VALID = {"bad_words": ids([[[1, 2, -1]], [[3, -1, -1]]]), "output_token_ids": ids([[1, -1], [0, 4]])}
@@ -94,6 +96,7 @@ def bad_words_extra_memory(logits, args) -> int:
 BAD_WORDS = register(ValueInfo(
     name="bad_words",
     off_encodings=BAD_WORDS_OFF,
+    id_lists=IdLists((IdList("bad_words", (MAX_WORDS, MAX_WORD_TOKENS)), IdList("output_token_ids", (None,)))),
     backends=(Backend("triton", "samplecheck.kernels.bad_words:apply_bad_words", capturable=True),),
     cases=bad_words_cases, make_args=bad_words_args,
     reference=bad_words_reference, expected=bad_words_expected,

@@ -7,9 +7,11 @@ from samplecheck.families.errors import (INF, NAN, dtype_message, floats, full, 
 from samplecheck.families.token_lists import F32_MAX, LogitBiasCase, logit_bias_args, logit_bias_cases
 from samplecheck.families.values import ValueInfo, check_bitwise
 from samplecheck.harness.registry import ALL_DTYPES, Backend, RegressionExample, register
+from samplecheck.inputs.far_lists import IdList, IdLists
 from samplecheck.inputs.off_encodings import LOGIT_BIAS_OFF
 from samplecheck.inputs.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
+from samplecheck.kernels.logit_bias import MAX_ALLOWED, MAX_BIAS, MAX_STOP
 from samplecheck.oracles.logit_bias import logit_bias_reference
 
 
@@ -109,6 +111,9 @@ LOGIT_BIAS_REGRESSIONS = (
 LOGIT_BIAS = register(ValueInfo(
     name="logit_bias",
     off_encodings=LOGIT_BIAS_OFF,
+    id_lists=IdLists((IdList("allowed_token_ids", (MAX_ALLOWED,)),
+                      IdList("logit_bias_ids", (MAX_BIAS,), parallel=(("logit_bias_values", float("nan")),)),
+                      IdList("stop_token_ids", (MAX_STOP,)))),
     backends=(Backend("triton", "samplecheck.kernels.logit_bias:apply_logit_bias", capturable=True),),
     cases=logit_bias_cases, make_args=logit_bias_args,
     reference=logit_bias_reference,

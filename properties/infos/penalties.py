@@ -12,6 +12,7 @@ from samplecheck.families.errors import INF, NAN, dtype_message, floats, ids, lo
 from samplecheck.families.token_lists import FixedHistory, HistoryRecipe, PenaltiesCase, penalties_args, penalties_cases
 from samplecheck.families.values import ValueInfo, check_penalised
 from samplecheck.harness.registry import ALL_DTYPES, Backend, Oracle, RegressionExample, register
+from samplecheck.inputs.far_lists import IdList, IdLists
 from samplecheck.inputs.off_encodings import PENALTIES_OFF
 from samplecheck.inputs.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
@@ -93,9 +94,17 @@ def penalties_scratch(logits, args):
     return SCRATCH_BYTES_PER_ID * logits.size(0) * length
 
 
+def pair_path(args) -> int:
+    """The pairs_max_length that takes the pair-compare path, which needs no host scratch
+    (the sorted path's is 64 bytes per list entry: 128 GiB at 2**31 entries)."""
+    return args["prompt_token_ids"].size(1) + args["output_token_ids"].size(1)
+
+
 PENALTIES = register(ValueInfo(
     name="penalties",
     off_encodings=PENALTIES_OFF,
+    id_lists=IdLists((IdList("prompt_token_ids", (None,)), IdList("output_token_ids", (None,))),
+                     knobs={"pairs_max_length": pair_path}),
     backends=(Backend("triton", "samplecheck.kernels.penalties:apply_penalties", knobs=("pairs_max_length",),
                       capturable=True),),
     cases=penalties_cases, make_args=penalties_args,

@@ -7,11 +7,6 @@ must be bitwise the output of the contiguous copy, and the elements after each r
 untouched. GPU only:
 the interpreter cannot allocate and scan such buffers in a CPU budget."""
 
-import fcntl
-import tempfile
-import traceback
-from pathlib import Path
-
 import pytest
 import torch
 from hypothesis import given, settings, strategies as st
@@ -19,20 +14,13 @@ from hypothesis import given, settings, strategies as st
 from samplecheck.judging.checks import assert_bitwise_equal, assert_same_output
 from samplecheck.inputs.drawing import draw_case
 from samplecheck.inputs.recipes import materialize
+from samplecheck.harness.big_buffers import big_buffers
 from samplecheck.harness.runner import poison_for, run
 
 pytestmark = pytest.mark.gpu
 
 FAR = 2**31  # elements: the first offset an int32 cannot hold
 MAX_VOCAB = 4096
-
-
-def gpu_lock(device: torch.device) -> Path:
-    """One 4.3 GB buffer at a time per GPU: xdist workers share the GPUs, and 16 such buffers
-    at once exhaust even an H200 (the other workers' tests then fail on OOM). Keyed by the
-    GPU's UUID, so processes that see it under another index (CUDA_VISIBLE_DEVICES) share it."""
-    uuid = torch.cuda.get_device_properties(device.index if device.index is not None else torch.cuda.current_device()).uuid
-    return Path(tempfile.gettempdir()) / f"samplecheck-large-offsets-{uuid}.lock"
 
 
 def place_far(values: torch.Tensor, poison: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -54,17 +42,8 @@ def place_far(values: torch.Tensor, poison: float) -> tuple[torch.Tensor, torch.
 def test_large_offsets(combo, device, budget, data):
     case = draw_case(data, combo, combo.info.cases(budget).filter(
         lambda c: c.logits.batch >= 3 and c.logits.vocab <= MAX_VOCAB))
-    with gpu_lock(device).open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            check_far_apart(combo, case, device)
-        except BaseException as error:
-            # Hypothesis keeps every failure (to shrink and report it): without this, each
-            # failing example's frames would hold on to its 4.3 GB buffer.
-            traceback.clear_frames(error.__traceback__)
-            raise
-        finally:
-            torch.cuda.empty_cache()  # give the 4.3 GB back before the next holder of the lock
+    with big_buffers(device):  # one 4.3 GB buffer per GPU at a time, freed before the next
+        check_far_apart(combo, case, device)
 
 
 def check_far_apart(combo, case, device) -> None:

@@ -1,0 +1,171 @@
+"""Token-id lists placed far apart: a case's rows behind filler rows, so that each row's list
+starts past entry `far` of its list tensor (2**31 on a GPU: a kernel that computes the
+offset row * width in int32 wraps there).
+
+A record declares its per-row id-list arguments as data (`KernelInfo.id_lists`, an `IdLists`):
+each list's caps per dimension and the arguments shaped like it (bias values beside bias
+ids). `far_args` builds, from a case's arguments, a batch of F filler rows followed by the
+case's rows, where one list (the far one) is right-padded with -1 towards its caps, and F is
+such that row F starts at entry >= far (F >= 2, so that the row width stays below far / 2
+and fits int32: only the product row * width overflows). Filler rows hold every list as -1
+padding and every other per-row parameter at its documented off value
+(`KernelInfo.off_encodings`), so the kernel writes nothing there. The functions here are
+pure and work at any `far`: tests/cover/test_large_list_offsets.py runs them at 2**31 on a
+GPU and at a small `far` under the interpreter.
+"""
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from samplecheck.inputs.off_encodings import PAD
+from samplecheck.inputs.strategies import ADVERSARIAL_VOCABS, REAL_VOCABS, Budget
+
+
+@dataclass(frozen=True)
+class IdList:
+    """A per-row id-list argument [B, *dims], right-padded with -1 (for a list of lists, each
+    inner list too). `caps`: the most entries per dimension the kernel accepts (None:
+    uncapped). `parallel`: (argument, padding) pairs of arguments shaped like it, padded
+    alongside."""
+
+    param: str
+    caps: tuple[int | None, ...]
+    parallel: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class IdLists:
+    """A record's id-list arguments. `knobs`: {launch knob: value(args)} passed with far
+    lists to a backend that declares the knob, where the default launch would allocate
+    scratch over every list entry (a backend without it is not tested with far lists)."""
+
+    lists: tuple[IdList, ...]
+    knobs: dict[str, Callable[[dict], object]] = dataclasses.field(default_factory=dict, hash=False)
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How far apart: `far` list entries; an uncapped dimension padded to `open_width`;
+    logits of at most `logits_bytes` (so the vocabulary is small when fillers are many) and
+    vocabularies of at most `max_vocab`."""
+
+    far: int
+    open_width: int
+    logits_bytes: int
+    max_vocab: int
+
+
+def far_dims(real: tuple[int, ...], caps: tuple[int | None, ...], far: int, open_width: int) -> tuple[int, ...]:
+    """The per-row dims of the far list: each at least its real size, widened, the last
+    first, towards its cap (an uncapped one towards `open_width`) until a row holds at least
+    far / 2 entries or every dim is at its cap."""
+    dims = list(real)
+    target = -(-far // 2)
+    for i in reversed(range(len(dims))):
+        if math.prod(dims) >= target:
+            break
+        others = math.prod(max(d, 1) for j, d in enumerate(dims) if j != i)
+        cap = open_width if caps[i] is None else caps[i]
+        dims[i] = max(dims[i], min(cap, -(-target // others)))
+    return tuple(dims)
+
+
+def filler_rows(dims: tuple[int, ...], far: int) -> int:
+    """Rows before the case's rows, so that the first of them starts at entry >= far: at
+    least 2 (a single filler row would need a width >= far)."""
+    return max(2, -(-far // max(math.prod(dims), 1)))
+
+
+def most_fillers(lists: IdLists, scale: Scale) -> int:
+    """The filler rows of the record's list with the smallest capped row (the largest batch)."""
+    return max(filler_rows(far_dims((1,) * len(l.caps), l.caps, scale.far, scale.open_width), scale.far)
+               for l in lists.lists)
+
+
+def far_budget(budget: Budget, lists: IdLists, scale: Scale, itemsize: int) -> Budget:
+    """`budget` with vocabularies small enough that the logits of the largest far batch
+    (fillers plus the budget's largest batch) fit `scale.logits_bytes`."""
+    rows = most_fillers(lists, scale) + budget.max_batch
+    vocab = max(1, min(scale.max_vocab, budget.max_random_vocab, scale.logits_bytes // (rows * itemsize)))
+    fixed = tuple(v for v in REAL_VOCABS + ADVERSARIAL_VOCABS if v <= vocab) or (vocab,)
+    return dataclasses.replace(budget, max_random_vocab=vocab, vocabs=fixed)
+
+
+def given_lists(lists: IdLists, args: dict) -> bool:
+    """Whether the case gives every declared list (a list of width 0 is given: its row is
+    widened like any other)."""
+    return all(args.get(l.param) is not None for l in lists.lists)
+
+
+def _off_values(off_encodings, vocab: int) -> dict:
+    """The first documented off value of each per-row number (not list) parameter."""
+    values = {}
+    for encoding in off_encodings:
+        if not encoding.dims and encoding.within is None:
+            values.setdefault(encoding.param, encoding.off_value(vocab))
+    return values
+
+
+def far_layout(lists: IdLists, args: dict, name: str, scale: Scale) -> tuple[int, dict]:
+    """(F, {argument: (shape, dtype)}) of `far_args` for the case's per-row arguments
+    (tensors whose first dimension is the batch): list `name` (int32, the cheapest tensor that
+    reaches `far` entries) and its parallel arguments widened to `far_dims`, the others at
+    their own row shape, all with F more rows."""
+    target = next(l for l in lists.lists if l.param == name)
+    batch = args[name].size(0)
+    dims = far_dims(tuple(args[name].shape[1:]), target.caps, scale.far, scale.open_width)
+    fillers = filler_rows(dims, scale.far)
+    widened = {name, *(p for p, _ in target.parallel)}
+    shapes = {}
+    for key, value in args.items():
+        if isinstance(value, torch.Tensor) and value.dim() >= 1 and value.size(0) == batch:
+            shapes[key] = ((fillers + batch, *(dims if key in widened else value.shape[1:])),
+                           torch.int32 if key == name else value.dtype)
+    return fillers, shapes
+
+
+def far_bytes(lists: IdLists, args: dict, name: str, scale: Scale) -> int:
+    """The bytes of `far_args`' per-row tensors, without building them."""
+    _, shapes = far_layout(lists, args, name, scale)
+    return sum(math.prod(shape) * dtype.itemsize for shape, dtype in shapes.values())
+
+
+def far_args(lists: IdLists, off_encodings, args: dict, name: str, vocab: int, scale: Scale) -> tuple[dict, int]:
+    """(arguments, F): the case's per-row arguments behind F filler rows, in `far_layout`'s
+    shapes (module docstring): lists and their parallel arguments padded, other per-row
+    numbers at their off value; every other argument as given."""
+    fillers, shapes = far_layout(lists, args, name, scale)
+    pads = {l.param: PAD for l in lists.lists} | {p: pad for l in lists.lists for p, pad in l.parallel}
+    off = _off_values(off_encodings, vocab)
+    placed = dict(args)
+    for key, (shape, dtype) in shapes.items():
+        value = args[key]
+        if key in pads:
+            new = torch.full(shape, pads[key], dtype=dtype, device=value.device)
+            new[(slice(fillers, None), *(slice(0, n) for n in value.shape[1:]))] = value
+        elif key in off:
+            new = torch.cat((torch.full((fillers, *value.shape[1:]), off[key], dtype=dtype, device=value.device),
+                             value))
+        else:  # a per-row number with no off value (output_len): the first row's, acting on nothing
+            new = torch.cat((value[:1].expand(fillers, *value.shape[1:]), value))
+        placed[key] = new
+    return placed, fillers
+
+
+def with_bad_id(lists: IdLists, args: dict, name: str, bad: int) -> dict:
+    """`args` with the last entry of list `name`'s last row (its farthest entry) set to
+    `bad`, and its parallel arguments' entry there to 0 (only the id is wrong). In place."""
+    args[name][-1].view(-1)[-1] = bad
+    target = next(l for l in lists.lists if l.param == name)
+    for param, _ in target.parallel:
+        args[param][-1].view(-1)[-1] = 0
+    return args
+
+
+def far_logits(values: torch.Tensor, fillers: int) -> torch.Tensor:
+    """[F + B, V]: zero filler rows, then `values`."""
+    return torch.cat((values.new_zeros(fillers, values.size(1)), values))
