@@ -157,12 +157,15 @@ def far_args(lists: IdLists, off_encodings, args: dict, name: str, vocab: int, s
 
 
 def with_bad_id(lists: IdLists, args: dict, name: str, bad: int) -> dict:
-    """`args` with the last entry of list `name`'s last row (its farthest entry) set to
-    `bad`, and its parallel arguments' entry there to 0 (only the id is wrong). In place."""
-    args[name][-1].view(-1)[-1] = bad
+    """`args` with one entry of list `name`'s last row set to `bad`: its last entry, or for a
+    list of lists, the first entry of its last inner list (so that the rule of no id after a
+    -1 within an inner list still holds); its parallel arguments' entry there set to 0. Only
+    the id is wrong. In place."""
+    index = (-1,) * (args[name].dim() - 1) + ((0,) if args[name].dim() > 2 else (-1,))
+    args[name][index] = bad
     target = next(l for l in lists.lists if l.param == name)
     for param, _ in target.parallel:
-        args[param][-1].view(-1)[-1] = 0
+        args[param][index] = 0
     return args
 
 
