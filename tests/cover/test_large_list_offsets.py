@@ -15,12 +15,12 @@ Value checks run deferred (the GPU's default): the device check (the guard kerne
 reads the lists at the same offsets) decides, and the error comes from `raise_pending()`;
 eager checks run in PyTorch, whose indexing cannot wrap.
 
-test_large_list_offsets is GPU only (one far list holds up to 16 GiB; the interpreter cannot
-scan it). test_list_offsets_at_small_far runs the same code with the lists 2**8 entries
-apart, on any device (the logit_bias guard compares a bias list's ids pairwise: wider lists cost
-the interpreter minutes): no offset wraps there, so it checks the layout and the comparisons
-(tests/quality/test_large_list_offsets_power.py shows it catches a kernel whose list offsets
-wrap at that distance), not the int32 wrap itself.
+test_large_list_offsets is GPU only (a far list holds 8 GiB, or 16 with its bias values; the
+interpreter cannot scan it). test_list_offsets_at_small_far runs the same code with the lists
+2**8 entries apart, on any device (wider lists cost the interpreter minutes: the logit_bias
+guard compares a row's bias ids pairwise). No offset wraps there, so it checks the layout and
+the comparisons, not the int32 wrap itself; tests/quality/test_large_list_offsets_power.py
+shows that it catches kernels whose list offsets wrap at that distance.
 """
 
 import pytest
