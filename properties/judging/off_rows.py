@@ -44,15 +44,17 @@ def per_param(encodings) -> tuple:
 
 
 def alone_values(combo, case, original: torch.Tensor, device) -> list[torch.Tensor]:
-    """The logits for the rows alone, as ALONE_FAMILIES says."""
+    """The logits for the rows alone, as ALONE_FAMILIES says, each where the backend's
+    declared cases (`accepts`) take its values: a probability-space adapter that declares
+    no fp32 underflow is not judged on the underflowing row."""
     recipe = case.logits
     wide = replace(recipe, scale=max(recipe.scale, WIDE))
     distinct = replace(wide, family=recipe.family if recipe.family in ALONE_FAMILIES[0] else ALONE_FAMILIES[0][0])
-    tied = replace(recipe, family=ALONE_FAMILIES[1][0])
+    tied = replace(recipe, family=recipe.family if recipe.family in ALONE_FAMILIES[1] else ALONE_FAMILIES[1][0])
     underflowing = replace(recipe, family="peaked", scale=max(recipe.scale, UNDERFLOW))
-    return [original if recipe == distinct else materialize(distinct, combo.dtype, device),
-            original if recipe.family in ALONE_FAMILIES[1] else materialize(tied, combo.dtype, device),
-            original if recipe == underflowing else materialize(underflowing, combo.dtype, device)]
+    accepts = combo.backend.accepts
+    return [original if alone == recipe else materialize(alone, combo.dtype, device)
+            for alone in (distinct, tied, underflowing) if accepts is None or accepts(replace(case, logits=alone))]
 
 
 def calls(off, original, values, args, device, record, add_missing) -> list[tuple[str, torch.Tensor, dict]]:
