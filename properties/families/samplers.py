@@ -237,16 +237,21 @@ def gumbel_targets(original, reference: GumbelReference):
 
 
 def sample_gumbel(call, logits, args, rows: int, n: int, seed: int) -> torch.Tensor:
-    """n ids for each of the first `rows` rows: the row repeated n times (a stride-0 view, no
-    copy) with request seeds seed + i (distinct per draw and row) at the row's position and
-    temperature."""
+    """n ids for each of the first `rows` rows: the row repeated (a stride-0 view, in calls
+    of at most SAMPLE_CALL_ELEMENTS logits: the runner copies a call's input) with request
+    seeds seed + i (distinct per draw and row) at the row's position and temperature."""
     draws = []
     base = seed % 2**62
+    step = max(1, SAMPLE_CALL_ELEMENTS // max(logits.size(1), 1))
     for row in range(rows):
-        repeat = {"seeds": base + row * n + torch.arange(n, dtype=torch.int64, device=logits.device),
-                  "positions": args["positions"][row].repeat(n),
-                  "temperature": None if args["temperature"] is None else args["temperature"][row].repeat(n)}
-        draws.append(call(logits[row:row + 1].expand(n, -1), repeat))
+        parts = []
+        for start in range(0, n, step):
+            count = min(step, n - start)
+            repeat = {"seeds": base + row * n + start + torch.arange(count, dtype=torch.int64, device=logits.device),
+                      "positions": args["positions"][row].repeat(count),
+                      "temperature": None if args["temperature"] is None else args["temperature"][row].repeat(count)}
+            parts.append(call(logits[row:row + 1].expand(count, -1), repeat))
+        draws.append(torch.cat(parts))
     return torch.stack(draws)
 
 
