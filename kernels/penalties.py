@@ -136,8 +136,13 @@ def sorted_keys(prompt_token_ids: torch.Tensor, output_token_ids: torch.Tensor, 
     2*V for ignored entries (-1, V, anything outside [0, V), and the output entries from
     the row's first -1 on), which sort after every real id."""
     dtype = torch.int32 if 2 * vocab + 1 < 2**31 else torch.int64
-    keys = torch.cat((prompt_token_ids.to(dtype) * 2, history(output_token_ids).to(dtype) * 2 + 1), dim=1)
-    keys.masked_fill_((keys < 0) | (keys >= 2 * vocab), 2 * vocab)
+
+    def keys_of(ids: torch.Tensor, role: int) -> torch.Tensor:
+        # The range test on the ids as given: narrowing first would read an int64 id beyond
+        # int32 as its low 32 bits (2**32 + 3 as 3).
+        return torch.where((ids >= 0) & (ids < vocab), ids.to(dtype) * 2 + role, 2 * vocab)
+
+    keys = torch.cat((keys_of(prompt_token_ids, 0), keys_of(history(output_token_ids), 1)), dim=1)
     return keys.sort(dim=1).values
 
 

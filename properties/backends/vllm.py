@@ -259,17 +259,17 @@ MEMORY = {
 
 # --- the pack ----------------------------------------------------------------------------------
 
-VALIDATED_UPSTREAM = Mark(
+VALIDATED_UPSTREAM = tuple(Mark(
     "skip", "vLLM validates requests in SamplingParams and the state's add_request, before its kernels; the "
-    "kernels take validated state and raise nothing themselves", test=catalog.ERROR_INPUTS)
+    "kernels take validated state and raise nothing themselves", test=test) for test in catalog.BAD_VALUE_TESTS)
 INTERPRETER_BF16 = Mark(
     "skip", "the Triton CPU interpreter converts fp32 <-> bf16 wrongly (truncation, subnormals: "
     "samplecheck.kernels.rounding, finding F9), and vLLM's kernels use plain conversions: bf16 is judged on the GPU",
     dtype=torch.bfloat16, device="cpu")
-FAR_LISTS_OUTSIDE_PACK = Mark(
+FAR_LISTS_OUTSIDE_PACK = tuple(Mark(
     "skip", "not measured for vLLM: far id lists need 2**14 to 2**24 filler rows and 8-16 GiB of ids per case, and "
     "V1's bad-words host loop over those rows outlasts the pack's 5-minute budget (run 27)",
-    test=catalog.LARGE_LIST_OFFSETS)
+    test=test) for test in (catalog.LARGE_LIST_OFFSETS, catalog.LARGE_LIST_OFFSETS_CHECKED))
 TORCH_PATH = {"tie_policy": "keep_all_ties", "top_p_boundary": "strict_by_position"}
 
 
@@ -302,7 +302,7 @@ LOGPROBS_FINDINGS = (Mark("xfail", RANK_OF_NEG_INF, test=catalog.ORACLE_EQUIVALE
 def _backend(name: str, function: str, *, marks=(), triton=True, **fields) -> Backend:
     """A pack backend; `triton`: vLLM's code there is a Triton kernel (bf16 skipped on CPU).
     Its memory bound is MEMORY's, or O(B) state only (1 MiB)."""
-    marks = (VALIDATED_UPSTREAM, FAR_LISTS_OUTSIDE_PACK) + ((INTERPRETER_BF16,) if triton else ()) + tuple(marks)
+    marks = VALIDATED_UPSTREAM + FAR_LISTS_OUTSIDE_PACK + ((INTERPRETER_BF16,) if triton else ()) + tuple(marks)
     memory = MEMORY.get(function, lambda logits, args: 2**20)
     return Backend(name, f"{MODULE}:{function}", marks=marks, error_messages=False, extra_memory=memory, **fields)
 

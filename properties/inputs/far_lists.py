@@ -39,9 +39,10 @@ class IdList:
 
 @dataclass(frozen=True)
 class IdLists:
-    """A record's id-list arguments. `knobs`: {launch knob: value(args)} passed with far
-    lists to a backend that declares the knob, where the default launch would allocate
-    scratch over every list entry (a backend without it is not tested with far lists)."""
+    """A record's id-list arguments. `knobs`: {launch knob: value(args)} that select the
+    kernel's other path for lists, for a backend that declares them: passed with far lists,
+    where the default launch would allocate scratch over every list entry (a backend without
+    them is not tested with far lists); test_ids_beyond_int32 runs both launches."""
 
     lists: tuple[IdList, ...]
     knobs: dict[str, Callable[[dict], object]] = dataclasses.field(default_factory=dict, hash=False)

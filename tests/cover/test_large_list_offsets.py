@@ -5,22 +5,24 @@ in turn is placed far (`samplecheck.inputs.far_lists`): a drawn case's rows go b
 rows (every list -1 padding, every other per-row parameter off, logits zero), with the far
 list right-padded towards its caps so that its first real row starts past entry 2**31 (an
 int32 list of 8+ GiB; the row width stays below 2**30, so only the product overflows).
- 1. Far rows compute right: the case's rows of the output are bitwise (the record's
-    `same_output`) the output of the case alone, a small contiguous batch; the filler rows
-    stay zero.
- 2. Far rows are checked: with one invalid id (V + 1) as the last entry of the last row's
-    far list, the call raises the ValueError naming that list and its range, and changes
-    nothing.
+ 1. Far rows compute right (test_large_list_offsets): the case's rows of the output are
+    bitwise (the record's `same_output`) the output of the case alone, a small contiguous
+    batch; the filler rows stay zero.
+ 2. Far rows are checked (test_large_list_offsets_checked; skipped with the error inputs
+    where a backend declares that its caller validates): with one invalid id (V + 1) as the
+    last entry of the last row's far list, the call raises the ValueError naming that list
+    and its range, and changes nothing.
 Value checks run deferred (the GPU's default): the device check (the guard kernel, which
 reads the lists at the same offsets) decides, and the error comes from `raise_pending()`;
 eager checks run in PyTorch, whose indexing cannot wrap.
 
-test_large_list_offsets is GPU only (a far list holds 8 GiB, or 16 with its bias values; the
-interpreter cannot scan it). test_list_offsets_at_small_far runs the same code with the lists
-2**8 entries apart, on any device (wider lists cost the interpreter minutes: the logit_bias
-guard compares a row's bias ids pairwise). No offset wraps there, so it checks the layout and
-the comparisons, not the int32 wrap itself; tests/quality/test_large_list_offsets_power.py
-shows that it catches kernels whose list offsets wrap at that distance.
+Both are GPU only (a far list holds 8 GiB, or 16 with its bias values; the interpreter
+cannot scan it). test_list_offsets_at_small_far and test_list_offsets_checked_at_small_far
+run the same code with the lists 2**8 entries apart, on any device (wider lists cost the
+interpreter minutes: the logit_bias guard compares a row's bias ids pairwise). No offset
+wraps there, so they check the layout and the comparisons, not the int32 wrap itself;
+tests/quality/test_large_list_offsets_power.py shows that they catch kernels whose list
+offsets wrap at that distance.
 """
 
 import pytest
@@ -49,7 +51,17 @@ SMALL_ARGS_BYTES = 2**24
 @settings(max_examples=2)
 @given(data=st.data())
 def test_large_list_offsets(combo, device, budget, data):
-    check_every_list(combo, draw_far_case(data, combo, budget, AT_2_31, AT_2_31_ARGS_BYTES), device, AT_2_31)
+    check_every_list(combo, draw_far_case(data, combo, budget, AT_2_31, AT_2_31_ARGS_BYTES), device, AT_2_31,
+                     check_far_rows_compute)
+
+
+@pytest.mark.gpu
+@pytest.mark.matrix(dtypes=(torch.bfloat16,), layouts=("contig",), id_lists=True)
+@settings(max_examples=2)
+@given(data=st.data())
+def test_large_list_offsets_checked(combo, device, budget, data):
+    check_every_list(combo, draw_far_case(data, combo, budget, AT_2_31, AT_2_31_ARGS_BYTES), device, AT_2_31,
+                     check_far_rows_checked)
 
 
 @pytest.mark.interpreter
@@ -57,7 +69,17 @@ def test_large_list_offsets(combo, device, budget, data):
 @settings(max_examples=2)
 @given(data=st.data())
 def test_list_offsets_at_small_far(combo, device, budget, data):
-    check_every_list(combo, draw_far_case(data, combo, budget, SMALL, SMALL_ARGS_BYTES), device, SMALL)
+    check_every_list(combo, draw_far_case(data, combo, budget, SMALL, SMALL_ARGS_BYTES), device, SMALL,
+                     check_far_rows_compute)
+
+
+@pytest.mark.interpreter
+@pytest.mark.matrix(dtypes=(torch.bfloat16,), layouts=("contig",), id_lists=True)
+@settings(max_examples=2)
+@given(data=st.data())
+def test_list_offsets_checked_at_small_far(combo, device, budget, data):
+    check_every_list(combo, draw_far_case(data, combo, budget, SMALL, SMALL_ARGS_BYTES), device, SMALL,
+                     check_far_rows_checked)
 
 
 def draw_far_case(data, combo, budget, scale: Scale, args_bytes: int):
@@ -86,17 +108,13 @@ def launch_knobs(combo, args: dict) -> dict:
     return {knob: value(args) for knob, value in knobs.items()}
 
 
-def check_every_list(combo, case, device, scale: Scale) -> None:
+def check_every_list(combo, case, device, scale: Scale, check) -> None:
+    """`check` with each of the record's lists far in turn, one far batch per GPU at a time."""
     values = materialize(case.logits, combo.dtype, device)
     args = combo.info.make_args(case, values)
-    with value_checks("deferred"):
-        expected = run(combo, values.clone(), args)
-        raise_pending()
     for listed in combo.info.id_lists.lists:
-        with big_buffers(device):  # one far batch per GPU at a time, freed before the next
-            check_far_rows_compute(combo, values, args, expected, listed.param, scale)
         with big_buffers(device):
-            check_far_rows_checked(combo, values, args, listed.param, scale)
+            check(combo, values, args, listed.param, scale)
 
 
 def far_batch(combo, values: torch.Tensor, args: dict, name: str, scale: Scale):
@@ -110,7 +128,10 @@ def assert_fillers_zero(logits: torch.Tensor, fillers: int, what: str) -> None:
                          f"{what}: filler rows (every parameter off) written")
 
 
-def check_far_rows_compute(combo, values, args, expected, name: str, scale: Scale) -> None:
+def check_far_rows_compute(combo, values, args, name: str, scale: Scale) -> None:
+    with value_checks("deferred"):
+        expected = run(combo, values.clone(), args)
+        raise_pending()
     logits, placed, fillers = far_batch(combo, values, args, name, scale)
     what = f"{combo.id}: rows whose {name} start past entry {scale.far} of it"
     with value_checks("deferred"):

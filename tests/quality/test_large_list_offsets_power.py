@@ -16,8 +16,6 @@ from samplecheck.harness.registry import RECORDS, Combo
 from samplecheck.inputs.recipes import materialize
 from samplecheck.kernels import mutants
 from samplecheck.kernels.mutants import Mutant
-from samplecheck.kernels.validation import raise_pending, value_checks
-from samplecheck.harness.runner import run
 from samplecheck.tests.cover.test_large_list_offsets import SMALL, check_far_rows_checked, check_far_rows_compute
 
 FAR = SMALL.far
@@ -64,10 +62,7 @@ def outcomes(combo: Combo, param: str) -> dict[str, str | None]:
     case = combo.info.examples[0].case
     values = materialize(case.logits, combo.dtype, torch.device("cpu"))
     args = combo.info.make_args(case, values)
-    with value_checks("deferred"):
-        expected = run(combo, values.clone(), args)
-        raise_pending()
-    checks = {COMPUTE: lambda: check_far_rows_compute(combo, values, args, expected, param, SMALL),
+    checks = {COMPUTE: lambda: check_far_rows_compute(combo, values, args, param, SMALL),
               CHECKED: lambda: check_far_rows_checked(combo, values, args, param, SMALL)}
     found = {}
     for name, check in checks.items():
