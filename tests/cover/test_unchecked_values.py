@@ -9,7 +9,6 @@ import torch
 from samplecheck.kernels.bad_words import apply_bad_words
 from samplecheck.kernels.logit_bias import apply_logit_bias
 from samplecheck.kernels.logprobs import compute_logprobs
-from samplecheck.kernels.penalties import apply_penalties
 from samplecheck.kernels.temperature import apply_temperature
 from samplecheck.kernels.validation import raise_pending, unchecked_values, value_check_mode, values_checked
 
@@ -65,47 +64,6 @@ def test_out_of_range_ids_touch_nothing_outside(call, device):
     torch.testing.assert_close(storage[:, V:], before[:, V:], rtol=0, atol=0)
     if call != "allowed":  # an allowlist of no valid id: the row is unspecified, inside the row
         torch.testing.assert_close(storage, before, rtol=0, atol=0)
-
-
-# Out-of-range ids whose low 32 bits are valid ids (3 and 1): a kernel that narrows a loaded
-# int64 id to int32 before its range test reads them as ids 3 and 1.
-WIDE = [2**32 + 3, -(2**32) + 1]
-
-
-def wide_id_calls(device):
-    """(label, call) pairs: each op of token-id lists called unchecked on lists that hold only
-    WIDE ids where an id is read, in each role (bias, stop, word prefix, banned word id, past,
-    prompt and output on both penalty paths)."""
-    wide, counts = ids([WIDE, WIDE], device), ids([5, 5], device)
-    valid_past = ids([[3], [1]], device)
-    words = {"prefix": ids([[[WIDE[0], 5]], [[WIDE[1], 5]]], device),
-             "banned": ids([[[3, WIDE[0]]], [[1, WIDE[1]]]], device)}
-    penalties = dict(repetition_penalty=torch.full((B,), 2.0, device=device),
-                     frequency_penalty=torch.zeros(B, device=device), presence_penalty=torch.zeros(B, device=device))
-    no_ids = ids([[-1], [-1]], device)
-    return [
-        ("bias", lambda l: apply_logit_bias(l, logit_bias_ids=wide, logit_bias_values=torch.ones(B, 2, device=device))),
-        ("stop", lambda l: apply_logit_bias(l, stop_token_ids=wide, min_tokens=counts, output_len=ids([0, 0], device))),
-        *((f"word {role}", lambda l, w=w: apply_bad_words(l, bad_words=w, output_token_ids=valid_past))
-          for role, w in words.items()),
-        ("past", lambda l: apply_bad_words(l, bad_words=ids([[[3, 5]], [[1, 5]]], device), output_token_ids=wide)),
-        *((f"{which} (pairs_max_length={n})", lambda l, which=which, n=n: apply_penalties(
-            l, prompt_token_ids=wide if which == "prompt" else no_ids,
-            output_token_ids=wide if which == "output" else no_ids, pairs_max_length=n, **penalties))
-          for which in ("prompt", "output") for n in (0, 1024)),
-    ]
-
-
-@pytest.mark.parametrize("index", range(9))
-def test_ids_beyond_int32_are_out_of_range(index, device):
-    """Unchecked, an int64 id is out of range by its whole value: it is never addressed and
-    matches no id of [0, V) (docs/validation.md), so the logits stay bitwise unchanged."""
-    label, call = wide_id_calls(device)[index]
-    storage, logits = padded(device)
-    before = storage.clone()
-    with unchecked_values():
-        call(logits)
-    torch.testing.assert_close(storage, before, rtol=0, atol=0, msg=lambda m: f"{label}: {m}")
 
 
 def test_sampled_out_of_range_is_never_read(device):
