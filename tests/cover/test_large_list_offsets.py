@@ -46,42 +46,6 @@ SMALL = Scale(far=2**8, open_width=2**5, logits_bytes=2**20, max_vocab=1024)
 SMALL_ARGS_BYTES = 2**24
 
 
-@pytest.mark.gpu
-@pytest.mark.matrix(dtypes=(torch.bfloat16,), layouts=("contig",), id_lists=True)
-@settings(max_examples=2)
-@given(data=st.data())
-def test_large_list_offsets(combo, device, budget, data):
-    check_every_list(combo, draw_far_case(data, combo, budget, AT_2_31, AT_2_31_ARGS_BYTES), device, AT_2_31,
-                     check_far_rows_compute)
-
-
-@pytest.mark.gpu
-@pytest.mark.matrix(dtypes=(torch.bfloat16,), layouts=("contig",), id_lists=True)
-@settings(max_examples=2)
-@given(data=st.data())
-def test_large_list_offsets_checked(combo, device, budget, data):
-    check_every_list(combo, draw_far_case(data, combo, budget, AT_2_31, AT_2_31_ARGS_BYTES), device, AT_2_31,
-                     check_far_rows_checked)
-
-
-@pytest.mark.interpreter
-@pytest.mark.matrix(dtypes=(torch.bfloat16,), layouts=("contig",), id_lists=True)
-@settings(max_examples=2)
-@given(data=st.data())
-def test_list_offsets_at_small_far(combo, device, budget, data):
-    check_every_list(combo, draw_far_case(data, combo, budget, SMALL, SMALL_ARGS_BYTES), device, SMALL,
-                     check_far_rows_compute)
-
-
-@pytest.mark.interpreter
-@pytest.mark.matrix(dtypes=(torch.bfloat16,), layouts=("contig",), id_lists=True)
-@settings(max_examples=2)
-@given(data=st.data())
-def test_list_offsets_checked_at_small_far(combo, device, budget, data):
-    check_every_list(combo, draw_far_case(data, combo, budget, SMALL, SMALL_ARGS_BYTES), device, SMALL,
-                     check_far_rows_checked)
-
-
 def draw_far_case(data, combo, budget, scale: Scale, args_bytes: int):
     """A case of the record's own strategy, at vocabularies whose far logits fit the scale,
     giving every declared list, whose far batches fit `args_bytes` whichever list is far."""
@@ -154,3 +118,25 @@ def check_far_rows_checked(combo, values, args, name: str, scale: Scale) -> None
             raise_pending()
     assert_bitwise_equal(logits[fillers:], values, f"{what}: the case's rows changed")
     assert_fillers_zero(logits, fillers, what)
+
+
+def far_list_test(name: str, scale: Scale, args_bytes: int, check, where):
+    """The property `name`: `check` with each declared list far in turn, at `scale`, on the
+    devices `where` (a marker) selects."""
+    def test(combo, device, budget, data):
+        check_every_list(combo, draw_far_case(data, combo, budget, scale, args_bytes), device, scale, check)
+
+    test.__name__ = test.__qualname__ = name  # Hypothesis keys its database by the name
+    matrix = pytest.mark.matrix(dtypes=(torch.bfloat16,), layouts=("contig",), id_lists=True)
+    return where(matrix(settings(max_examples=2)(given(data=st.data())(test))))
+
+
+test_large_list_offsets = far_list_test(
+    "test_large_list_offsets", AT_2_31, AT_2_31_ARGS_BYTES, check_far_rows_compute, pytest.mark.gpu)
+test_large_list_offsets_checked = far_list_test(
+    "test_large_list_offsets_checked", AT_2_31, AT_2_31_ARGS_BYTES, check_far_rows_checked, pytest.mark.gpu)
+test_list_offsets_at_small_far = far_list_test(
+    "test_list_offsets_at_small_far", SMALL, SMALL_ARGS_BYTES, check_far_rows_compute, pytest.mark.interpreter)
+test_list_offsets_checked_at_small_far = far_list_test(
+    "test_list_offsets_checked_at_small_far", SMALL, SMALL_ARGS_BYTES, check_far_rows_checked,
+    pytest.mark.interpreter)
