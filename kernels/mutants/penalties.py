@@ -31,8 +31,8 @@ MUTANTS = (
     Mutant(
         name="penalties_ids_wrap_around", kernel="penalties",
         module="samplecheck.kernels.penalties", entry="apply_penalties",
-        find="keys.masked_fill_((keys < 0) | (keys >= 2 * vocab), 2 * vocab)",
-        replace="keys.remainder_(2 * vocab)",
+        find="return torch.where((ids >= 0) & (ids < vocab), ids.to(dtype) * 2 + role, 2 * vocab)",
+        replace="return (ids.to(dtype) * 2 + role).remainder(2 * vocab)",
         description="ids taken modulo V: the -1 placeholder penalises token V - 1 and the pad id V token 0",
         ref="vLLM #27910 (-1 async placeholders reached scatter_add as an index) and #49081 (ids >= V unchecked)",
     ),

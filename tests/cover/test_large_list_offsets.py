@@ -29,6 +29,7 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
+from samplecheck.harness import catalog
 from samplecheck.harness.big_buffers import big_buffers
 from samplecheck.harness.runner import run
 from samplecheck.inputs.drawing import draw_case
@@ -132,11 +133,11 @@ def far_list_test(name: str, scale: Scale, args_bytes: int, check, where):
 
 
 test_large_list_offsets = far_list_test(
-    "test_large_list_offsets", AT_2_31, AT_2_31_ARGS_BYTES, check_far_rows_compute, pytest.mark.gpu)
+    catalog.LARGE_LIST_OFFSETS, AT_2_31, AT_2_31_ARGS_BYTES, check_far_rows_compute, pytest.mark.gpu)
 test_large_list_offsets_checked = far_list_test(
-    "test_large_list_offsets_checked", AT_2_31, AT_2_31_ARGS_BYTES, check_far_rows_checked, pytest.mark.gpu)
+    catalog.LARGE_LIST_OFFSETS_CHECKED, AT_2_31, AT_2_31_ARGS_BYTES, check_far_rows_checked, pytest.mark.gpu)
 test_list_offsets_at_small_far = far_list_test(
-    "test_list_offsets_at_small_far", SMALL, SMALL_ARGS_BYTES, check_far_rows_compute, pytest.mark.interpreter)
+    catalog.LIST_OFFSETS_AT_SMALL_FAR, SMALL, SMALL_ARGS_BYTES, check_far_rows_compute, pytest.mark.interpreter)
 test_list_offsets_checked_at_small_far = far_list_test(
-    "test_list_offsets_checked_at_small_far", SMALL, SMALL_ARGS_BYTES, check_far_rows_checked,
+    catalog.LIST_OFFSETS_CHECKED_AT_SMALL_FAR, SMALL, SMALL_ARGS_BYTES, check_far_rows_checked,
     pytest.mark.interpreter)
