@@ -22,7 +22,7 @@ from typing import Callable
 import torch
 
 from samplecheck.inputs.off_encodings import PAD
-from samplecheck.inputs.strategies import ADVERSARIAL_VOCABS, REAL_VOCABS, Budget
+from samplecheck.inputs.strategies import Budget, within_vocab
 
 
 @dataclass(frozen=True)
@@ -91,9 +91,7 @@ def far_budget(budget: Budget, lists: IdLists, scale: Scale, itemsize: int) -> B
     """`budget` with vocabularies small enough that the logits of the largest far batch
     (fillers plus the budget's largest batch) fit `scale.logits_bytes`."""
     rows = most_fillers(lists, scale) + budget.max_batch
-    vocab = max(1, min(scale.max_vocab, budget.max_random_vocab, scale.logits_bytes // (rows * itemsize)))
-    fixed = tuple(v for v in REAL_VOCABS + ADVERSARIAL_VOCABS if v <= vocab) or (vocab,)
-    return dataclasses.replace(budget, max_random_vocab=vocab, vocabs=fixed)
+    return within_vocab(budget, min(scale.max_vocab, scale.logits_bytes // (rows * itemsize)))
 
 
 def given_lists(lists: IdLists, args: dict) -> bool:

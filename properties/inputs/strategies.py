@@ -7,7 +7,7 @@ through, so a 1024-row batch still costs a handful of draws and mixes enabled an
 disabled rows.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hypothesis import strategies as st
 
@@ -36,6 +36,14 @@ BUDGETS = {
     "cpu": Budget(max_elements=2**14, max_batch=9, max_random_vocab=2048),
     "cuda": Budget(max_elements=2**25, max_batch=1024, max_random_vocab=2**17),
 }
+
+
+def within_vocab(budget: Budget, vocab: int) -> Budget:
+    """`budget` drawing vocabularies of at most `vocab` ids: random ones below it, and the
+    fixed real and adversarial sizes that fit (`vocab` itself when none does)."""
+    vocab = max(1, min(vocab, budget.max_random_vocab))
+    fixed = tuple(v for v in (budget.vocabs or REAL_VOCABS + ADVERSARIAL_VOCABS) if v <= vocab) or (vocab,)
+    return replace(budget, max_random_vocab=vocab, vocabs=fixed)
 
 
 def vocab_sizes(budget: Budget) -> st.SearchStrategy[int]:

@@ -1,7 +1,8 @@
 """Rare events (issue 18): a sampler's draws of one row in large numbers, for faults that show
 in a small fraction of draws (a rounding in a random-number path that draws a masked id, or
 favours one id, at rates around 1e-7 to 1e-5 per draw). Row 0 of a drawn case of the record
-(its filters as drawn, vocab <= MAX_VOCAB, at least a quarter of the entries -inf) is drawn
+(its filters as drawn, vocab <= min(MAX_VOCAB, RARE_ELEMENTS / draws), at least a quarter of
+the entries -inf) is drawn
 `rare_draws` times (per profile, samplecheck.harness.profiles.RARE_DRAWS: 2**20 under gate,
 2**24 nightly): no draw outside the support, and no token far above its rate
 (samplecheck.judging.rare_events states both checks and their power; docs/nightly.md the
@@ -14,14 +15,16 @@ import pytest
 import torch
 from hypothesis import assume, given, settings, strategies as st
 
+from samplecheck.harness.profiles import RARE_ELEMENTS
 from samplecheck.harness.runner import prepare, reference, run
 from samplecheck.inputs.drawing import draw_case
+from samplecheck.inputs.strategies import within_vocab
 from samplecheck.judging.rare_events import check_rare_events
 from samplecheck.judging.stats import seed_from_id
 
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 
-MAX_VOCAB = 2**15  # n draws cost n * V element reads: 2**24 draws of 2**15 ids take seconds on an H200
+MAX_VOCAB = 2**15
 NEG_INF_FRACTION = 0.25
 
 
@@ -35,7 +38,8 @@ def with_masked_entries(case):
 @settings(max_examples=2)
 @given(data=st.data())
 def test_rare_events(combo, device, budget, stat_alpha, rare_draws, request, data):
-    cases = combo.info.cases(budget).filter(lambda c: c.logits.vocab <= MAX_VOCAB).map(with_masked_entries)
+    cases = combo.info.cases(within_vocab(budget, min(MAX_VOCAB, RARE_ELEMENTS // rare_draws)))
+    cases = cases.map(with_masked_entries)
     case = draw_case(data, combo, cases)
     placed, args = prepare(combo, case, device)
     original = placed.view.clone()
