@@ -19,7 +19,9 @@
 #   7: the benchmark table (python -m bench.kernels: bench.md, bench.json) and compute-sanitizer
 #      over one call of each kernel (scripts/sanitize.sh: sanitize.txt, logs in sanitize-logs.tgz);
 #   8: mutation analysis of our kernels (samplecheck mutate, ${MUT_SAMPLE:+--sample $MUT_SAMPLE, }16 at
-#      once, within ${MUT_BUDGET:-540} s: mutation.md, mutation.json in mutation.tgz).
+#      once, within ${MUT_BUDGET:-540} s: mutation.md, mutation.json in mutation.tgz);
+#   9: the nightly (samplecheck nightly, the whole suite within ${NIGHTLY_BUDGET:-9m}, 16 workers): its
+#      report (report.html, report.json, summary.md) and example database in nightly.tgz.
 # FlashInfer comes from .carry/ when present (../shared/device/flashinfer-carry.sh).
 # The device tool brings back at most 8 files: for several steps in one call, give each its
 # own OUT and tar them (run 5 lost the gate's suite log that way). Every pytest runs with -v:
@@ -120,5 +122,10 @@ case "${STEP:-1}" in
     ${MUT_SAMPLE:+--sample "$MUT_SAMPLE"} --out "$OUT/mutation" > "$OUT/mutation.log" 2>&1
   echo "mutation exit $? wall $(( $(date +%s) - start )) s; $(sed -n 3p "$OUT/mutation/mutation.md")" >> "$OUT/gpu.txt"
   tar czf "$OUT/mutation.tgz" -C "$OUT" mutation && rm -rf "$OUT/mutation" ;;
+9)
+  samplecheck nightly --device=cuda --workers 16 --budget "${NIGHTLY_BUDGET:-9m}" --database "$OUT/nightly/db" \
+    --out "$OUT/nightly" --history "$OUT/nightly/history" > "$OUT/nightly.log" 2>&1
+  echo "nightly exit $? wall $(( $(date +%s) - start )) s; $(tail -1 "$OUT/nightly.log")" >> "$OUT/gpu.txt"
+  tar czf "$OUT/nightly.tgz" -C "$OUT" nightly nightly.log && rm -rf "$OUT/nightly" "$OUT/nightly.log" ;;
 esac
 cat "$OUT/gpu.txt"
