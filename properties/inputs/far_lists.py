@@ -21,7 +21,7 @@ from typing import Callable
 
 import torch
 
-from samplecheck.inputs.off_encodings import PAD
+from samplecheck.inputs.off_encodings import PAD, per_param
 from samplecheck.inputs.strategies import Budget, within_vocab
 
 
@@ -100,15 +100,6 @@ def given_lists(lists: IdLists, args: dict) -> bool:
     return all(args.get(l.param) is not None for l in lists.lists)
 
 
-def _off_values(off_encodings, vocab: int) -> dict:
-    """The first documented off value of each per-row number (not list) parameter."""
-    values = {}
-    for encoding in off_encodings:
-        if not encoding.dims and encoding.within is None:
-            values.setdefault(encoding.param, encoding.off_value(vocab))
-    return values
-
-
 def far_layout(lists: IdLists, args: dict, name: str, scale: Scale) -> tuple[int, dict]:
     """(F, {argument: (shape, dtype)}) of `far_args` for the case's per-row arguments
     (tensors whose first dimension is the batch): list `name` (int32, the cheapest tensor that
@@ -139,7 +130,7 @@ def far_args(lists: IdLists, off_encodings, args: dict, name: str, vocab: int, s
     numbers at their off value; every other argument as given."""
     fillers, shapes = far_layout(lists, args, name, scale)
     pads = {l.param: PAD for l in lists.lists} | {p: pad for l in lists.lists for p, pad in l.parallel}
-    off = _off_values(off_encodings, vocab)
+    off = {e.param: e.off_value(vocab) for e in per_param(off_encodings) if not e.dims and e.within is None}
     placed = dict(args)
     for key, (shape, dtype) in shapes.items():
         value = args[key]

@@ -132,6 +132,15 @@ class OffEncoding(RowValue):
                                    arms=tuple(dataclasses.replace(arm, within=within) for arm in self.arms))
 
 
+def per_param(encodings) -> tuple:
+    """The first encoding of each parameter: how `OffEncoding.alone` switches the others off,
+    and the off value of a far list's filler rows."""
+    first = {}
+    for off in encodings:
+        first.setdefault(off.param, off)
+    return tuple(first.values())
+
+
 def _read(args: dict, param: str, within: str | None) -> torch.Tensor | None:
     return getattr(args[within], param) if within else args.get(param)
 

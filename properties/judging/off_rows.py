@@ -13,6 +13,7 @@ from dataclasses import replace
 import torch
 
 from samplecheck.harness.runner import prepare, reference, run
+from samplecheck.inputs.off_encodings import per_param
 from samplecheck.inputs.recipes import materialize
 
 # The values of the rows where an encoding alone decides, each from the case's recipe (its
@@ -33,14 +34,6 @@ def off_rows(original: torch.Tensor) -> list[int]:
     """Rows by their count of finite entries, most first: where a filter wrongly left on
     shows most."""
     return torch.isfinite(original).sum(dim=-1).argsort(descending=True, stable=True).tolist()
-
-
-def per_param(encodings) -> tuple:
-    """The first encoding of each parameter: how `OffEncoding.alone` switches the others off."""
-    first = {}
-    for off in encodings:
-        first.setdefault(off.param, off)
-    return tuple(first.values())
 
 
 def alone_values(combo, case, original: torch.Tensor, device) -> list[torch.Tensor]:
