@@ -100,6 +100,22 @@ TOP_P_BOUNDARIES = ("strict", "strict_by_position", "inclusive", "pivot_search")
 # `pivot_search`: the cut probability is found by a ternary search over [min prob, max prob]
 # stopped after 18 steps, so it is known to (2/3)**18 of that range.
 PIVOT_RESOLUTION = (2.0 / 3.0) ** 18
+TOP_K_VALUES = ("input", "fp32_probabilities")
+# `fp32_probabilities`: an fp32 softmax rounds x - max to eps32 / 2 relative, and exp and the
+# normalising division to a few ulps, so two logits d apart may get one fp32 probability while
+# d <= ~1.2 eps32 (|x - max| + 1) (measured on randn rows of scale 0.1 to 10, V = 262144);
+# the band is that bound with a factor of about 3 for chains of such ties and another softmax.
+PROBABILITY_TIE_WIDTH = 4 * torch.finfo(torch.float32).eps
+
+
+def probability_ties(x: torch.Tensor, kth: torch.Tensor, k_on: torch.Tensor) -> torch.Tensor:
+    """bool [B, V]: the finite entries of fp64 logits `x` whose fp32 softmax probability may
+    equal the k-th largest's (`kth` [B, 1]) though their logits differ: within
+    PROBABILITY_TIE_WIDTH * (|kth - row max| + 1) of it, in rows where top-k is on."""
+    row_max = x.max(dim=-1, keepdim=True).values
+    width = PROBABILITY_TIE_WIDTH * ((kth - row_max).abs() + 1)
+    finite = torch.isfinite(x) & torch.isfinite(kth) & torch.isfinite(row_max)
+    return k_on[:, None] & finite & ((x - kth).abs() <= width)
 
 
 @dataclass(frozen=True)
@@ -113,7 +129,7 @@ class DeclaredMaskReference(MaskReference):
 
 def top_k_top_p_declared_reference(logits: torch.Tensor, k: torch.Tensor | None, p: torch.Tensor | None, *,
                                    tie_policy: str = "keep_all_ties", top_p_boundary: str = "strict",
-                                   band: float = 0.0) -> DeclaredMaskReference:
+                                   top_k_values: str = "input", band: float = 0.0) -> DeclaredMaskReference:
     """Kept and ambiguous masks under a declared tie policy and top-p boundary rule.
 
     Tie policy (top-k, by input value, exact):
@@ -135,20 +151,30 @@ def top_k_top_p_declared_reference(logits: torch.Tensor, k: torch.Tensor | None,
       PIVOT_RESOLUTION * (max prob - min prob) of the smallest probability `strict` keeps is
       ambiguous.
     A row whose tied group is cut by top-p (or is ambiguous there) claims no count.
+    Top-k values (with `keep_all_ties` only):
+    - `input`: the k-th largest is taken over the input values, as above;
+    - `fp32_probabilities`: over an fp32 softmax of the row, whose rounding ties distinct
+      logits: the entries of `probability_ties` are ambiguous while the k-th value survives
+      top-p, and top-p's band is widened by their mass (in the survivors' mass, each
+      decision may count them or not).
     """
     if tie_policy not in TIE_POLICIES + EXACTLY_K_POLICIES:
         raise ValueError(f"tie_policy must be one of {TIE_POLICIES + EXACTLY_K_POLICIES}, got {tie_policy!r}")
     if top_p_boundary not in TOP_P_BOUNDARIES:
         raise ValueError(f"top_p_boundary must be one of {TOP_P_BOUNDARIES}, got {top_p_boundary!r}")
+    if top_k_values not in TOP_K_VALUES:
+        raise ValueError(f"top_k_values must be one of {TOP_K_VALUES}, got {top_k_values!r}")
+    if top_k_values != "input" and tie_policy != "keep_all_ties":
+        raise ValueError(f"top_k_values={top_k_values!r} is defined with tie_policy='keep_all_ties' only")
     x = logits.detach().to(torch.float64)
     batch, vocab = x.shape
     none = torch.zeros_like(x, dtype=torch.bool)
     no_count = torch.full((batch,), -1, dtype=torch.int64, device=x.device)
-    if tie_policy == "keep_all_ties" and top_p_boundary == "strict":
+    if tie_policy == "keep_all_ties" and top_p_boundary == "strict" and top_k_values == "input":
         base = top_k_top_p_reference(logits, k, p, band=band)
         return DeclaredMaskReference(base.kept, base.ambiguous, none, no_count)
     kept = torch.ones_like(none)
-    group, count = none.clone(), no_count.clone()
+    group, count, near = none.clone(), no_count.clone(), none
     if k is not None:
         k_on = (k > 0) & (k < vocab)
         kth = x.sort(dim=-1, descending=True).values.gather(
@@ -163,6 +189,8 @@ def top_k_top_p_declared_reference(logits: torch.Tensor, k: torch.Tensor | None,
             kept &= above | first | ~k_on[:, None] | ~torch.isfinite(kth)
             group = tied
             count = torch.where(k_on & tied.any(dim=-1), wanted.squeeze(1), -1)
+        if top_k_values == "fp32_probabilities":
+            near = probability_ties(x, kth, k_on)
     ambiguous = none.clone()
     if p is not None:
         survivors = x.masked_fill(~kept, float("-inf"))
@@ -173,7 +201,10 @@ def top_k_top_p_declared_reference(logits: torch.Tensor, k: torch.Tensor | None,
         limit = p.to(torch.float64)[:, None] * mass
         p_on = (p < 1)[:, None]
         keep_p = above_mass <= limit if top_p_boundary == "inclusive" else above_mass < limit
-        ambiguous = p_on & kept & (above_mass > 0) & ((above_mass - limit).abs() <= band * mass)
+        near_mass = torch.exp(x - torch.where(torch.isfinite(row_max), row_max, 0.0)).masked_fill(~near, 0.0).sum(
+            dim=-1, keepdim=True)
+        slack = band * mass + near_mass
+        ambiguous = p_on & kept & (above_mass > 0) & ((above_mass - limit).abs() <= slack)
         if top_p_boundary == "pivot_search":
             prob = weight / mass
             alive = p_on & kept & torch.isfinite(survivors)
@@ -184,8 +215,11 @@ def top_k_top_p_declared_reference(logits: torch.Tensor, k: torch.Tensor | None,
         if top_p_boundary in ("strict_by_position", "pivot_search"):
             # A tied member's mass before it lies in [above, above + tie mass - own weight].
             last_place = above_mass + _tie_mass(survivors, weight) - weight
-            ambiguous |= p_on & kept & keep_p & (last_place >= limit - band * mass)
+            ambiguous |= p_on & kept & keep_p & (last_place >= limit - slack)
         kept &= keep_p | ~p_on
+    if near.any():
+        kth_alive = ((x == kth) & (kept | ambiguous)).any(dim=-1, keepdim=True)
+        ambiguous |= near & kth_alive
     if tie_policy == "exactly_k_lowest_index":
         return DeclaredMaskReference(kept, ambiguous, none, no_count)
     # Every member of the tied group shares the decision of the members chosen above.

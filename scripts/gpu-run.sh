@@ -20,7 +20,8 @@
 #      over one call of each kernel (scripts/sanitize.sh: sanitize.txt, logs in sanitize-logs.tgz);
 #   8: mutation analysis of our kernels (samplecheck mutate, ${MUT_SAMPLE:+--sample $MUT_SAMPLE, }16 at
 #      once, within ${MUT_BUDGET:-540} s: mutation.md, mutation.json in mutation.tgz);
-#   9: the nightly (samplecheck nightly, the whole suite within ${NIGHTLY_BUDGET:-9m}, 16 workers): its
+#   9: the nightly (samplecheck nightly, the whole suite within ${NIGHTLY_BUDGET:-9m}, 16 workers,
+#      ${NIGHTLY_EXAMPLES:-planned} examples per test): its
 #      report (report.html, report.json, summary.md) and example database in nightly.tgz.
 # FlashInfer comes from .carry/ when present (../shared/device/flashinfer-carry.sh).
 # The device tool brings back at most 8 files: for several steps in one call, give each its
@@ -124,7 +125,7 @@ case "${STEP:-1}" in
   tar czf "$OUT/mutation.tgz" -C "$OUT" mutation && rm -rf "$OUT/mutation" ;;
 9)
   samplecheck nightly --device=cuda --workers 16 --budget "${NIGHTLY_BUDGET:-9m}" --database "$OUT/nightly/db" \
-    --out "$OUT/nightly" --history "$OUT/nightly/history" > "$OUT/nightly.log" 2>&1
+    ${NIGHTLY_EXAMPLES:+--examples "$NIGHTLY_EXAMPLES"} --out "$OUT/nightly" --history "$OUT/nightly/history" > "$OUT/nightly.log" 2>&1
   echo "nightly exit $? wall $(( $(date +%s) - start )) s; $(tail -1 "$OUT/nightly.log")" >> "$OUT/gpu.txt"
   tar czf "$OUT/nightly.tgz" -C "$OUT" nightly nightly.log && rm -rf "$OUT/nightly" "$OUT/nightly.log" ;;
 esac

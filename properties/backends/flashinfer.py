@@ -41,7 +41,6 @@ import math
 
 import torch
 
-from samplecheck.harness import catalog
 from samplecheck.harness.registry import Backend, Mark
 from samplecheck.inputs.strategies import expand_pool
 from samplecheck.kernels.min_p import check_min_p
@@ -55,6 +54,14 @@ MODULE = "samplecheck.backends.flashinfer"
 MAX_SCALE_WITHOUT_UNDERFLOW = 3.0
 
 
+# The adapters whose top-k ranks the fp32 probabilities they pass to FlashInfer: distinct
+# logits that our fp32 softmax rounds to one probability are ties there (declared semantics).
+PROBABILITY_TOP_K = {"top_k_values": "fp32_probabilities"}
+SEMANTICS = {function: PROBABILITY_TOP_K for function in (
+    "top_k_renorm_probs", "top_k_top_p_sampling_from_probs_top_k_first", "top_k_top_p_sampling_from_probs_joint",
+    "top_k_sampling_from_probs")}
+
+
 def installed() -> bool:
     return importlib.util.find_spec("flashinfer") is not None
 
@@ -65,11 +72,12 @@ def backend(name: str, function: str, *, marks: tuple[Mark, ...] = (), topk: boo
     the reason, when flashinfer is not importable (or, for `topk` adapters, its topk module
     is not built). `capturable`: the adapter captures in a CUDA graph (every FlashInfer call
     does; an adapter that reads a value back to the host, as the bounded top-k path's
-    `top_k_max` does, does not)."""
+    `top_k_max` does, does not). Its declared semantics are `SEMANTICS[function]` unless given."""
     if not installed():
         skip = (Mark("skip", INSTALL_HINT),)
     else:
         skip = (Mark("skip", TOPK_MODULE_HINT),) if topk and not topk_module_ready() else ()
+    fields.setdefault("semantics", SEMANTICS.get(function, {}))
     return Backend(name, f"{MODULE}:{function}", devices=("cuda",), marks=skip + tuple(marks), capturable=capturable,
                    **fields)
 
@@ -211,8 +219,8 @@ def top_k_renorm_probs(logits: torch.Tensor, k: torch.Tensor | None = None, p: t
     is_deterministic=True), then `logits` masked (in place, -inf) where the renormalised
     probability is 0; kept entries stay bitwise unchanged.
 
-    - Tie policy: radix select on fp32 probabilities; may keep any subset of boundary ties
-      (as top_k_mask_logits). Distinct logits whose fp32 probabilities round equal are ties.
+    - Tie policy: radix select on fp32 probabilities, boundary ties kept. Distinct logits
+      whose fp32 probabilities round equal are ties (declared: top_k_values=fp32_probabilities).
     - Compute: fp32 (our softmax, FlashInfer's renorm on fp32 input).
     - Contiguity: the API sees our fresh fp32 softmax, so every layout reaches it contiguous.
     - Seed: none. Top-k only. Probability space: entries whose fp32 probability underflows
@@ -429,67 +437,3 @@ def softmax(logits: torch.Tensor, temperature: torch.Tensor | None = None) -> to
     if _reaches_kernel_as_is(logits):
         _refuse_misaligned(logits, "softmax")
     return _sampling().softmax(logits, temperature=temperature)
-
-
-# --- findings, as data (docs/findings.md; confirmed on an H200, 2026-11-30) ----------------
-
-F3 = ("F3: FlashInfer requires a contiguous, vector-aligned tensor where the API does not upcast it "
-      "(flashinfer#1866): a row-strided view raises 'logits must be contiguous', and a contiguous view at "
-      "storage offset 5 is a misaligned vector load (a sticky CUDA error: the adapter refuses the launch)")
-F4 = ("F4: top_k_top_p_sampling_from_logits takes torch.softmax in the logits' dtype: bf16 probabilities "
-      "(8 significant bits, not summing to 1) lose the tail behind a dominant token (a 0.12% tail never "
-      "drawn in 17769 draws), and bf16 or fp16 probabilities (fp16's below 6.1e-5 are subnormal) tie "
-      "near-maximal tokens with the maximum (drawn at tiny p)")
-F6 = ("F6: top_p_renorm_probs with p = 1 (the filter off) at V >= 2048 (its radix AIR path, which has no "
-      "p >= 1 fast path) zeroes the smallest probabilities: 33 ids of nearly flat rows at V = 32000")
-STRIDED = ("padded64", "stride+1", "stride+37", "offset")
-
-
-def contiguity_marks(dtypes=(None,), *, distribution: bool = False, memory: bool = False) -> tuple[Mark, ...]:
-    """F3 as strict xfails: every property that calls the API on a strided or offset view,
-    in `dtypes` (None: all). The sampling records' test_distribution draws from contiguous
-    copies (not listed); a masking record's calls the view (distribution=True)."""
-    where = [(catalog.ORACLE_EQUIVALENCE, layout) for layout in STRIDED]
-    where += [(catalog.STRIDED_BITWISE, layout) for layout in STRIDED]
-    where += [(catalog.ROW_ISOLATION, "padded64"), (catalog.GRAPH_REPLAY, "padded64")]
-    if distribution:
-        where += [(catalog.DISTRIBUTION, "padded64")]
-    if memory:
-        where += [(catalog.MEMORY_BOUND, "padded64")]
-    marks = [Mark("xfail", F3, test=test, dtype=dtype, layout=layout) for test, layout in where for dtype in dtypes]
-    if None in dtypes or torch.bfloat16 in dtypes:
-        # Rows 2**31 elements apart: a strided view, whatever the "contig" in the test id.
-        marks.append(Mark("xfail", F3, test=catalog.LARGE_OFFSETS, dtype=torch.bfloat16))
-    return tuple(marks)
-
-
-F10 = ("F10: FlashInfer's probability samplers give a row's missing mass (1 - its sum) to the last id of "
-       "nonzero probability; a flat bf16 row of V = 1994, whose bf16 softmax sums to 0.99645, draws its "
-       "last id 8 times as often as any other")
-F11 = ("F11: top_k_top_p_sampling_from_logits' top_k_first fast path (top_k_max <= 256 at V >= 65536) keeps "
-       "exactly k of the values tied at the k-th (256 of 300 tied ids drawn, where the plain call draws all "
-       "300) and draws from another random stream")
-EXACT_K_TIES = (Mark("xfail", F11, test=catalog.DISTRIBUTION, dtype=torch.float32, layout="contig"),)
-# F4 is a finding, not the compute_dtype=logits_dtype convention: both orders draw ids outside
-# that axis' widened top-p band, at tiny p and at p = 0.5 (docs/findings.md, F4).
-HALF_SOFTMAX = (Mark("xfail", f"{F4}. {F10}", test=catalog.DISTRIBUTION, dtype=torch.bfloat16),) + tuple(
-    Mark("xfail", F4, test=test, dtype=dtype)
-    for test in (catalog.ORACLE_EQUIVALENCE, catalog.OFF_ENCODINGS) for dtype in (torch.bfloat16, torch.float16))
-F7 = ("F7: the joint order of top_k_top_p_sampling_from_logits takes torch.softmax of the view as given, and "
-      "torch rounds a misaligned (storage offset 5) row differently from an aligned one, so an id at a CDF "
-      "boundary can move to its neighbour (42858 vs 42857); layout invariance is not in FlashInfer's contract")
-MISALIGNED_SOFTMAX = (Mark("skip", F7, test=catalog.STRIDED_BITWISE, layout="offset"),)
-SHORT_NUCLEUS = tuple(Mark("xfail", F6, test=test)
-                      for test in (catalog.ORACLE_EQUIVALENCE, catalog.EXACT_DISTRIBUTION, catalog.OFF_ENCODINGS))
-F8 = ("F8: top_k_top_p_sampling_from_probs(filter_apply_order='top_k_first', deterministic=True) is not "
-      "repeatable on fp16-derived probabilities at V = 202048: 76 of 200 identical calls returned a "
-      "neighbouring id in one row (135386 vs 135387)")
-F8_FP32 = (F8 + "; also in fp32 (H200 run 9: test_strided_bitwise at B = 207, V = 151936, tied rows, "
-           "k = 151935, a Hypothesis FlakyFailure): the top-k renormalisation runs non-deterministic")
-# Two calls agree only about 60% of the time there, so the tests that compare two calls
-# (deterministic, strided vs contiguous, row isolation, graph replay vs eager) would pass or
-# fail by chance: they are skipped, and test_repeated_calls_agree (50 calls on the pinned fp16 case) is the strict xfail.
-UNREPEATABLE_HALF = (Mark("skip", F8, test=catalog.DETERMINISTIC, dtype=torch.float16),
-                     Mark("xfail", F8, test=catalog.REPEATED_CALLS_AGREE, dtype=torch.float16)) + tuple(
-    Mark("skip", F8_FP32, test=test) for test in (catalog.DETERMINISTIC, catalog.STRIDED_BITWISE, catalog.ROW_ISOLATION,
-                                                  catalog.GRAPH_REPLAY))

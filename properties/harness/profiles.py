@@ -27,7 +27,7 @@ ALPHA = {"dev": 1e-6, "ci": 1e-6, "gate": 1e-6, NIGHTLY: 1e-8}
 # rate: docs/nightly.md), by profile.
 RARE_DRAWS = {"dev": 2**14, "ci": 2**12, "gate": 2**20, NIGHTLY: 2**24}
 # Logits elements one example of it reads at most (draws x vocabulary; each draw reads the
-# whole row): 2**35 is 64 GiB of bf16 logits, tens of seconds on one H200. The vocabulary it
+# whole row): 2**35 is 64 GiB of bf16 logits, about 3 s on one H200. The vocabulary it
 # draws is capped at RARE_ELEMENTS / draws (2**15 under gate, 2**11 nightly).
 RARE_ELEMENTS = 2**35
 NO_SHRINK = tuple(phase for phase in Phase if phase not in (Phase.shrink, Phase.explain))

@@ -15,7 +15,8 @@ fp32 softmax gives NaN and fp64 does not: outside the contract).
 
 import torch
 
-from samplecheck.backends.flashinfer import backend as flashinfer_backend, contiguity_marks
+from samplecheck.backends.flashinfer import backend as flashinfer_backend
+from samplecheck.backends.flashinfer_findings import contiguity_marks
 from samplecheck.families.errors import INF, NAN, dtype_message, floats, logits_errors, rejected, row_shape
 from samplecheck.families.values import TemperatureCase, check_probabilities, softmax_cases, temperature_args
 from samplecheck.harness.registry import (Backend, KernelInfo, Oracle, RegressionExample, beyond_memory_bound,

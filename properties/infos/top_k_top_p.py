@@ -2,8 +2,8 @@
 
 import torch
 
-from samplecheck.backends.flashinfer import (SHORT_NUCLEUS, backend as flashinfer_backend, contiguity_marks, top_k_only,
-                                           top_k_only_probs, top_p_only_probs)
+from samplecheck.backends.flashinfer import backend as flashinfer_backend, top_k_only, top_k_only_probs, top_p_only_probs
+from samplecheck.backends.flashinfer_findings import SHORT_NUCLEUS, contiguity_marks
 from samplecheck.families.errors import NAN, dtype_message, floats, ids, logits_errors, rejected, row_shape
 from samplecheck.families.masking import (MaskingInfo, TopKTopPCase, top_k_top_p_args, top_k_top_p_cases,
                                         top_k_top_p_distribution_cases, top_k_top_p_targets)

@@ -14,10 +14,10 @@ restricting cases to the parameters the API implements.
 
 import torch
 
-from samplecheck.backends.flashinfer import (EXACT_K_TIES, HALF_SOFTMAX, MISALIGNED_SOFTMAX,
-                                            UNREPEATABLE_HALF,
-                                            backend as flashinfer_backend, contiguity_marks, no_filter,
-                                            not_both_in_a_row, top_k_only, top_p_only)
+from samplecheck.backends.flashinfer import (backend as flashinfer_backend, no_filter, not_both_in_a_row, top_k_only,
+                                            top_p_only)
+from samplecheck.backends.flashinfer_findings import (EXACT_K_TIES, HALF_SOFTMAX, MISALIGNED_SOFTMAX,
+                                                     UNREPEATABLE_HALF, contiguity_marks)
 from samplecheck.families.masking import DISTRIBUTION_MAX_VOCAB, TopKTopPCase, top_k_top_p_cases
 from samplecheck.families.samplers import TORCH_CPU_DISTRIBUTION, sampler_of
 from samplecheck.harness import catalog
@@ -54,11 +54,14 @@ DOMINANT_TOKEN_ROWS = tuple(
     for vocab in (64, 1000))
 
 # Finding F10: the bf16 softmax of a flat row of 1994 sums to 0.99645 and a probability sampler
-# that assumes 1 gives the missing 0.00355 to the last id (8 times its share of 1 / 1994).
+# that assumes 1 gives the missing 0.00355 to the last id (8 times its share of 1 / 1994); the
+# rare-events property's millions of draws see it as well (F4's law, off by up to 2**-9 per
+# token in bf16, failed it on drawn rows: H200 nightly, run 31).
 FLAT_BF16_ROW = (
     RegressionExample("F10: a flat bf16 row whose bf16 softmax sums to 0.99645, V = 1994",
                       TopKTopPCase(LogitsRecipe(batch=4, vocab=1994, family="flat", seed=0), None, None),
-                      dtypes=(torch.bfloat16,), layouts=("contig",), tests=(catalog.DISTRIBUTION,)),
+                      dtypes=(torch.bfloat16,), layouts=("contig",),
+                      tests=(catalog.DISTRIBUTION, catalog.RARE_EVENTS)),
 )
 
 # Finding F11: at V = 65536 with k = 256 in every row, FlashInfer's top_k_first fast path keeps

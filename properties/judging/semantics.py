@@ -56,6 +56,13 @@ AXES = {axis.name: axis for axis in (
                          "admitted either way, its kept count checked exactly)",
         "exactly_k_lowest_index": "exactly k kept: the values above the k-th, then its ties by lowest id (exact)"},
         "which of the values tied at the k-th largest top-k keeps"),
+    Axis("top_k_values", TOP_K_TOP_P_RECORDS, {
+        "input": "top-k compares the input values (exact)",
+        "fp32_probabilities": "top-k compares an fp32 softmax of the row (keep_all_ties there): finite values "
+                              "within 4 eps32 (|k-th - max| + 1) of the k-th largest, whose fp32 probabilities may "
+                              "round equal, admitted either way while the k-th survives top-p; top-p's band "
+                              "widened by their mass"},
+        "what top-k ranks: the logits, or probabilities a softmax rounded to fp32"),
     Axis("top_p_boundary", TOP_K_TOP_P_RECORDS, {
         "strict": "keep x iff the mass strictly above x (by value) < p; band: the record's tolerance x mass",
         "strict_by_position": "keep x iff the mass before x in a descending sort < p, ties in any order: a tied "
@@ -110,6 +117,10 @@ def validate(kernel: str, semantics: dict) -> None:
             raise ValueError(f"semantics {name}={value!r}: allowed values are {', '.join(axis.values)}")
         if kernel not in axis.records:
             raise ValueError(f"semantics axis {name!r} applies to {', '.join(axis.records)}, not {kernel!r}")
+    ranks_probabilities = semantics.get("top_k_values", "input") != "input"
+    if ranks_probabilities and semantics.get("tie_policy", "keep_all_ties") != "keep_all_ties":
+        raise ValueError(f"semantics top_k_values={semantics['top_k_values']!r} is defined with "
+                         "tie_policy='keep_all_ties' only")
 
 
 def declared(kernel: str, semantics: dict) -> dict[str, str]:
@@ -166,7 +177,7 @@ def _top_k_top_p(info, values: dict) -> dict:
     def reference(logits, semantics, tolerance, *, k, p, seed=None):
         return top_k_top_p_declared_reference(
             logits, k, p, tie_policy=values["tie_policy"], top_p_boundary=values["top_p_boundary"],
-            band=tolerance)
+            top_k_values=values["top_k_values"], band=tolerance)
 
     tolerance = _top_p_tolerance(info, values)
     if info.sample is not None:  # the sampler record: ids checked against kept | ambiguous

@@ -79,6 +79,45 @@ def test_tie_policy_variant_passes_on_drawn_cases(data):
     judge_drawn_case(data, "top_k_top_p", EXACTLY_K, exactly_k)
 
 
+PROBABILITIES = {"top_k_values": "fp32_probabilities"}
+
+
+def probability_top_k(logits, k=None, p=None, *, extra=0):
+    """Top-k over fp32 softmax probabilities, every entry tied with the k-th probability kept
+    (as FlashInfer's *_probs APIs see our softmax), then our top-p on the survivors; `extra`
+    ranks the k-th that many places lower (a bug)."""
+    if k is not None:
+        probs = torch.softmax(logits.float(), dim=-1)
+        on = (k > 0) & (k < logits.size(1))
+        place = (torch.where(on, k + extra, 1) - 1).clamp(max=logits.size(1) - 1)
+        kth = probs.sort(dim=-1, descending=True).values.gather(1, place[:, None].long())
+        logits.masked_fill_((probs < kth) & on[:, None], float("-inf"))
+    return apply_top_k_top_p_torch(logits, None, p)
+
+
+# Row 0: 0.5 + 2**-24 and 0.5 get one fp32 probability (0.2350), so the second largest ties
+# the third there; row 1: no such tie.
+PROBABILITY_TIES = torch.tensor([[1.0, 0.5 + 2**-24, 0.5, 0.0], [3.0, 2.0, 1.0, 0.0]])
+
+
+def test_probability_top_k_admits_fp32_probability_ties_only_when_declared():
+    k2 = {"k": torch.tensor([2, 2]), "p": None}
+    judge(combo("top_k_top_p", PROBABILITIES), probability_top_k, PROBABILITY_TIES, k2)
+    with pytest.raises(AssertionError, match="kept set differs"):
+        judge(combo("top_k_top_p", {}), probability_top_k, PROBABILITY_TIES, k2)
+    with pytest.raises(AssertionError, match="kept set differs"):  # one distinct value too many
+        judge(combo("top_k_top_p", PROBABILITIES), lambda x, **a: probability_top_k(x, **a, extra=1),
+              PROBABILITY_TIES, k2)
+    with pytest.raises(ValueError, match="keep_all_ties' only"):
+        validate("top_k_top_p", {**PROBABILITIES, "tie_policy": "exactly_k_any"})
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_probability_top_k_passes_on_drawn_cases(data):
+    judge_drawn_case(data, "top_k_top_p", PROBABILITIES, probability_top_k)
+
+
 def judge_drawn_case(data, kernel: str, semantics: dict, implementation) -> None:
     """`implementation`, declaring `semantics`, judged on a case of the record drawn in fp32 or bf16."""
     c = combo(kernel, semantics, dtype=data.draw(st.sampled_from([torch.float32, torch.bfloat16])))

@@ -34,8 +34,9 @@ def markdown(report: dict, link: str | None = None) -> str:
     elif ch["still_failing"]:
         lines.append(f"Still failing: {len(ch['still_failing'])} (see the report)")
     if report["checks"]["rejections"]:
-        lines.append(f"Sampling checks rejected: {len(report['checks']['rejections'])} of {report['checks']['n']} "
-                     f"({report['checks']['expected_false_alarms']:.2g} false alarms expected)")
+        c = report["checks"]
+        lines.append(f"Sampling checks rejected: {c['rejected']} of {c['n']}, in {len(c['rejections'])} tests "
+                     f"({c['expected_false_alarms']:.2g} false alarms expected)")
     return "\n".join(lines) + "\n"
 
 

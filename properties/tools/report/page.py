@@ -15,6 +15,7 @@ SYMBOL = {"passed": "✓", "failed": "✗", "error": "E", "xpassed": "X!", "xfai
 MEANING = {"passed": "passed", "failed": "failed", "error": "error outside the test body",
            "xpassed": "passed but marked xfail (strict)", "xfailed": "known defect (xfail)",
            "skipped": "skipped (declared)", "budget": "not reached in the time budget"}
+EVENTS_SHOWN = 10  # Hypothesis' own events listed open; the rest fold away
 CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0;color:#1f2328;background:#fff;
  font-size:14px;line-height:1.45}
@@ -28,8 +29,9 @@ table{border-collapse:collapse;margin:8px 0} th,td{border:1px solid #d0d7de;padd
 th{background:#f6f8fa;font-weight:600} td.num{text-align:right;font-variant-numeric:tabular-nums}
 table.matrix td.cell{text-align:center;width:44px;font-weight:700}
 details{margin:6px 0} summary{cursor:pointer;padding:4px 0}
-table.overview td{text-align:center;font-size:12px;white-space:nowrap}
-table.matrix th.prop{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap;font-size:12px}
+table.overview td{text-align:center;font-size:12px;white-space:nowrap;min-width:36px}
+table.overview td:first-child{text-align:left}
+th.prop{writing-mode:vertical-rl;transform:rotate(180deg);white-space:nowrap;font-size:12px}
 tr.kernel th{background:#eaeef2;font-size:13px}
 .passed{background:#dafbe1;color:#116329} .failed{background:#ffd7d5;color:#a40e26}
 .error{background:#a40e26;color:#fff} .xpassed{background:#e9d5ff;color:#6b21a8}
@@ -94,18 +96,31 @@ def _worst(outcomes) -> str:
 
 
 def matrix_overview(m: dict, by_id: dict) -> str:
-    """Kernel x property: the worst outcome over the kernel's cells, with counts."""
-    head = "<tr><th>kernel</th>" + "".join(f"<th>{_e(p.removeprefix('test_'))}</th>" for p in m["properties"]) + "</tr>"
+    """Property x kernel: the worst outcome over the kernel's cells, one count per outcome and
+    line (kernels as columns keep the table as narrow as the page)."""
+    kernels = list(dict.fromkeys(row["kernel"] for row in m["rows"]))
+    head = "<tr><th>property</th>" + "".join(
+        f'<th class="prop"><a href="#kernel-{_e(k)}">{_e(k)}</a></th>' for k in kernels) + "</tr>"
     rows = []
-    for kernel in dict.fromkeys(row["kernel"] for row in m["rows"]):
+    for prop in m["properties"]:
         cells = []
-        for prop in m["properties"]:
+        for kernel in kernels:
             found = [outcome(by_id[row["cells"][prop]]) for row in m["rows"]
                      if row["kernel"] == kernel and prop in row["cells"]]
-            text = " ".join(f"{found.count(o)}{SYMBOL[o]}" for o in OUTCOMES if o in found)
+            text = "<br>".join(f"{found.count(o)}{SYMBOL[o]}" for o in OUTCOMES if o in found)
             cells.append(f'<td class="{_worst(found)}">{text}</td>')
-        rows.append(f'<tr><td><a href="#kernel-{_e(kernel)}">{_e(kernel)}</a></td>{"".join(cells)}</tr>')
+        rows.append(f'<tr><td>{_e(prop.removeprefix("test_"))}</td>{"".join(cells)}</tr>')
     return f'<table class="overview">{head}{"".join(rows)}</table>'
+
+
+def _cell(nodeid: str | None, by_id: dict, failure_ids: dict[str, str]) -> str:
+    if nodeid is None:
+        return '<td class="cell none"></td>'
+    record = by_id[nodeid]
+    o = outcome(record)
+    tip = _e(f"{nodeid}: {o}" + (f" - {record['message']}" if record.get("message") else ""))
+    text = f'<a href="#{failure_ids[nodeid]}">{SYMBOL[o]}</a>' if nodeid in failure_ids else SYMBOL[o]
+    return f'<td class="cell {o}" title="{tip}">{text}</td>'
 
 
 def matrix_section(report: dict, failure_ids: dict[str, str]) -> str:
@@ -114,38 +129,27 @@ def matrix_section(report: dict, failure_ids: dict[str, str]) -> str:
         return '<p class="note">No test ran on a registry combo.</p>'
     by_id = {r["nodeid"]: r for r in report["tests"]}
     legend = " ".join(f'<span class="{o}" style="padding:2px 6px">{SYMBOL[o]} {MEANING[o]}</span>' for o in OUTCOMES)
-    head = "<tr><th>backend</th><th>dtype</th><th>layout</th>" + "".join(
-        f'<th class="prop">{_e(p.removeprefix("test_"))}</th>' for p in m["properties"]) + "</tr>"
-    kernels: dict[str, list[str]] = {}
-    worst: dict[str, list[str]] = {}
+    by_kernel: dict[str, list[dict]] = {}
     for row in m["rows"]:
-        cells = []
-        for prop in m["properties"]:
-            nodeid = row["cells"].get(prop)
-            if nodeid is None:
-                cells.append('<td class="cell none"></td>')
-                continue
-            record = by_id[nodeid]
-            o = outcome(record)
-            worst.setdefault(row["kernel"], []).append(o)
-            tip = _e(f"{nodeid}: {o}" + (f" - {record['message']}" if record.get("message") else ""))
-            text = SYMBOL[o]
-            if nodeid in failure_ids:
-                text = f'<a href="#{failure_ids[nodeid]}">{text}</a>'
-            cells.append(f'<td class="cell {o}" title="{tip}">{text}</td>')
-        kernels.setdefault(row["kernel"], []).append(
-            f"<tr><td>{_e(row['backend'])}</td><td>{_e(row['dtype'])}</td><td>{_e(row['layout'])}</td>"
-            + "".join(cells) + "</tr>")
+        by_kernel.setdefault(row["kernel"], []).append(row)
     blocks = []
-    for kernel, rows in kernels.items():
-        bad = any(o in BAD for o in worst[kernel])
-        tally = ", ".join(f"{worst[kernel].count(o)} {MEANING[o]}" for o in OUTCOMES if o in worst[kernel])
+    for kernel, kernel_rows in by_kernel.items():
+        # Only the properties that run on this kernel: its table stays as wide as it needs.
+        props = [p for p in m["properties"] if any(p in row["cells"] for row in kernel_rows)]
+        head = "<tr><th>backend</th><th>dtype</th><th>layout</th>" + "".join(
+            f'<th class="prop">{_e(p.removeprefix("test_"))}</th>' for p in props) + "</tr>"
+        rows = [f"<tr><td>{_e(row['backend'])}</td><td>{_e(row['dtype'])}</td><td>{_e(row['layout'])}</td>"
+                + "".join(_cell(row["cells"].get(p), by_id, failure_ids) for p in props) + "</tr>"
+                for row in kernel_rows]
+        worst = [outcome(by_id[nodeid]) for row in kernel_rows for nodeid in row["cells"].values()]
+        bad = any(o in BAD for o in worst)
+        tally = ", ".join(f"{worst.count(o)} {MEANING[o]}" for o in OUTCOMES if o in worst)
         blocks.append(f'<details id="kernel-{_e(kernel)}"{" open" if bad else ""}><summary><b>{_e(kernel)}</b>: '
                       f'{len(rows)} cells; tests: {_e(tally)}</summary>'
                       f'<table class="matrix">{head}{"".join(rows)}</table></details>')
     return (f"<p>{legend} <span class=\"none\" style=\"padding:2px 6px;border:1px solid #d0d7de\">blank: "
             f"the property does not run on that cell</span></p>"
-            f"<p class=\"note\">Per kernel, the worst outcome of each property over its cells (counts per outcome); "
+            f"<p class=\"note\">Per property and kernel, the worst outcome over the kernel's cells (counts per outcome); "
             f"the tables below give every kernel x backend x dtype x layout cell (open for kernels with a failure; "
             f"click a kernel to open it). A failing cell links to its failure and reproduce command; hover a cell "
             f"for its test id and message.</p>{matrix_overview(m, by_id)}{''.join(blocks)}")
@@ -188,9 +192,14 @@ def coverage_section(report: dict, have_plots: bool) -> str:
         for d, buckets in cov["dimensions"].items():
             parts.append(f"<h3>{_e(d)}</h3><p>" + ", ".join(f"{_e(b)}: {n}" for b, n in buckets.items()) + "</p>")
     if cov["hypothesis_events"]:
-        rows = "".join(f"<tr><td class=\"num\">{n}</td><td>{_e(k)}</td></tr>" for k, n in cov["hypothesis_events"].items())
+        rows = [f"<tr><td class=\"num\">{n}</td><td>{_e(k)}</td></tr>" for k, n in cov["hypothesis_events"].items()]
+        head = "<tr><th>cases</th><th>event</th></tr>"
+        rest = rows[EVENTS_SHOWN:]
+        more = (f"<details><summary>{len(rest)} more events</summary><table>{head}{''.join(rest)}</table></details>"
+                if rest else "")
         parts.append("<h3>Hypothesis' own events</h3><p class=\"note\">Test cases in which Hypothesis reported "
-                     f"each event (filter retries and the like).</p><table><tr><th>cases</th><th>event</th></tr>{rows}</table>")
+                     f"each event (filter retries and the like), most frequent first.</p>"
+                     f"<table>{head}{''.join(rows[:EVENTS_SHOWN])}</table>{more}")
     if cov["targets"]:
         rows = "".join(f"<tr><td>{_e(k)}</td><td class=\"num\">{v:.4g}</td></tr>" for k, v in cov["targets"].items())
         parts.append(f"<h3>hypothesis.target() maxima</h3><table><tr><th>label</th><th>highest</th></tr>{rows}</table>")
@@ -203,7 +212,7 @@ def checks_section(report: dict, have_plots: bool) -> str:
         return '<p class="note">No sampling check ran.</p>'
     rows = [("sampling checks (each: a G-test and an excess test)", c["n"]),
             ("vacuous G-tests (one bin), left out of the G-test's numbers", c["vacuous_g"]),
-            ("rejections observed", len(c["rejections"])),
+            ("rejections observed (tests)", f"{c['rejected']} ({len(c['rejections'])})"),
             ("false alarms expected if every kernel were correct (sum of the levels)", f"{c['expected_false_alarms']:.3g}"),
             ("G-test p < 0.01 (uniform expects 1%)",
              f"{c['below_1pct']['g']} of {len(c['g'])} ({c['below_1pct']['g'] / max(len(c['g']), 1):.1%})"),
@@ -218,9 +227,11 @@ def checks_section(report: dict, have_plots: bool) -> str:
     if have_plots:
         parts.append(_img(plots.qq_plot(c["g"], c["excess"]), "QQ plot of sampling-check p-values"))
     if c["rejections"]:
-        items = "".join(f"<li><code>{_e(r['nodeid'])}</code>: {_e(r['check'])} p = {r['p']:.3g} "
-                        f"(level {r['level']:.3g})</li>" for r in c["rejections"])
-        parts.append(f"<h3>Rejections</h3><ul>{items}</ul>")
+        items = "".join(f"<li><code>{_e(r['nodeid'])}</code> ({_e(r['outcome'])}): {r['count']} rejected, smallest "
+                        f"{_e(r['check'])} p = {r['p']:.3g} (level {r['level']:.3g})</li>" for r in c["rejections"])
+        parts.append("<h3>Rejections</h3><p class=\"note\">Per test: a failing test repeats its check while "
+                     "Hypothesis shrinks the case. A rejection in a failed test is read with its failure; one in a "
+                     f"passed test did not fail it, and is a false alarm to look into.</p><ul>{items}</ul>")
     return "".join(parts)
 
 
