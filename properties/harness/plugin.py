@@ -24,7 +24,7 @@ import sys
 import pytest
 
 from samplecheck.harness import results
-from samplecheck.harness.profiles import ALPHA, NIGHTLY, RARE_DRAWS, register_profiles
+from samplecheck.harness.profiles import ALPHA, EXAMPLE_DB_ENV, NIGHTLY, RARE_DRAWS, nightly_database, register_profiles
 from samplecheck.harness.seeds import SEED
 
 register_profiles()
@@ -211,11 +211,15 @@ BLOB = re.compile(r"@reproduce_failure\([^)]*\)")
 def reproduce_command(item) -> list[str]:
     """The command that reruns `item` alone with every option that shaped it: the test by
     absolute path (so it runs from any directory, in this checkout or an installed
-    samplecheck), device, profile, alpha, plugged backends and mutant."""
+    samplecheck), device, profile, alpha, plugged backends and mutant. Under the nightly
+    profile (random draws) the failing example replays from the database it was saved to,
+    so the command sets that database first."""
     config = item.config
     test = f"{item.path}::{item.nodeid.split('::', 1)[1]}"
-    command = [sys.executable, "-m", "pytest", test, "-p", "no:xdist",
-               f"--device={config.samplecheck_device.type}", f"--hypothesis-profile={_profile(config)}"]
+    profile = _profile(config)
+    database = ["env", f"{EXAMPLE_DB_ENV}={nightly_database()}"] if profile == NIGHTLY else []
+    command = database + [sys.executable, "-m", "pytest", test, "-p", "no:xdist",
+                          f"--device={config.samplecheck_device.type}", f"--hypothesis-profile={profile}"]
     if config.getoption("--stat-alpha"):
         command.append(f"--stat-alpha={config.getoption('--stat-alpha'):g}")
     command += [f"--backend={text}" for text in config.getoption("--backend")]

@@ -40,12 +40,17 @@ _COMMON = dict(
 )
 
 
+def nightly_database() -> str:
+    """The nightly profile's example database: $SAMPLECHECK_EXAMPLE_DB or .hypothesis/examples,
+    absolute (a reproduce command names it, so it replays from any directory)."""
+    return os.path.abspath(os.environ.get(EXAMPLE_DB_ENV, ".hypothesis/examples"))
+
+
 def register_profiles() -> None:
     settings.register_profile("dev", max_examples=10, **_COMMON)
     settings.register_profile("ci", max_examples=6, derandomize=True, database=None, phases=NO_SHRINK, **_COMMON)
     settings.register_profile("gate", max_examples=30, derandomize=True, database=None, phases=NO_SHRINK, **_COMMON)
     settings.register_profile(NIGHTLY, max_examples=int(os.environ.get(NIGHTLY_EXAMPLES_ENV, 1000)),
-                              database=DirectoryBasedExampleDatabase(os.environ.get(EXAMPLE_DB_ENV,
-                                                                                    ".hypothesis/examples")),
+                              database=DirectoryBasedExampleDatabase(nightly_database()),
                               **_COMMON)
     settings.load_profile("dev")
