@@ -80,6 +80,11 @@ BAD_WORDS_REGRESSIONS = (
                       BadWordsCase(LogitsRecipe(batch=5, vocab=1019, family="randn", scale=3.0, seed=7), EDGE_ROWS,
                                    extra_words=1, extra_tokens=1, extra_past=2, words_dtype=torch.int32),
                       dtypes=ALL_DTYPES, layouts=LAYOUTS),
+    # 64 rows x 9 words: more (row, word) pairs than one program takes on any device (at most
+    # 256), so rows beyond the first program's are banned by other programs.
+    RegressionExample("the edge rows on 64 rows: pairs over several programs",
+                      BadWordsCase(LogitsRecipe(batch=64, vocab=1019, family="randn", scale=3.0, seed=8), EDGE_ROWS),
+                      dtypes=(torch.float32,), layouts=("contig",)),
     RegressionExample("full-size padded vocab (opt-125m 50272 -> 50304), ids 0 and V - 1",
                       BadWordsCase(OPT125M, (bad_words_row((50271, 17), ((17, 50271), (50271, 17, 0), (50271,))),
                                              bad_words_row((0,), ((0, 0), (50271, 0, 5)), junk=(50271,)))),

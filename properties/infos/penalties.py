@@ -66,6 +66,10 @@ EDGE_HISTORY = FixedHistory(
 EDGE_PENALTIES = dict(repetition=(1.5, 0.5, 1.0, 2.0, 1e-6, 1e30),
                       frequency=(0.5, -2.0, 0.0, 2.0, 2.0, 1e-3),
                       presence=(1.0, -2.0, 0.0, 2.0, -0.5, 0.0))
+# Counts beyond the exact integers of fp16 (2048) and bf16 (256): id 5 occurs 2049 times and
+# id 9 257 times in the output, id 9 once more in the prompt; a frequency penalty of 1/8 makes
+# one count more or less a visible 0.125 in fp32.
+LONG_HISTORY = FixedHistory(prompt=((9, 2), (3,)), output=((5,) * 2049 + (9,) * 257 + (-1, 1), (9,) * 258))
 OPT125M = LogitsRecipe(batch=8, vocab=50272, family="randn", scale=3.0, neg_inf_fraction=0.1, seed=27910)
 PENALTIES_REGRESSIONS = (
     RegressionExample("edges on levels 0..3 (zero logits are fixed points of repetition)",
@@ -77,6 +81,10 @@ PENALTIES_REGRESSIONS = (
                                                  neg_inf_fraction=0.5, seed=4),
                                     EDGE_HISTORY, **EDGE_PENALTIES),
                       dtypes=ALL_DTYPES, layouts=LAYOUTS),
+    RegressionExample("counts beyond fp16's and bf16's exact integers",
+                      PenaltiesCase(LogitsRecipe(batch=2, vocab=17, family="randn", scale=1.0, seed=5), LONG_HISTORY,
+                                    repetition=(1.0,), frequency=(0.125,), presence=(0.0,)),
+                      dtypes=(torch.float32,), layouts=("contig",)),
     # Full-size rows (opt-125m's vocab 50272 padded to 50304): long lists with -1 and V
     # entries (#27910, #49081), repeats, off rows, int32 ids.
     RegressionExample("full-size padded vocab with long histories",

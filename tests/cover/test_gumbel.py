@@ -118,10 +118,14 @@ def test_non_finite_never_drawn(combo, device):
 @pytest.mark.matrix(knob="block_v")
 def test_launch_knobs_are_checked(combo, device):
     """block_v outside the powers of two in [1, 8192] and splits < 1 raise a ValueError that
-    names the knob, before any launch."""
-    logits = torch.zeros(2, 8, dtype=combo.dtype, device=device)
-    args = {"seeds": torch.zeros(2, dtype=torch.int64, device=device),
-            "positions": torch.zeros(2, dtype=torch.int64, device=device), "temperature": None}
+    names the knob, before any launch; the ends of the ranges are accepted and draw the
+    default launch's ids (the knobs tune the launch only)."""
+    logits = torch.arange(16, dtype=torch.float32, device=device).view(2, 8).to(combo.dtype)
+    args = {"seeds": torch.tensor([3, 4], device=device), "positions": torch.tensor([5, 6], device=device),
+            "temperature": None}
     for knob, value in (("block_v", 3), ("block_v", 16384), ("block_v", 0), ("splits", 0)):
         with pytest.raises(ValueError, match=knob):
             run(combo, logits, {**args, knob: value})
+    ids = run(combo, logits, args)
+    for knob, value in (("block_v", 1), ("block_v", 8192), ("splits", 1), ("splits", 64)):
+        assert torch.equal(run(combo, logits, {**args, knob: value}), ids), f"{combo.id}: {knob}={value}"

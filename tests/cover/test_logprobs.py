@@ -11,6 +11,8 @@
 - Log-sum-exp consistency: the exp of the whole-vocab output sums to 1 within the
   softmax-weighted error bound.
 - All -inf rows: NaN in every column and rank V, neighbours as the oracle says.
+- Unchecked, a sampled id outside [0, V) is never read: its column is NaN and its rank 0,
+  whatever the memory beside the row holds (docs/validation.md).
 
 Parametrized over the logprobs record's combos (contiguous layout) of whatever backend is
 registered or plugged (`--mutant`, `--backend`); skipped when the record is absent.
@@ -30,6 +32,7 @@ from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.harness.runner import prepare, reference, run
 from samplecheck.inputs.strategies import logits_recipes
 from samplecheck.judging.memory import peak_extra_bytes, stated_bound
+from samplecheck.kernels.validation import unchecked_values
 
 pytestmark = [pytest.mark.interpreter, pytest.mark.matrix(kernel="logprobs", layouts=("contig",))]
 
@@ -138,3 +141,16 @@ def test_all_neg_inf_row(combo, device, num_logprobs):
     assert bool(output.logprobs[1].isnan().all()), f"{combo.id}: all -inf row logprobs {output.logprobs[1]}"
     assert int(output.ranks[1]) == 1500, f"{combo.id}: all -inf row rank {int(output.ranks[1])}, expected V"
     combo.info.check(original, output, reference(combo, original, args), combo.id)
+
+
+def test_sampled_outside_the_vocab_is_never_read(combo, device):
+    """Rows of 0..7 in a buffer of 16 columns whose gaps hold -99 (below every entry, so a
+    misread counts the whole row in the rank); sampled ids V, -1 (row 1: the previous row's
+    gap lies before it) and V + 8 (the next row's start)."""
+    storage = torch.full((3, 16), -99.0, device=device)
+    storage[:, :8] = torch.arange(8, dtype=torch.float32, device=device)
+    logits = storage.to(combo.dtype)[:, :8]
+    with unchecked_values():
+        output = run(combo, logits, {"sampled": torch.tensor([8, -1, 16], device=device), "num_logprobs": 1})
+    assert bool(output.logprobs[:, 0].isnan().all()), f"{combo.id}: sampled logprobs {output.logprobs[:, 0].tolist()}"
+    assert output.ranks.tolist() == [0, 0, 0], f"{combo.id}: ranks {output.ranks.tolist()}, expected 0"
