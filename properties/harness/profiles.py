@@ -47,10 +47,17 @@ def nightly_database() -> str:
 
 
 def register_profiles() -> None:
-    settings.register_profile("dev", max_examples=10, **_COMMON)
-    settings.register_profile("ci", max_examples=6, derandomize=True, database=None, phases=NO_SHRINK, **_COMMON)
-    settings.register_profile("gate", max_examples=30, derandomize=True, database=None, phases=NO_SHRINK, **_COMMON)
-    settings.register_profile(NIGHTLY, max_examples=int(os.environ.get(NIGHTLY_EXAMPLES_ENV, 1000)),
+    """Each profile is built on Hypothesis' own defaults, not on the profile loaded at import:
+    where a CI variable is set (CI=true on most runners) Hypothesis loads its "ci" profile
+    (derandomize=True, no database), which would otherwise make the nightly draw the same
+    cases every night and never replay its database."""
+    base = settings.get_profile("default")
+    settings.register_profile("dev", base, max_examples=10, **_COMMON)
+    settings.register_profile("ci", base, max_examples=6, derandomize=True, database=None, phases=NO_SHRINK,
+                              **_COMMON)
+    settings.register_profile("gate", base, max_examples=30, derandomize=True, database=None, phases=NO_SHRINK,
+                              **_COMMON)
+    settings.register_profile(NIGHTLY, base, max_examples=int(os.environ.get(NIGHTLY_EXAMPLES_ENV, 1000)),
                               database=DirectoryBasedExampleDatabase(nightly_database()),
                               **_COMMON)
     settings.load_profile("dev")

@@ -56,9 +56,11 @@ def test_below_half(x):
 
 
 def _nightly(command: list[str], cwd, **env) -> subprocess.CompletedProcess:
+    """Run with CI=true, as on a CI runner: Hypothesis then loads its own "ci" profile at
+    import, which the nightly profile must not inherit (derandomized, it would not replay)."""
     environment = {k: v for k, v in os.environ.items() if not k.startswith("SAMPLECHECK_")}
     return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=300,
-                          env={**environment, **env})
+                          env={**environment, "CI": "true", **env})
 
 
 def test_nightly_failure_replays_from_its_database_anywhere(tmp_path):
