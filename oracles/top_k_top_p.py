@@ -201,9 +201,10 @@ def top_k_top_p_declared_reference(logits: torch.Tensor, k: torch.Tensor | None,
         limit = p.to(torch.float64)[:, None] * mass
         p_on = (p < 1)[:, None]
         keep_p = above_mass <= limit if top_p_boundary == "inclusive" else above_mass < limit
-        near_mass = torch.exp(x - torch.where(torch.isfinite(row_max), row_max, 0.0)).masked_fill(~near, 0.0).sum(
-            dim=-1, keepdim=True)
-        slack = band * mass + near_mass
+        slack = band * mass
+        if near.any():  # the probability ties' mass, counted or not by each decision
+            shift = torch.where(torch.isfinite(row_max), row_max, 0.0)
+            slack = slack + torch.exp(x - shift).masked_fill(~near, 0.0).sum(dim=-1, keepdim=True)
         ambiguous = p_on & kept & (above_mass > 0) & ((above_mass - limit).abs() <= slack)
         if top_p_boundary == "pivot_search":
             prob = weight / mass

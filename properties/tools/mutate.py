@@ -13,8 +13,9 @@ hunt's process; each runs the fast suite's tests of that mutant alone
 (`samplecheck.tools.killtable.hunt`: -k mutant, -x, exact properties first), WORKERS at once;
 `--budget` bounds the whole run's wall time (mutants it leaves unfinished are not scored).
 OUT/mutation.json holds every outcome and OUT/mutation.md the report (score per kernel,
-operator and killing property; survivors with their diff and recorded disposition). `--merge` reports over several runs' results (e.g. one per kernel
-group). Exits 1 when a scored survivor has no disposition.
+operator and killing property; survivors with their diff and recorded disposition).
+`--merge` reports over several runs' results (e.g. one per kernel group). Exits 1 when a
+scored survivor has no disposition.
 """
 
 import argparse

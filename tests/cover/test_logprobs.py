@@ -27,6 +27,7 @@ from hypothesis import given, strategies as st
 from samplecheck.oracles.logprobs import error_bound
 from samplecheck.judging.checks import assert_outputs_bitwise
 from samplecheck.inputs.drawing import draw_case
+from samplecheck.inputs.layouts import place
 from samplecheck.families.logprobs import LogprobsCase, logprobs_cases
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.harness.runner import prepare, reference, run
@@ -144,12 +145,11 @@ def test_all_neg_inf_row(combo, device, num_logprobs):
 
 
 def test_sampled_outside_the_vocab_is_never_read(combo, device):
-    """Rows of 0..7 in a buffer of 16 columns whose gaps hold -99 (below every entry, so a
-    misread counts the whole row in the rank); sampled ids V, -1 (row 1: the previous row's
-    gap lies before it) and V + 8 (the next row's start)."""
-    storage = torch.full((3, 16), -99.0, device=device)
-    storage[:, :8] = torch.arange(8, dtype=torch.float32, device=device)
-    logits = storage.to(combo.dtype)[:, :8]
+    """Rows of 0..7 in a padded64 buffer whose gaps hold -99 (below every entry, so a misread
+    counts the whole row in the rank); sampled ids V, -1 (row 1: the previous row's gap lies
+    before it) and V + 8 (inside the gap)."""
+    values = torch.arange(8, device=device).expand(3, 8).to(combo.dtype)
+    logits = place(values, "padded64", -99.0).view
     with unchecked_values():
         output = run(combo, logits, {"sampled": torch.tensor([8, -1, 16], device=device), "num_logprobs": 1})
     assert bool(output.logprobs[:, 0].isnan().all()), f"{combo.id}: sampled logprobs {output.logprobs[:, 0].tolist()}"
