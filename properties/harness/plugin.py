@@ -31,7 +31,7 @@ register_profiles()
 
 MARKERS = (
     "matrix(kernel=None, dtypes=None, layouts=None, sampled=False, own_sampler=False, output_law=False, knob=None, "
-    "off_encodings=False, capturable=False, id_lists=False): "
+    "off_encodings=False, capturable=False, guard_flag=False, id_lists=False): "
     "restricts the registry matrix of a generic test",
     "interpreter: runs under the Triton CPU interpreter too (select with -m interpreter)",
     "gpu: needs a CUDA device; skipped on CPU",
@@ -208,14 +208,15 @@ def pytest_terminal_summary(terminalreporter):
 BLOB = re.compile(r"@reproduce_failure\([^)]*\)")
 
 
-def reproduce_command(item) -> list[str]:
+def reproduce_command(item, test: str | None = None) -> list[str]:
     """The command that reruns `item` alone with every option that shaped it: the test by
     absolute path (so it runs from any directory, in this checkout or an installed
     samplecheck), device, profile, alpha, plugged backends and mutant. Under the nightly
     profile (random draws) the failing example replays from the database it was saved to,
-    so the command sets that database first."""
+    so the command sets that database first. `test`: another test id (path::name[params])
+    to run under the same options instead of `item`."""
     config = item.config
-    test = f"{item.path}::{item.nodeid.split('::', 1)[1]}"
+    test = test or f"{item.path}::{item.nodeid.split('::', 1)[1]}"
     profile = _profile(config)
     database = ["env", f"{EXAMPLE_DB_ENV}={nightly_database()}"] if profile == NIGHTLY else []
     command = database + [sys.executable, "-m", "pytest", test, "-p", "no:xdist",

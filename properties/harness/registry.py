@@ -80,7 +80,10 @@ class Backend:
     synchronisation, its result depends only on the values of its tensor arguments (which a
     replay reads from the captured buffers) and on its Python arguments (fixed at capture),
     and it reads no host-side state that can change between calls; the graph-replay
-    property (tests/cover/test_graph_replay.py) runs on such backends alone, on CUDA."""
+    property (tests/cover/test_graph_replay.py) runs on such backends alone, on CUDA.
+    `guard_flag`: the implementation honours an enclosing call's guard flag (our kernels:
+    inside `samplecheck.kernels.validation.unchecked_values(flag)`, a set flag makes the call
+    write nothing; tests/cover/test_enclosing_flag.py)."""
 
     name: str
     target: str
@@ -95,6 +98,7 @@ class Backend:
     semantics: dict[str, str] = dataclasses.field(default_factory=dict, hash=False)
     fixed_vocabs: bool | tuple[int, ...] = False
     capturable: bool = False
+    guard_flag: bool = False
 
     def resolve(self) -> Callable:
         module, _, attr = self.target.partition(":")
@@ -104,10 +108,10 @@ class Backend:
 def triton_and_torch(triton: str, torch_fallback: str, fallback_memory: str, *,
                      torch_capturable: bool = False) -> tuple[Backend, Backend]:
     """Our two implementations of a kernel, by target: the Triton kernel ("triton"), CUDA-graph
-    capturable, and its PyTorch fallback ("torch"), which allocates beyond the record's memory
+    capturable and honouring an enclosing guard flag, and its PyTorch fallback ("torch"), which allocates beyond the record's memory
     bound by design (`fallback_memory` says how) and is capturable when `torch_capturable` says so
     (a fallback that picks rows with nonzero() synchronises with the host)."""
-    return (Backend("triton", triton, capturable=True),
+    return (Backend("triton", triton, capturable=True, guard_flag=True),
             Backend("torch", torch_fallback, marks=(beyond_memory_bound(fallback_memory),),
                     capturable=torch_capturable))
 
@@ -333,7 +337,7 @@ def _validate_semantics(kernel: str, backend: Backend) -> None:
 
 def combos(test: str, device: str, *, kernel=None, dtypes=None, layouts=None, sampled=False,
            own_sampler=False, output_law=False, knob=None, off_encodings=False, capturable=False,
-           id_lists=False) -> list:
+           guard_flag=False, id_lists=False) -> list:
     """pytest params for `test` over every registered combo, with skips/xfails as marks.
 
     kernel/dtypes/layouts restrict the matrix (kernel: one record, for kernel-specific
@@ -343,6 +347,7 @@ def combos(test: str, device: str, *, kernel=None, dtypes=None, layouts=None, sa
     (the output's softmax) and samplers with an `induced_law`; knob=NAME only the backends
     that declare that launch knob; off_encodings=True only records that list off encodings;
     capturable=True only the backends that declare themselves CUDA-graph capturable;
+    guard_flag=True only those that honour an enclosing guard flag;
     id_lists=True only records that declare id-list arguments.
     """
     params = []
@@ -363,6 +368,8 @@ def combos(test: str, device: str, *, kernel=None, dtypes=None, layouts=None, sa
             if knob is not None and knob not in backend.knobs:
                 continue
             if capturable and not backend.capturable:
+                continue
+            if guard_flag and not backend.guard_flag:
                 continue
             for dtype in info.dtypes:
                 if dtypes is not None and dtype not in dtypes:

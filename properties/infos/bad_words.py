@@ -102,7 +102,7 @@ BAD_WORDS = register(ValueInfo(
     name="bad_words",
     off_encodings=BAD_WORDS_OFF,
     id_lists=IdLists((IdList("bad_words", (MAX_WORDS, MAX_WORD_TOKENS)), IdList("output_token_ids", (None,)))),
-    backends=(Backend("triton", "samplecheck.kernels.bad_words:apply_bad_words", capturable=True),),
+    backends=(Backend("triton", "samplecheck.kernels.bad_words:apply_bad_words", capturable=True, guard_flag=True),),
     cases=bad_words_cases, make_args=bad_words_args,
     reference=bad_words_reference, expected=bad_words_expected,
     check=check_banned,

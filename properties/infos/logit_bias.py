@@ -114,7 +114,7 @@ LOGIT_BIAS = register(ValueInfo(
     id_lists=IdLists((IdList("allowed_token_ids", (MAX_ALLOWED,)),
                       IdList("logit_bias_ids", (MAX_BIAS,), parallel=(("logit_bias_values", float("nan")),)),
                       IdList("stop_token_ids", (MAX_STOP,)))),
-    backends=(Backend("triton", "samplecheck.kernels.logit_bias:apply_logit_bias", capturable=True),),
+    backends=(Backend("triton", "samplecheck.kernels.logit_bias:apply_logit_bias", capturable=True, guard_flag=True),),
     cases=logit_bias_cases, make_args=logit_bias_args,
     reference=logit_bias_reference,
     expected=lambda original, expected: expected,  # the oracle returns the output itself

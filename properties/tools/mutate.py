@@ -1,8 +1,8 @@
 """Mutation analysis of our kernels: generated mutants against the suite, scored.
 
-    samplecheck mutate [--kernels K ...] [--operators OP ...] [--sample N] [--device D] [--profile P]
-                       [--workers N] [--timeout S] [--budget S] [--tests PATH ...] [--dispositions FILE]
-                       [--out DIR] [--list]
+    samplecheck mutate [--kernels K ...] [--operators OP ...] [--sample N] [--mutants NAME ...] [--device D]
+                       [--profile P] [--workers N] [--timeout S] [--budget S] [--tests PATH ...]
+                       [--dispositions FILE] [--out DIR] [--list]
     samplecheck mutate --merge DIR/mutation.json ... [--out DIR]
 
 Mutants come from `samplecheck.tools.mutation.generate` (standard operators over the kernel
@@ -14,8 +14,9 @@ hunt's process; each runs the fast suite's tests of that mutant alone
 `--budget` bounds the whole run's wall time (mutants it leaves unfinished are not scored).
 OUT/mutation.json holds every outcome and OUT/mutation.md the report (score per kernel,
 operator and killing property; survivors with their diff and recorded disposition).
-`--merge` reports over several runs' results (e.g. one per kernel group). Exits 1 when a
-scored survivor has no disposition.
+`--merge` reports over several runs' results (e.g. one per kernel group); where several hold
+the same mutant, the last file's result stands (a re-hunt of some mutants with `--mutants`,
+after the suite gained a property). Exits 1 when a scored survivor has no disposition.
 """
 
 import argparse
@@ -51,8 +52,10 @@ def sample(mutants: list, per_group: int | None) -> list:
     return kept
 
 
-def build(kernels: list[str] | None, operators: tuple[str, ...], per_group: int | None) -> tuple[list, list[str]]:
-    """The importable mutants of the selected kernels, and the import failures."""
+def build(kernels: list[str] | None, operators: tuple[str, ...], per_group: int | None,
+          names: list[str] | None = None) -> tuple[list, list[str]]:
+    """The importable mutants of the selected kernels (those named in `names` alone, when
+    given), and the import failures."""
     chosen = [t for t in targets() if kernels is None or t.kernel in kernels]
     if kernels is not None and len(chosen) != len(set(kernels)):
         known = ", ".join(t.kernel for t in targets())
@@ -60,6 +63,8 @@ def build(kernels: list[str] | None, operators: tuple[str, ...], per_group: int 
     mutants, failures = [], []
     for target in chosen:
         for mutant in sample(generate(target, operators), per_group):
+            if names is not None and mutant.name not in names:
+                continue
             error = importable(mutant)
             if error is None:
                 mutants.append(mutant)
@@ -74,6 +79,8 @@ def main(argv=None) -> int:
     parser.add_argument("--kernels", nargs="+", default=None, help="registry records (default: every Triton kernel)")
     parser.add_argument("--operators", nargs="+", default=list(ALL), choices=ALL)
     parser.add_argument("--sample", type=int, default=None, help="at most N mutants per kernel and operator")
+    parser.add_argument("--mutants", nargs="+", default=None,
+                        help="hunt only these generated mutants (names as in a report; the same --sample)")
     parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
     parser.add_argument("--profile", default=None, help="Hypothesis profile (default: ci on CPU, gate on CUDA)")
     parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 1), help="mutants hunted at once")
@@ -91,12 +98,15 @@ def main(argv=None) -> int:
 
     if args.merge:
         runs = [json.loads(p.read_text()) for p in args.merge]
-        results = [r for run in runs for r in run["results"]]
+        results = list({r["name"]: r for run in runs for r in run["results"]}.values())
         header = "# Mutation analysis (merged: " + "; ".join(run["header"] for run in runs) + ")"
         return _write(args.out, results, dispositions, header, runs[0].get("import_failures", []))
 
     start = time.monotonic()
-    mutants, failures = build(args.kernels, tuple(args.operators), args.sample)
+    mutants, failures = build(args.kernels, tuple(args.operators), args.sample, args.mutants)
+    missing = sorted(set(args.mutants or ()) - {m.name for m in mutants})
+    if missing:
+        raise SystemExit(f"--mutants: not generated (other --kernels, --sample or sources?): {' '.join(missing)}")
     generated = args.out / "mutants.json"
     generated.write_text(json.dumps([asdict(m) for m in mutants], indent=1))
     if args.list:

@@ -2,10 +2,13 @@
 reads or writes the wrong memory. The rows of a case are placed at a row stride such that
 the last row starts past element 2**31 (a ~4.3 GB bf16 buffer); with three rows or more the
 row stride itself fits in int32, so only the product row * stride overflows (with two, the
-stride is >= 2**31 and Triton passes it as int64, which hides an int32 row index). The output
-must be bitwise the output of the contiguous copy, and the elements after each row stay
-untouched. GPU only:
-the interpreter cannot allocate and scan such buffers in a CPU budget."""
+stride is >= 2**31 and Triton passes it as int64, which hides an int32 row index). Two
+shapes, so that each launch shape of a kernel meets the far rows: many short rows (one
+program per row) and a few wide ones (wider than every kernel's split width, e.g. min_p's
+2048 and gumbel's 8192 columns: each row spread over programs, the chunk kernels' own row
+offsets). The output must be bitwise the output of the contiguous copy, and the elements
+after each row stay untouched. GPU only: the interpreter cannot allocate and scan such
+buffers in a CPU budget."""
 
 import pytest
 import torch
@@ -16,11 +19,20 @@ from samplecheck.inputs.drawing import draw_case
 from samplecheck.inputs.recipes import materialize
 from samplecheck.harness.big_buffers import big_buffers
 from samplecheck.harness.runner import poison_for, run
+from samplecheck.inputs.strategies import Budget
 
 pytestmark = pytest.mark.gpu
 
 FAR = 2**31  # elements: the first offset an int32 cannot hold
-MAX_VOCAB = 4096
+SHORT_ROWS = 4096  # columns at most, in the many-rows shape
+WIDE_ROWS = 8192  # columns beyond, in the wide shape: past every kernel's split width
+# shape -> (the budget cases are drawn from, given the device's; the cases kept)
+SHAPES = {
+    "many_short_rows": (lambda budget: budget, lambda c: c.logits.batch >= 3 and c.logits.vocab <= SHORT_ROWS),
+    "few_wide_rows": (lambda budget: Budget(max_elements=2**18, max_batch=8, max_random_vocab=4 * WIDE_ROWS,
+                                            vocabs=(32000,)),
+                      lambda c: c.logits.batch >= 3 and c.logits.vocab > WIDE_ROWS),
+}
 
 
 def place_far(values: torch.Tensor, poison: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -37,11 +49,12 @@ def place_far(values: torch.Tensor, poison: float) -> tuple[torch.Tensor, torch.
 
 
 @pytest.mark.matrix(dtypes=(torch.bfloat16,), layouts=("contig",))
+@pytest.mark.parametrize("shape", SHAPES)
 @settings(max_examples=2)
 @given(data=st.data())
-def test_large_offsets(combo, device, budget, data):
-    case = draw_case(data, combo, combo.info.cases(budget).filter(
-        lambda c: c.logits.batch >= 3 and c.logits.vocab <= MAX_VOCAB))
+def test_large_offsets(combo, shape, device, budget, data):
+    shaped_budget, kept = SHAPES[shape]
+    case = draw_case(data, combo, combo.info.cases(shaped_budget(budget)).filter(kept))
     with big_buffers(device):  # one 4.3 GB buffer per GPU at a time, freed before the next
         check_far_apart(combo, case, device)
 

@@ -56,3 +56,35 @@ def _suite_file(name: str):
     from samplecheck.tools.suite import suite_path
 
     return suite_path() / name
+
+
+def _result(name: str, outcome: str) -> dict:
+    kernel, operator = name.split("-")[:2]
+    return {"name": name, "kernel": kernel, "operator": operator, "description": "d", "outcome": outcome,
+            "killer": "test_x" if outcome == "killed" else None, "seconds": 1.0, "find": "a", "replace": "b",
+            "output": ""}
+
+
+def test_merge_keeps_each_mutants_last_result(tmp_path):
+    from samplecheck.tools.mutate import main
+
+    first, rehunt = tmp_path / "first.json", tmp_path / "rehunt.json"
+    first.write_text(json.dumps({"header": "first", "results": [_result("min_p-mask-1", "survived"),
+                                                                _result("min_p-mask-2", "killed")]}))
+    rehunt.write_text(json.dumps({"header": "rehunt", "results": [_result("min_p-mask-1", "killed")]}))
+    none = tmp_path / "dispositions.json"
+    none.write_text("{}")
+    assert main(["--merge", str(first), str(rehunt), "--dispositions", str(none), "--out", str(tmp_path)]) == 0
+    merged = json.loads((tmp_path / "mutation.json").read_text())
+    assert [(r["name"], r["outcome"]) for r in merged["results"]] == [("min_p-mask-1", "killed"),
+                                                                      ("min_p-mask-2", "killed")]
+
+
+def test_mutants_option_hunts_the_named_ones_alone(mutants, tmp_path):
+    from samplecheck.tools.mutate import main
+
+    name = next(m.name for m in mutants["min_p"] if m.name.split("-")[1] == "mask")
+    assert main(["--kernels", "min_p", "--mutants", name, "--list", "--out", str(tmp_path)]) == 0
+    assert [m["name"] for m in json.loads((tmp_path / "mutants.json").read_text())] == [name]
+    with pytest.raises(SystemExit, match="not generated"):
+        main(["--kernels", "min_p", "--mutants", "min_p-mask-00000000", "--list", "--out", str(tmp_path)])
