@@ -50,7 +50,7 @@ def place_far(values: torch.Tensor, poison: float) -> tuple[torch.Tensor, torch.
 
 @pytest.mark.matrix(dtypes=(torch.bfloat16,), layouts=("contig",))
 @pytest.mark.parametrize("shape", SHAPES)
-@settings(max_examples=2)
+@settings(max_examples=1)  # an int32 offset wraps on every case of a shape; the buffers are the cost
 @given(data=st.data())
 def test_large_offsets(combo, shape, device, budget, data):
     shaped_budget, kept = SHAPES[shape]
