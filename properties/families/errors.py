@@ -5,6 +5,8 @@ arguments, each either a function of the device (a tensor made there) or a plain
 passed as given, so a record writes only what is wrong with the call.
 """
 
+from collections.abc import Callable
+
 import torch
 
 from samplecheck.harness.registry import ErrorInput, tensor_on, zeros_on
@@ -50,11 +52,11 @@ def logits_errors(**valid) -> tuple[ErrorInput, ...]:
     """The bad logits every kernel rejects first (1-D, float64, a column-strided view), each
     beside the record's `valid` other arguments for two rows."""
     return (
-        ErrorInput("1-D logits", call(zeros_on(8), **valid), ValueError, r"logits must be 2-D"),
+        ErrorInput("1-D logits", call(zeros_on(8), **valid), ValueError, r"logits must be 2-D", argument="logits"),
         ErrorInput("float64 logits", call(zeros_on(2, 8, dtype=torch.float64), **valid),
-                   TypeError, r"logits dtype must be one of float32, bfloat16, float16"),
+                   TypeError, r"logits dtype must be one of float32, bfloat16, float16", argument="logits"),
         ErrorInput("column-strided logits", call(lambda device: zeros_on(2, 16)(device)[:, ::2], **valid),
-                   ValueError, r"column stride 1"),
+                   ValueError, r"column stride 1", argument="logits"),
     )
 
 
@@ -70,5 +72,16 @@ def dtype_message(name: str, allowed: str) -> str:
 def rejected(argument: str, error: type[Exception], match: str, bad: dict, **valid) -> tuple[ErrorInput, ...]:
     """One ErrorInput per entry of `bad` (description -> the bad value of `argument`), each
     a call with the record's `valid` arguments but that one, raising `error` matching `match`."""
-    return tuple(ErrorInput(description, call(**{**valid, argument: value}), error, match)
+    return tuple(ErrorInput(description, call(**{**valid, argument: value}), error, match, argument=argument)
                  for description, value in bad.items())
+
+
+def id_ends(argument: str, allowed: str, holding: Callable[[int], Callable], ends: tuple[int, int] = (-2, 8),
+            reject=rejected, **valid) -> tuple[ErrorInput, ...]:
+    """The ids just outside both ends of an id list's allowed set: by default -2 (below the
+    pad -1) and V = 8 (above [0, V)); a list that also accepts V as padding passes (-2, 9).
+    `holding(bad)` is the list's 2-row value holding `bad` once; `allowed` the start of the
+    message (up to "; got"). `reject`: `rejected`, or the sampler's builder over its
+    SamplingBatch fields (same signature)."""
+    return sum((reject(argument, ValueError, rf"{allowed}; got {bad}", {f"{argument} id {bad}": holding(bad)}, **valid)
+                for bad in ends), ())

@@ -24,9 +24,9 @@ from dataclasses import dataclass, fields, replace
 import torch
 from hypothesis import event, strategies as st
 
-from samplecheck.families.errors import built
+from samplecheck.families.errors import built, call
 from samplecheck.families.samplers import MIN_SAMPLING_T
-from samplecheck.harness.registry import KernelInfo
+from samplecheck.harness.registry import ErrorInput, KernelInfo
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.inputs.strategies import Budget, logits_recipes
 from samplecheck.judging import checks
@@ -344,6 +344,14 @@ def batch(**fields):
         return SamplingBatch(**{"seeds": zeros, "positions": zeros,
                                 **{name: built(value, device) for name, value in fields.items()}})
     return make
+
+
+def field_rejected(field: str, error: type[Exception], match: str, bad: dict, **valid) -> tuple[ErrorInput, ...]:
+    """`rejected` for the sampler: one ErrorInput per entry of `bad` (description -> the bad
+    value of SamplingBatch `field`), each a call with params = a `batch` of the `valid`
+    fields and that one; the error is about `field`."""
+    return tuple(ErrorInput(description, call(params=batch(**{**valid, field: value})), error, match, argument=field)
+                 for description, value in bad.items())
 
 
 @dataclass(frozen=True, kw_only=True)

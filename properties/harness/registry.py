@@ -119,13 +119,16 @@ def triton_and_torch(triton: str, torch_fallback: str, fallback_memory: str, *,
 @dataclass(frozen=True)
 class ErrorInput:
     """Calling a backend with `make(device)` -> (args, kwargs) must raise `error` matching
-    `match`; an input that passes a launch knob (`knob`) is tried only on backends taking it."""
+    `match`; an input that passes a launch knob (`knob`) is tried only on backends taking it.
+    `argument`: the caller's parameter the error is about (a SamplingBatch field for the
+    sampler), which a message naming only the failed checks must name."""
 
     description: str
     make: Callable[[str], tuple[tuple, dict]]
     error: type[Exception]
     match: str
     knob: str | None = None
+    argument: str | None = None
 
 
 def zeros_on(*shape, dtype=torch.float32):

@@ -7,7 +7,7 @@ others are near misses and other edges (`samplecheck.families.token_lists.words_
 
 import torch
 
-from samplecheck.families.errors import dtype_message, floats, full, ids, logits_errors, rejected
+from samplecheck.families.errors import dtype_message, floats, full, id_ends, ids, logits_errors, rejected
 from samplecheck.families.token_lists import BadWordsCase, bad_words_args, bad_words_cases, bad_words_row
 from samplecheck.families.values import ValueInfo, check_banned
 from samplecheck.harness.registry import ALL_DTYPES, Backend, RegressionExample, register
@@ -26,12 +26,11 @@ BAD_WORDS_ERRORS = (
     logits_errors(**VALID)
     # vllm#48824: the banned (last) id of a word is stored at row * stride + id, so an
     # unchecked id >= V writes into the next row or past the buffer.
+    + id_ends("bad_words", WORDS_RANGE, lambda bad: ids([[[1, 2]], [[3, bad]]]), **VALID)
     + rejected("bad_words", ValueError, WORDS_RANGE + r"; got 8", {
         "banned id == V": ids([[[1, 8]], [[3, -1]]]), "prefix id == V": ids([[[8, 2]], [[3, -1]]])}, **VALID)
     + rejected("bad_words", ValueError, WORDS_RANGE + r"; got 100", {
         "single-token word id > V": ids([[[-1]], [[100]]], torch.int32)}, **VALID)
-    + rejected("bad_words", ValueError, WORDS_RANGE + r"; got -2", {"bad_words id -2": ids([[[1, -2]], [[3, -1]]])},
-               **VALID)
     + rejected("bad_words", ValueError, r"bad_words must be right-padded per word: no token id after a -1 within a "
                r"word; got id 2 at \[0, 0, 2\]", {"id after -1 within a word": ids([[[1, -1, 2]], [[3, -1, -1]]])},
                **VALID)
@@ -43,8 +42,7 @@ BAD_WORDS_ERRORS = (
         "2-D bad_words": ids([[1, 2], [3, -1]]), "bad_words of wrong batch": ids([[[1, 2]]])}, **VALID)
     + rejected("bad_words", TypeError, dtype_message("bad_words", "int32, int64"), {
         "float bad_words": floats([[[1.0]], [[2.0]]])}, **VALID)
-    + rejected("output_token_ids", ValueError, PAST_RANGE + r"; got 8", {"output id == V": ids([[1, 8], [0, -1]])},
-               **VALID)
+    + id_ends("output_token_ids", PAST_RANGE, lambda bad: ids([[1, -1], [0, bad]]), **VALID)
     + rejected("output_token_ids", ValueError, PAST_RANGE + r"; got -2", {
         "output id -2 after the past": ids([[1, -1, -2], [0, -1, -1]], torch.int32)}, **VALID)
     + rejected("output_token_ids", ValueError, PAST_SHAPE, {

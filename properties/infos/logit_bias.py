@@ -2,8 +2,8 @@
 
 import torch
 
-from samplecheck.families.errors import (INF, NAN, dtype_message, floats, full, ids, logits_errors, rejected,
-                                       row_shape)
+from samplecheck.families.errors import (INF, NAN, dtype_message, floats, full, id_ends, ids, logits_errors,
+                                       rejected, row_shape)
 from samplecheck.families.token_lists import F32_MAX, LogitBiasCase, logit_bias_args, logit_bias_cases
 from samplecheck.families.values import ValueInfo, check_bitwise
 from samplecheck.harness.registry import ALL_DTYPES, Backend, RegressionExample, register
@@ -16,7 +16,7 @@ from samplecheck.oracles.logit_bias import logit_bias_reference
 
 
 def id_range(name):
-    return rf"{name} must hold token ids in \[0, 8\) or -1"
+    return rf"{name} must hold token ids in \[0, 8\) or -1 \(padding\)"
 
 
 TOGETHER = r"logit_bias_ids and logit_bias_values must be given together"
@@ -26,8 +26,7 @@ MIN_TOKENS = {"stop_token_ids": ids([[1], [2]]), "min_tokens": ids([2, 2]), "out
 LOGIT_BIAS_ERRORS = (
     logits_errors(allowed_token_ids=ids([[1], [2]]))
     # GHSA-wr27-mx79-rg6c: an allowed id >= V addresses the next row or the row-stride gap.
-    + rejected("allowed_token_ids", ValueError, id_range("allowed_token_ids"), {
-        "allowed id = V": ids([[1, 8], [2, -1]]), "allowed id < -1": ids([[1, -2], [2, -1]])})
+    + id_ends("allowed_token_ids", id_range("allowed_token_ids"), lambda bad: ids([[1, -1], [2, bad]]))
     + rejected("allowed_token_ids", TypeError, dtype_message("allowed_token_ids", "int32, int64"), {
         "float allowed ids": floats([[1.0], [2.0]])})
     + rejected("allowed_token_ids", ValueError, "allowed_token_ids " + LISTS, {
@@ -35,7 +34,7 @@ LOGIT_BIAS_ERRORS = (
     + rejected("allowed_token_ids", ValueError, r"allowed_token_ids may hold at most 1024 ids per row", {
         "1025 allowed ids": full((2, 1025), 0)})
     # vllm#16529: a bias id outside the vocab crashed the engine.
-    + rejected("logit_bias_ids", ValueError, id_range("logit_bias_ids"), {"bias id = V": ids([[8], [2]])}, **BIAS)
+    + id_ends("logit_bias_ids", id_range("logit_bias_ids"), lambda bad: ids([[1], [bad]]), **BIAS)
     + rejected("logit_bias_ids", ValueError, TOGETHER, {"bias ids without values": ids([[1], [2]])})
     + rejected("logit_bias_values", ValueError, TOGETHER, {"bias values without ids": floats([[1.0], [1.0]])})
     + rejected("logit_bias_values", ValueError, r"logit_bias_values must be finite where logit_bias_ids is not -1", {
@@ -49,7 +48,7 @@ LOGIT_BIAS_ERRORS = (
         logit_bias_values=floats([[1.0, 0.0, 0.0], [1.0, 2.0, 3.0]]))
     + rejected("logit_bias_ids", ValueError, r"logit_bias_ids may hold at most 1024 ids per row", {
         "1025 bias entries": full((2, 1025), 0)}, logit_bias_values=full((2, 1025), 0.0, torch.float32))
-    + rejected("stop_token_ids", ValueError, id_range("stop_token_ids"), {"stop id = V": ids([[1], [8]])}, **MIN_TOKENS)
+    + id_ends("stop_token_ids", id_range("stop_token_ids"), lambda bad: ids([[1], [bad]]), **MIN_TOKENS)
     + rejected("stop_token_ids", ValueError, id_range("stop_token_ids"), {
         "stop id < -1 beside a valid bias": ids([[-3], [2]])},
         logit_bias_ids=ids([[1, -1], [2, 3]]), logit_bias_values=floats([[1.0, 0.0], [2.0, -3.0]]), **MIN_TOKENS)

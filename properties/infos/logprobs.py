@@ -25,7 +25,7 @@ LOGPROBS_ERRORS = (
     + rejected("num_logprobs", TypeError, r"num_logprobs must be None or an int in \[-1, vocab\]", {
         "float num_logprobs": 2.0, "bool num_logprobs": True, "tensor num_logprobs": torch.tensor(2)}, **VALID)
     + tuple(ErrorInput(f"gather_block {block}", call(**VALID, gather_block=block), ValueError, GATHER,
-                       knob="gather_block") for block in (3, 2048))
+                       knob="gather_block", argument="gather_block") for block in (3, 2048))
 )
 
 LOGPROBS_REGRESSIONS = (

@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import torch
 
-from samplecheck.families.errors import floats, ids, rejected
+from samplecheck.families.errors import floats, id_ends, ids
 from samplecheck.families.masking import MinPCase, TopKTopPCase
-from samplecheck.families.pipeline import PipelineCase, batch, pipeline_record
+from samplecheck.families.pipeline import PipelineCase, field_rejected, pipeline_record
 from samplecheck.families.samplers import GumbelCase
 from samplecheck.families.token_lists import LogitBiasCase
 from samplecheck.families.values import TemperatureCase
@@ -24,15 +24,34 @@ from samplecheck.infos.temperature import TEMPERATURE
 from samplecheck.infos.top_k_top_p import TOP_K_TOP_P
 from samplecheck.inputs.recipes import LogitsRecipe
 
+
+
+def id_range(field: str, padding: str = "") -> str:
+    return rf"{field} must hold token ids in \[0, 8\) or -1 \(padding\){padding}"
+
+
 PIPELINE_ERRORS = (
-    rejected("params", ValueError, r"logprobs_mode must be one of raw_logprobs, raw_logits, processed_logprobs, "
-             r"processed_logits", {"unknown logprobs mode": batch(num_logprobs=1, logprobs_mode="raw")})
-    + rejected("params", ValueError, r"temperature must be finite and >= 0", {
-        "negative temperature": batch(temperature=floats([0.5, -1.0]))})
-    + rejected("params", ValueError, r"k must be -1 or 0 \(top-k off\) or >= 1", {
-        "top_k below -1": batch(top_k=ids([5, -2]))})
-    + rejected("params", ValueError, r"positions must be", {"negative position": batch(positions=ids([0, -1]))})
-    + rejected("params", ValueError, r"num_logprobs", {"num_logprobs above vocab": batch(num_logprobs=9)})
+    field_rejected("logprobs_mode", ValueError, r"logprobs_mode must be one of raw_logprobs, raw_logits, "
+                   r"processed_logprobs, processed_logits", {"unknown logprobs mode": "raw"}, num_logprobs=1)
+    + field_rejected("temperature", ValueError, r"temperature must be finite and >= 0", {
+        "negative temperature": floats([0.5, -1.0])})
+    + field_rejected("top_k", ValueError, r"top_k must be -1 or 0 \(top-k off\) or >= 1", {
+        "top_k below -1": ids([5, -2])})
+    + field_rejected("positions", ValueError, r"positions must be", {"negative position": ids([0, -1])})
+    + field_rejected("num_logprobs", ValueError, r"num_logprobs", {"num_logprobs above vocab": 9})
+    # The id lists of every op at both ends of their allowed ids (the penalties' lists also
+    # take V as padding); the history is the bad words' here, where V is an error.
+    + id_ends("allowed_token_ids", id_range("allowed_token_ids"), lambda bad: ids([[1, -1], [2, bad]]),
+              reject=field_rejected)
+    + id_ends("logit_bias_ids", id_range("logit_bias_ids"), lambda bad: ids([[1], [bad]]), reject=field_rejected,
+              logit_bias_values=floats([[1.0], [1.0]]))
+    + id_ends("stop_token_ids", id_range("stop_token_ids"), lambda bad: ids([[1], [bad]]), reject=field_rejected,
+              min_tokens=ids([2, 2]), output_len=ids([0, 1]))
+    + id_ends("prompt_token_ids", id_range("prompt_token_ids", ", 8"), lambda bad: ids([[1, bad], [0, -1]]), (-2, 9),
+              reject=field_rejected, repetition_penalty=floats([1.2, 1.0]))
+    + id_ends("bad_words", id_range("bad_words"), lambda bad: ids([[[1, 2]], [[3, bad]]]), reject=field_rejected)
+    + id_ends("output_token_ids", id_range("output_token_ids"), lambda bad: ids([[1, -1], [0, bad]]),
+              reject=field_rejected, bad_words=ids([[[1, 2]], [[3, -1]]]))
 )
 
 CPU_SAMPLING = Mark("skip", "each sampled row needs ~18k full pipeline runs of a repeated row: minutes per "

@@ -1,23 +1,99 @@
 """Bad input raises the declared error, whose message names the parameter and its range
 (plugged-in backends: the declared exception type, whatever the wording), and changes
-nothing: in each value-check mode that raises (docs/validation.md). "eager" raises in the
-call; "deferred" checks on the device, writes nothing, and raises from `raise_pending()`
-(a layout error still raises in the call)."""
+nothing: in each value-check mode that raises (docs/validation.md).
+- "eager" raises in the call;
+- "deferred" checks on the device, writes nothing, and raises from `raise_pending()` (a
+  layout error still raises in the call);
+- "deferred-from-flag": deferred, with no call kept to describe (value_modes.RECENT = 0), so
+  a value error is raised from the flag's bits alone: the message must name the error
+  input's `argument` among the failed checks (the flag bit of that check is the one set);
+- "deferred-row-by-row": for a value error (raised from `raise_pending()`), each row alone
+  (every per-row tensor, SamplingBatch fields included, cut to that row) in deferred mode:
+  a row that raises raises the declared type and changes nothing, and some row raises (a
+  one-row call's device check sees its bad value).
+The last two apply to value errors only; a layout error raised in the call skips them."""
+
+import re
 
 import pytest
 
+from samplecheck.inputs.call_inputs import map_tensors
+from samplecheck.kernels import value_modes
 from samplecheck.kernels.validation import raise_pending, value_checks
 from samplecheck.tests.cover.bad_input_outcomes import changed, snapshot
 
 pytestmark = pytest.mark.interpreter
 
+FROM_FLAG, ROW_BY_ROW = "deferred-from-flag", "deferred-row-by-row"
+# value_modes._FlagPool.raise_failed: the error of a failed call it can no longer describe.
+NAMES_ONLY = re.compile(r"\w+: the value check of (.*) failed in a deferred call, which wrote nothing")
 
-@pytest.mark.parametrize("mode", ["eager", "deferred"])
-def test_error_inputs(error_case, device, mode):
+
+def deferred_call(call, args, kwargs) -> tuple[str | None, Exception | None]:
+    """Call in deferred mode, then `raise_pending()`: where an exception came from ("call",
+    "raise_pending", or None when nothing raised) and the exception."""
+    with value_checks("deferred"):
+        try:
+            call(*args, **kwargs)
+        except Exception as raised:  # judged by the caller against the declared error
+            return "call", raised
+        try:
+            raise_pending()
+        except Exception as raised:
+            return "raise_pending", raised
+    return None, None
+
+
+def value_error(error, backend, call, args, kwargs) -> Exception:
+    """The declared error of a deferred call, raised from `raise_pending()`; skips the test
+    for a layout error (raised in the call: no flag to judge)."""
+    where, raised = deferred_call(call, args, kwargs)
+    assert isinstance(raised, error.error), f"deferred call: expected {error.error.__name__}, got {raised!r}"
+    if where == "call":
+        pytest.skip("raised in the call (a layout error, or an implementation with no guarded kernel)")
+    return raised
+
+
+def one_row(value, row: int, batch: int):
+    """`value` with every per-row tensor (first dimension `batch`) cut to `row` (a copy)."""
+    return map_tensors(lambda t: t[row:row + 1].clone() if t.dim() >= 1 and t.size(0) == batch else t, value)
+
+
+def check_rows_alone(error, call, args, kwargs) -> None:
+    batch = args[0].size(0)
+    raising = []
+    for row in range(batch):
+        row_args, row_kwargs = one_row(args, row, batch), one_row(kwargs, row, batch)
+        before = snapshot(row_args, row_kwargs)
+        _, raised = deferred_call(call, row_args, row_kwargs)
+        if raised is None:
+            continue
+        assert isinstance(raised, error.error), f"row {row} alone: expected {error.error.__name__}, got {raised!r}"
+        assert not changed(before, row_args, row_kwargs), f"row {row} alone changed its inputs before raising"
+        raising.append(row)
+    assert raising, f"no row alone raised (of {batch}): a one-row call's device check missed the bad value"
+
+
+@pytest.mark.parametrize("mode", ["eager", "deferred", FROM_FLAG, ROW_BY_ROW])
+def test_error_inputs(error_case, device, mode, monkeypatch):
     info, backend, error = error_case
+    call = backend.resolve()
     args, kwargs = error.make(device)
     before = snapshot(args, kwargs)
-    with value_checks(mode), pytest.raises(error.error, match=error.match if backend.error_messages else None):
-        backend.resolve()(*args, **kwargs)
-        raise_pending()
+    if mode in ("eager", "deferred"):
+        with value_checks(mode), pytest.raises(error.error, match=error.match if backend.error_messages else None):
+            call(*args, **kwargs)
+            raise_pending()
+    elif mode == FROM_FLAG:
+        monkeypatch.setattr(value_modes, "RECENT", 0)
+        monkeypatch.setattr(value_modes, "_POOLS", {})
+        message = str(value_error(error, backend, call, args, kwargs))
+        if backend.error_messages:
+            described = NAMES_ONLY.match(message)
+            assert described, f"expected the names-only message of a deferred call, got {message!r}"
+            assert error.argument in described.group(1).split(", "), (
+                f"the flag's failed checks do not name {error.argument!r}: {message!r}")
+    else:
+        value_error(error, backend, call, args, kwargs)
+        check_rows_alone(error, call, args, kwargs)
     assert not changed(before, args, kwargs), f"{mode}: the call changed its inputs before raising"
