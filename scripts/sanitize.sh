@@ -14,8 +14,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-sanitize-out}; mkdir -p "$OUT"
 PYTHON=${PYTHON:-python}
-SANITIZER=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || ls -d /usr/local/cuda/bin/compute-sanitizer \
-  /usr/local/cuda-*/bin/compute-sanitizer 2>/dev/null | head -1)}
+SANITIZER=$("$PYTHON" -c 'from samplecheck.harness.memcheck import find_sanitizer; print(find_sanitizer() or "")')
 if [ ! -x "$SANITIZER" ]; then
   # pip's nvidia-cuda-sanitizer-api wheels ship the sanitizer's libraries, not this program:
   # it comes with a CUDA toolkit.

@@ -76,6 +76,12 @@ def rejected(argument: str, error: type[Exception], match: str, bad: dict, **val
                  for description, value in bad.items())
 
 
+def id_range(argument: str, padding: str = "") -> str:
+    """The start of the message for an id list outside its allowed ids (at V = 8): ids in
+    [0, 8), -1 as padding, and `padding` for a list that also pads with V (", 8")."""
+    return rf"{argument} must hold token ids in \[0, 8\) or -1 \(padding\){padding}"
+
+
 def id_ends(argument: str, allowed: str, holding: Callable[[int], Callable], ends: tuple[int, int] = (-2, 8),
             reject=rejected, **valid) -> tuple[ErrorInput, ...]:
     """The ids just outside both ends of an id list's allowed set: by default -2 (below the

@@ -350,8 +350,8 @@ def field_rejected(field: str, error: type[Exception], match: str, bad: dict, **
     """`rejected` for the sampler: one ErrorInput per entry of `bad` (description -> the bad
     value of SamplingBatch `field`), each a call with params = a `batch` of the `valid`
     fields and that one; the error is about `field`."""
-    return tuple(ErrorInput(description, call(params=batch(**{**valid, field: value})), error, match, argument=field)
-                 for description, value in bad.items())
+    return tuple(ErrorInput(description, call(params=batch(**{**valid, field: value})), error, match,
+                            argument=field) for description, value in bad.items())
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -15,14 +15,15 @@ ERROR_LINE = re.compile(r"^=+ (Invalid|Misaligned|Out of bounds|Address|Program 
 
 def find_sanitizer() -> str | None:
     """$COMPUTE_SANITIZER, else compute-sanitizer on PATH, else one under /usr/local/cuda*/bin
-    (the order of scripts/sanitize.sh); None when there is none."""
+    (scripts/sanitize.sh finds it here too); None when there is none."""
     named = os.environ.get(SANITIZER_ENV)
     if named:
         return named if Path(named).is_file() else None
     found = shutil.which("compute-sanitizer")
     if found:
         return found
-    installed = sorted(glob.glob("/usr/local/cuda/bin/compute-sanitizer") + glob.glob("/usr/local/cuda-*/bin/compute-sanitizer"))
+    installed = sorted(glob.glob("/usr/local/cuda/bin/compute-sanitizer")
+                       + glob.glob("/usr/local/cuda-*/bin/compute-sanitizer"))
     return installed[0] if installed else None
 
 

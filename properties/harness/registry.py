@@ -108,9 +108,10 @@ class Backend:
 def triton_and_torch(triton: str, torch_fallback: str, fallback_memory: str, *,
                      torch_capturable: bool = False) -> tuple[Backend, Backend]:
     """Our two implementations of a kernel, by target: the Triton kernel ("triton"), CUDA-graph
-    capturable and honouring an enclosing guard flag, and its PyTorch fallback ("torch"), which allocates beyond the record's memory
-    bound by design (`fallback_memory` says how) and is capturable when `torch_capturable` says so
-    (a fallback that picks rows with nonzero() synchronises with the host)."""
+    capturable and honouring an enclosing guard flag, and its PyTorch fallback ("torch"), which
+    allocates beyond the record's memory bound by design (`fallback_memory` says how) and is
+    capturable when `torch_capturable` says so (a fallback that picks rows with nonzero()
+    synchronises with the host)."""
     return (Backend("triton", triton, capturable=True, guard_flag=True),
             Backend("torch", torch_fallback, marks=(beyond_memory_bound(fallback_memory),),
                     capturable=torch_capturable))

@@ -7,7 +7,7 @@ others are near misses and other edges (`samplecheck.families.token_lists.words_
 
 import torch
 
-from samplecheck.families.errors import dtype_message, floats, full, id_ends, ids, logits_errors, rejected
+from samplecheck.families.errors import dtype_message, floats, full, id_ends, id_range, ids, logits_errors, rejected
 from samplecheck.families.token_lists import BadWordsCase, bad_words_args, bad_words_cases, bad_words_row
 from samplecheck.families.values import ValueInfo, check_banned
 from samplecheck.harness.registry import ALL_DTYPES, Backend, RegressionExample, register
@@ -19,8 +19,8 @@ from samplecheck.kernels.bad_words import MAX_WORD_TOKENS, MAX_WORDS
 from samplecheck.oracles.bad_words import bad_words_expected, bad_words_reference
 
 VALID = {"bad_words": ids([[[1, 2, -1]], [[3, -1, -1]]]), "output_token_ids": ids([[1, -1], [0, 4]])}
-WORDS_RANGE = r"bad_words must hold token ids in \[0, 8\) or -1 \(padding\)"
-PAST_RANGE = r"output_token_ids must hold token ids in \[0, 8\) or -1 \(padding\)"
+WORDS_RANGE = id_range("bad_words")
+PAST_RANGE = id_range("output_token_ids")
 PAST_SHAPE = r"output_token_ids must have shape \[batch, length\] with batch = 2"
 BAD_WORDS_ERRORS = (
     logits_errors(**VALID)

@@ -2,8 +2,8 @@
 
 import torch
 
-from samplecheck.families.errors import (INF, NAN, dtype_message, floats, full, id_ends, ids, logits_errors,
-                                       rejected, row_shape)
+from samplecheck.families.errors import (INF, NAN, dtype_message, floats, full, id_ends, id_range, ids,
+                                       logits_errors, rejected, row_shape)
 from samplecheck.families.token_lists import F32_MAX, LogitBiasCase, logit_bias_args, logit_bias_cases
 from samplecheck.families.values import ValueInfo, check_bitwise
 from samplecheck.harness.registry import ALL_DTYPES, Backend, RegressionExample, register
@@ -13,10 +13,6 @@ from samplecheck.inputs.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.kernels.logit_bias import MAX_ALLOWED, MAX_BIAS, MAX_STOP
 from samplecheck.oracles.logit_bias import logit_bias_reference
-
-
-def id_range(name):
-    return rf"{name} must hold token ids in \[0, 8\) or -1 \(padding\)"
 
 
 TOGETHER = r"logit_bias_ids and logit_bias_values must be given together"

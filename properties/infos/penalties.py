@@ -8,8 +8,8 @@ signs, the ±2 bounds and extreme repetition values.
 
 import torch
 
-from samplecheck.families.errors import (INF, NAN, dtype_message, floats, id_ends, ids, logits_errors, rejected,
-                                       row_shape)
+from samplecheck.families.errors import (INF, NAN, dtype_message, floats, id_ends, id_range, ids, logits_errors,
+                                       rejected, row_shape)
 from samplecheck.families.token_lists import FixedHistory, HistoryRecipe, PenaltiesCase, penalties_args, penalties_cases
 from samplecheck.families.values import ValueInfo, check_penalised
 from samplecheck.harness.registry import ALL_DTYPES, Backend, Oracle, RegressionExample, register
@@ -23,16 +23,15 @@ from samplecheck.oracles.penalties import penalties_reference
 VALID = {"prompt_token_ids": ids([[1, 2, -1], [3, 8, -1]]), "output_token_ids": ids([[1, -1], [-1, 8]]),
          "repetition_penalty": floats([1.2, 1.0]), "frequency_penalty": floats([0.5, 0.0]),
          "presence_penalty": floats([0.0, -1.0])}
-IDS_RANGE = r"must hold token ids in \[0, 8\) or -1 \(padding\), 8"
 LISTS = r"must have shape \[batch, length\] with batch = 2"
 PENALTIES_ERRORS = (
     logits_errors(**VALID)
     # -1 and V are both padding here: the ends are -2 and V + 1.
-    + id_ends("prompt_token_ids", r"prompt_token_ids " + IDS_RANGE, lambda bad: ids([[1, bad], [0, -1]]), (-2, 9),
-              **VALID)
-    + id_ends("output_token_ids", r"output_token_ids " + IDS_RANGE, lambda bad: ids([[1, -1], [0, bad]]), (-2, 9),
-              **VALID)
-    + rejected("output_token_ids", ValueError, r"output_token_ids " + IDS_RANGE, {
+    + id_ends("prompt_token_ids", id_range("prompt_token_ids", ", 8"), lambda bad: ids([[1, bad], [0, -1]]),
+              (-2, 9), **VALID)
+    + id_ends("output_token_ids", id_range("output_token_ids", ", 8"), lambda bad: ids([[1, -1], [0, bad]]),
+              (-2, 9), **VALID)
+    + rejected("output_token_ids", ValueError, id_range("output_token_ids", ", 8"), {
         "int32 output id far out of range": ids([[2**31 - 1], [0]], torch.int32)}, **VALID)
     + rejected("prompt_token_ids", TypeError, dtype_message("prompt_token_ids", "int32, int64"), {
         "float prompt ids": floats([[1.0], [2.0]])}, **VALID)

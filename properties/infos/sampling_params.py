@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import torch
 
-from samplecheck.families.errors import floats, id_ends, ids
+from samplecheck.families.errors import floats, id_ends, id_range, ids
 from samplecheck.families.masking import MinPCase, TopKTopPCase
 from samplecheck.families.pipeline import PipelineCase, field_rejected, pipeline_record
 from samplecheck.families.samplers import GumbelCase
@@ -23,11 +23,6 @@ from samplecheck.infos.penalties import PENALTIES
 from samplecheck.infos.temperature import TEMPERATURE
 from samplecheck.infos.top_k_top_p import TOP_K_TOP_P
 from samplecheck.inputs.recipes import LogitsRecipe
-
-
-
-def id_range(field: str, padding: str = "") -> str:
-    return rf"{field} must hold token ids in \[0, 8\) or -1 \(padding\){padding}"
 
 
 PIPELINE_ERRORS = (
