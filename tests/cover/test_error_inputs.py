@@ -5,8 +5,8 @@ nothing: in each value-check mode that raises (docs/validation.md).
 - "deferred" checks on the device, writes nothing, and raises from `raise_pending()` (a
   layout error still raises in the call);
 - "deferred-from-flag": deferred, with no call kept to describe (value_modes.RECENT = 0), so
-  a value error is raised from the flag's bits alone: the message must name the error
-  input's `argument` among the failed checks (the flag bit of that check is the one set);
+  a value error is raised from the flag's bits alone: the failed checks it names must be
+  the error input's `argument` alone (that check's bit is set, and no other parameter's);
 - "deferred-row-by-row": for a value error (raised from `raise_pending()`), each row alone
   (every per-row tensor, SamplingBatch fields included, cut to that row) in deferred mode:
   a row that raises raises the declared type and changes nothing, and some row raises (a
@@ -91,8 +91,8 @@ def test_error_inputs(error_case, device, mode, monkeypatch):
         if backend.error_messages:
             described = NAMES_ONLY.match(message)
             assert described, f"expected the names-only message of a deferred call, got {message!r}"
-            assert error.argument in described.group(1).split(", "), (
-                f"the flag's failed checks do not name {error.argument!r}: {message!r}")
+            assert described.group(1).split(", ") == [error.argument], (
+                f"the flag's failed checks are not {error.argument!r} alone: {message!r}")
     else:
         value_error(error, backend, call, args, kwargs)
         check_rows_alone(error, call, args, kwargs)
