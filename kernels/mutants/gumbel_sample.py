@@ -6,6 +6,13 @@ _MODULE, _ENTRY = "samplecheck.kernels.gumbel", "gumbel_sample"
 
 MUTANTS = (
     Mutant(
+        name="gumbel_empty_batch_planned", kernel="gumbel_sample", module=_MODULE, entry=_ENTRY,
+        find="    if batch == 0:\n        return torch.empty(0, dtype=torch.int64, device=logits.device)\n",
+        replace="",
+        description="no early return for a batch of no rows: the launch plan divides by the batch",
+        ref="vllm#20484 (the CUDA repetition-penalty kernel launched a grid of size 0 for 0 sequences)",
+    ),
+    Mutant(
         name="gumbel_noise_by_batch_row", kernel="gumbel_sample", module=_MODULE, entry=_ENTRY,
         find="seed = tl.load(seeds_ptr + rows, mask=in_batch, other=0)",
         replace="seed = rows",

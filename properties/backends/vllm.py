@@ -163,7 +163,7 @@ def mrv2_penalties(logits, *, prompt_token_ids, output_token_ids, repetition_pen
     counts = torch.full((reqs, vocab), 99, dtype=torch.int32, device=device)
     mrv2 = src.module("mrv2_penalties")
     mrv2.bincount(slot, src.per_request(history, slot, 0), src.per_request(prompt_len, slot, 0),
-                  src.per_request(total_len, slot, 0), prompt_mask, counts, max(int(total_len.max()), 1))
+                  src.per_request(total_len, slot, 0), prompt_mask, counts, max([1, *total_len.tolist()]))
     zeros = torch.zeros(batch, dtype=torch.int32, device=device)
     mrv2.apply_penalties(logits, slot, zeros, zeros, src.per_request(repetition_penalty, slot, 1.5),
                          src.per_request(frequency_penalty, slot, 0.5), src.per_request(presence_penalty, slot, 0.5),
@@ -273,6 +273,8 @@ FAR_LISTS_OUTSIDE_PACK = tuple(Mark(
 TORCH_PATH = {"tie_policy": "keep_all_ties", "top_p_boundary": "strict_by_position"}
 
 
+EMPTY_TOP_K_ONLY = ("outside vLLM's calls: apply_top_k_only reads k.max(), which raises on 0 rows, and V1's sampler "
+                    "runs only in a step with a scheduled request (the model runner returns before sampling otherwise)")
 P_ONE_MASKED = ("finding V2: V1 apply_top_k_top_p_pytorch masks tokens of a p = 1 (top-p off) row beside top-p rows "
                 "whose fp32 probability underflows (a gap of 104 nats or more: the off-encoding property's underflowing "
                 "row alone, in every batch of four rows or more)")
@@ -345,7 +347,8 @@ PACK: tuple[tuple[str, Backend], ...] = (
                              semantics={"top_p_boundary": "pivot_search"})),
     ("top_k_top_p", _backend("vllm_v1_torch", "v1_torch_top_k_top_p", triton=False, dtypes=(torch.float32,),
                              marks=(Mark("xfail", P_ONE_MASKED, test=catalog.OFF_ENCODINGS),), semantics=TORCH_PATH)),
-    ("top_k_top_p", _backend("vllm_v1_torch_top_k_only", "v1_torch_top_k_only", triton=False, accepts=_top_k_only)),
+    ("top_k_top_p", _backend("vllm_v1_torch_top_k_only", "v1_torch_top_k_only", triton=False, accepts=_top_k_only,
+                                       marks=(Mark("skip", EMPTY_TOP_K_ONLY, test=catalog.EMPTY_BATCH),))),
     ("top_k_top_p_sample", _backend("vllm_v1_torch_sample", "v1_torch_sample", triton=False,
                                     semantics={**TORCH_PATH, "random_stream": "own"})),
     ("penalties", _backend("vllm_v1_penalties", "v1_penalties", triton=False, semantics={

@@ -97,6 +97,12 @@ def copy_inputs(source: CallInputs, target: CallInputs) -> None:
         dst.copy_(src)
 
 
+def cut_rows(value, rows: slice, batch: int):
+    """`value` with every per-row tensor it holds (first dimension `batch`) cut to `rows`, as
+    a copy; other tensors as they are."""
+    return map_tensors(lambda t: t[rows].clone() if t.dim() >= 1 and t.size(0) == batch else t, value)
+
+
 def resample_rows(args: dict, rows: torch.Tensor, batch: int) -> dict:
     """`args` with every per-row tensor (first dimension `batch`) taken at `rows` (int64 [batch],
     the same rows for every argument, so a row's parameters stay together), each in its own

@@ -17,7 +17,7 @@ import re
 
 import pytest
 
-from samplecheck.inputs.call_inputs import map_tensors
+from samplecheck.inputs.call_inputs import cut_rows
 from samplecheck.kernels import value_modes
 from samplecheck.kernels.validation import raise_pending, value_checks
 from samplecheck.tests.cover.bad_input_outcomes import changed, snapshot
@@ -54,16 +54,12 @@ def value_error(error, backend, call, args, kwargs) -> Exception:
     return raised
 
 
-def one_row(value, row: int, batch: int):
-    """`value` with every per-row tensor (first dimension `batch`) cut to `row` (a copy)."""
-    return map_tensors(lambda t: t[row:row + 1].clone() if t.dim() >= 1 and t.size(0) == batch else t, value)
-
-
 def check_rows_alone(error, call, args, kwargs) -> None:
     batch = args[0].size(0)
     raising = []
     for row in range(batch):
-        row_args, row_kwargs = one_row(args, row, batch), one_row(kwargs, row, batch)
+        rows = slice(row, row + 1)
+        row_args, row_kwargs = cut_rows(args, rows, batch), cut_rows(kwargs, rows, batch)
         before = snapshot(row_args, row_kwargs)
         _, raised = deferred_call(call, row_args, row_kwargs)
         if raised is None:
