@@ -1,18 +1,17 @@
 """Penalties-specific checks the generic properties cannot express: the oracle's exact fp32
 rounding of sums at midpoints (where rounding the fp64 sum would be off by an ulp), empty
-batches and lists (vLLM #20484: a zero-size launch), and the kernel's two paths (pair
+id lists (vLLM #20484: a zero-size launch), and the kernel's two paths (pair
 compares for short lists, sorted keys for long ones) giving the same bits."""
 
 import pytest
 import torch
 from hypothesis import given, strategies as st
 
-from samplecheck.harness.runner import prepare, run
+from samplecheck.harness.runner import prepare, reference, run
 from samplecheck.inputs.drawing import draw_case
 from samplecheck.judging.checks import assert_bitwise_equal
 
 from samplecheck.oracles.penalties import round_sum_to_fp32
-from samplecheck.kernels.penalties import apply_penalties as apply
 
 pytestmark = pytest.mark.interpreter
 
@@ -35,19 +34,20 @@ def test_round_sum_to_fp32(a, b, expected):
     assert got.item() == expected
 
 
-@pytest.mark.parametrize("batch, prompt, output", [(0, 3, 2), (2, 0, 0), (2, 0, 3), (2, 4, 0)])
-def test_empty(device, batch, prompt, output):
-    """Empty batches and lists are no-ops (no zero-size launch); a list alone still penalises."""
-    logits = torch.linspace(-2, 2, batch * 8, device=device).reshape(batch, 8)
-    original = logits.clone()
+@pytest.mark.matrix(kernel="penalties", layouts=("contig",))
+@pytest.mark.parametrize("prompt, output", [(0, 0), (0, 3), (4, 0)])
+def test_empty_lists(combo, device, prompt, output):
+    """An id list of width 0 is a no-op (no zero-size launch), and the other list alone
+    still penalises: the oracle's result."""
+    batch = 2
+    logits = torch.linspace(-2, 2, batch * 8, device=device).reshape(batch, 8).to(combo.dtype)
     ids = [torch.arange(n, device=device).repeat(batch, 1) for n in (prompt, output)]
     ones = torch.ones(batch, device=device)
-    out = apply(logits, prompt_token_ids=ids[0], output_token_ids=ids[1], repetition_penalty=2 * ones,
-                frequency_penalty=ones, presence_penalty=ones)
-    assert out is logits
-    touched = max(prompt, output) if batch else 0
-    assert torch.equal(out[:, touched:], original[:, touched:])
-    assert bool((out[:, :touched] != original[:, :touched]).all())
+    args = {"prompt_token_ids": ids[0], "output_token_ids": ids[1], "repetition_penalty": 2 * ones,
+            "frequency_penalty": ones, "presence_penalty": ones}
+    original = logits.clone()
+    expected = reference(combo, original, args)
+    combo.info.check(original, run(combo, logits, args), expected, f"{combo.id}: {prompt} prompt, {output} output ids")
 
 
 @pytest.mark.matrix(kernel="penalties", knob="pairs_max_length")
@@ -61,11 +61,15 @@ def test_both_paths_give_the_same_bits(combo, device, budget, data):
     assert_bitwise_equal(pairs, ordered, f"{combo.id}: pair-compare path vs sorted path")
 
 
-@pytest.mark.matrix(kernel="penalties", knob="pairs_max_length")
+@pytest.mark.matrix(kernel="penalties", knob="pairs_max_length", layouts=("contig",))
 def test_pairs_max_length_is_checked(combo, device):
+    """pairs_max_length below 0 (or not an int) raises a ValueError naming it; 0 is accepted."""
     logits = torch.zeros(1, 4, dtype=combo.dtype, device=device)
     ids = torch.zeros(1, 1, dtype=torch.int64, device=device)
     one = torch.ones(1, device=device)
-    with pytest.raises(ValueError, match="pairs_max_length"):
-        apply(logits, prompt_token_ids=ids, output_token_ids=ids, repetition_penalty=one, frequency_penalty=one,
-              presence_penalty=one, pairs_max_length=-1)
+    args = {"prompt_token_ids": ids, "output_token_ids": ids, "repetition_penalty": one, "frequency_penalty": one,
+            "presence_penalty": one}
+    for value in (-1, 1.5):
+        with pytest.raises(ValueError, match="pairs_max_length"):
+            run(combo, logits.clone(), {**args, "pairs_max_length": value})
+    run(combo, logits, {**args, "pairs_max_length": 0})
