@@ -5,7 +5,7 @@ agree unnoticed, and the calls that must not launch anything leave the logits un
 import pytest
 import torch
 
-from samplecheck.kernels.logit_bias import apply_logit_bias
+from samplecheck.harness.runner import run
 from samplecheck.oracles.logit_bias import logit_bias_reference
 from samplecheck.judging.checks import assert_bitwise_equal
 
@@ -61,9 +61,9 @@ def test_logit_bias_oracle_rounds_once_from_fp32():
     ((0, 5), {"allowed_token_ids": torch.empty(0, 2, dtype=torch.int64)}),
     ((2, 0), {"allowed_token_ids": _ids([-1], [-1])}),
 ], ids=["nothing", "empty-allowed", "empty-bias", "empty-stops", "no-rows", "no-vocab"])
-def test_logit_bias_no_op_calls(shape, args, device):
-    logits = torch.randn(shape, device=device)
+@pytest.mark.matrix(kernel="logit_bias", layouts=("contig",))
+def test_logit_bias_no_op_calls(combo, shape, args, device):
+    logits = torch.randn(shape, device=device).to(combo.dtype)
     before = logits.clone()
-    args = {k: v.to(device) for k, v in args.items()}
-    assert apply_logit_bias(logits, **args) is logits
-    assert_bitwise_equal(logits, before, "a call with nothing to apply")
+    run(combo, logits, {k: v.to(device) for k, v in args.items()})
+    assert_bitwise_equal(logits, before, f"{combo.id}: a call with nothing to apply")
