@@ -135,8 +135,7 @@ def far_args(lists: IdLists, off_encodings, args: dict, name: str, vocab: int, s
     for key, (shape, dtype) in shapes.items():
         value = args[key]
         if key in pads:
-            new = torch.full(shape, pads[key], dtype=dtype, device=value.device)
-            new[(slice(fillers, None), *(slice(0, n) for n in value.shape[1:]))] = value
+            new = right_padded(value, shape, pads[key], dtype, first_row=fillers)
         elif key in off:
             new = torch.cat((torch.full((fillers, *value.shape[1:]), off[key], dtype=dtype, device=value.device),
                              value))
@@ -144,6 +143,27 @@ def far_args(lists: IdLists, off_encodings, args: dict, name: str, vocab: int, s
             new = torch.cat((value[:1].expand(fillers, *value.shape[1:]), value))
         placed[key] = new
     return placed, fillers
+
+
+def right_padded(value: torch.Tensor, shape: tuple[int, ...], pad, dtype: torch.dtype, first_row: int = 0):
+    """A new tensor of `shape` and `dtype` filled with `pad`, holding `value` from row
+    `first_row` on, each other dimension from index 0."""
+    new = torch.full(shape, pad, dtype=dtype, device=value.device)
+    new[(slice(first_row, first_row + value.size(0)), *(slice(0, n) for n in value.shape[1:]))] = value
+    return new
+
+
+def at_caps(lists: IdLists, args: dict, name: str) -> tuple[dict, tuple[int, ...]]:
+    """(`args` with list `name` and its parallel arguments right-padded to the list's caps in
+    every capped dimension, uncapped ones as they are; the padded shape). The list pads
+    with -1, its parallel arguments with their declared pads: the same calls as `args`."""
+    target = next(l for l in lists.lists if l.param == name)
+    value = args[name]
+    shape = (value.size(0), *(n if cap is None else max(n, cap) for n, cap in zip(value.shape[1:], target.caps)))
+    padded = dict(args)
+    for key, pad in ((name, PAD), *target.parallel):
+        padded[key] = right_padded(args[key], shape, pad, args[key].dtype)
+    return padded, shape
 
 
 def with_bad_id(lists: IdLists, args: dict, name: str, bad: int) -> dict:
