@@ -41,6 +41,12 @@ MIN_P_REGRESSIONS = (
                                             neg_inf_fraction=1.0, seed=15),
                                (0.5, 0.9, 1e-6, 1.0)),
                       dtypes=ALL_DTYPES, layouts=LAYOUTS),
+    # Two rows of 8193: each row split over several programs on either device (chunk maxima
+    # folded into the threshold), a partial last chunk; fp16 and fp32 maxima that bf16 would
+    # round, with thresholds among many entries.
+    RegressionExample("split rows: 2 x 8193, chunk maxima",
+                      MinPCase(LogitsRecipe(batch=2, vocab=8193, family="randn", scale=3.0, seed=8193), (0.05, 0.3)),
+                      dtypes=(torch.float16, torch.float32), layouts=("contig",)),
     RegressionExample("full-size padded vocab (opt-125m 50272 -> 50304)",
                       MinPCase(OPT125M_PEAKED, (0.1, 0.0, 1e-6, 1.0, 0.05)),
                       dtypes=(torch.bfloat16, torch.float32), layouts=("padded64",)),
