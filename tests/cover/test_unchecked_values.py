@@ -6,6 +6,7 @@ unchanged); deferred and captured, a bad value makes the call write nothing."""
 import pytest
 import torch
 
+from samplecheck.harness.runner import reference, run
 from samplecheck.kernels.bad_words import apply_bad_words
 from samplecheck.kernels.logit_bias import apply_logit_bias
 from samplecheck.kernels.temperature import apply_temperature
@@ -83,3 +84,25 @@ def test_graph_capture_guards_values(device):
         graph.replay()
         torch.cuda.synchronize()
         torch.testing.assert_close(static, want, rtol=0, atol=0)
+
+
+@pytest.mark.matrix(kernel="penalties", guard_flag=True, dtypes=(torch.float32, torch.float16), layouts=("contig",))
+@pytest.mark.parametrize("penalty", [0.0, -2.0, float("nan"), float("inf")])
+def test_penalties_out_of_range_applied_as_given(combo, device, penalty):
+    """Unchecked, penalties outside their ranges are applied as the documented arithmetic
+    gives (the oracle's): a repetition penalty of 0 (0 * 0 = 0 at a zero logit, l / 0 = inf
+    above it), negative, NaN or inf, beside frequency and presence penalties outside [-2, 2],
+    on zero, signed, -inf and finite logits. Not bf16: which NaN a bf16 store keeps is the
+    interpreter's conversion (finding F9), not this arithmetic."""
+    row = [0.0, -0.0, 1.5, -1.5, float("-inf"), 2.0]
+    logits = torch.tensor([row, row], device=device).to(combo.dtype)
+    every = torch.arange(len(row), device=device)
+    args = {"prompt_token_ids": every.repeat(2, 1), "output_token_ids": ids([[0, 1, 2], [3, 4, 5]], device),
+            "repetition_penalty": torch.full((2,), penalty, device=device),
+            "frequency_penalty": torch.tensor([0.0, 3.0], device=device),
+            "presence_penalty": torch.tensor([-5.0, 0.0], device=device)}
+    original = logits.clone()
+    with unchecked_values():
+        expected = reference(combo, original, args)
+        output = run(combo, logits, args)
+    combo.info.check(original, output, expected, f"{combo.id}: repetition penalty {penalty}, unchecked")
