@@ -3,6 +3,7 @@
 import torch
 
 from samplecheck.judging.checks import assert_bitwise_equal, output_tensors
+from samplecheck.inputs.tensor_tree import tensors_of
 from samplecheck.inputs.layouts import Placed, place
 from samplecheck.inputs.recipes import materialize
 from samplecheck.harness.registry import Combo
@@ -27,11 +28,15 @@ def prepare(combo: Combo, case, device) -> tuple[Placed, dict]:
 def run(combo: Combo, logits: torch.Tensor, args: dict):
     """Call the backend and check the record's in-place contract: an in-place kernel returns
     its input (alone, or among the tensors of its output); any other kernel leaves its input
-    bitwise unchanged."""
+    bitwise unchanged; no kernel writes a tensor of its parameters (ids, k, p, penalties, ...:
+    an engine reuses them across steps and ops)."""
     before = None if combo.info.in_place else logits.clone()
+    parameters = [(t, t.clone()) for t in tensors_of(args)]
     output = combo.backend.resolve()(logits, **args)
     if before is not None:
         assert_bitwise_equal(logits, before, f"{combo.id}: the record declares not in-place, but the input changed")
+    for tensor, copy in parameters:
+        assert_bitwise_equal(tensor, copy, f"{combo.id}: the call wrote a parameter tensor {tuple(tensor.shape)}")
     if combo.info.in_place:
         assert any(t is logits or (t.data_ptr() == logits.data_ptr() and t.stride() == logits.stride())
                    for t in output_tensors(output)), (

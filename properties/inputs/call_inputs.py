@@ -11,7 +11,7 @@ which is how a captured CUDA graph is given new inputs.
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import torch
 from hypothesis import event, strategies as st
@@ -19,6 +19,7 @@ from hypothesis import event, strategies as st
 from samplecheck.harness.registry import Combo
 from samplecheck.harness.runner import poison_for
 from samplecheck.inputs.layouts import Placed, place
+from samplecheck.inputs.tensor_tree import map_tensors, tensors_of
 from samplecheck.inputs.recipes import materialize
 
 SEEDS = st.integers(0, 2**63 - 1)
@@ -38,31 +39,6 @@ class TensorLayout(NamedTuple):
     stride: tuple[int, ...]
     dtype: torch.dtype
     device: torch.device
-
-
-def map_tensors(fn: Callable, value):
-    """`value` with `fn(tensor)` in place of every tensor it holds (in dicts, tuples,
-    named tuples, lists and dataclass fields); every other value kept as it is."""
-    if isinstance(value, torch.Tensor):
-        return fn(value)
-    if isinstance(value, dict):
-        return {key: map_tensors(fn, item) for key, item in value.items()}
-    if isinstance(value, tuple):
-        items = [map_tensors(fn, item) for item in value]
-        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
-    if isinstance(value, list):
-        return [map_tensors(fn, item) for item in value]
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.replace(value, **{f.name: map_tensors(fn, getattr(value, f.name))
-                                             for f in dataclasses.fields(value) if f.init})
-    return value
-
-
-def tensors_of(value) -> list[torch.Tensor]:
-    """The tensors `value` holds, in `map_tensors` order."""
-    found = []
-    map_tensors(lambda t: found.append(t) or t, value)
-    return found
 
 
 def signature(value):

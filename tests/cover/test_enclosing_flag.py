@@ -11,7 +11,8 @@ import torch
 from hypothesis import given, strategies as st
 
 from samplecheck.harness.runner import prepare, run
-from samplecheck.inputs.call_inputs import CallInputs, clone_inputs, tensors_of
+from samplecheck.inputs.call_inputs import CallInputs, clone_inputs
+from samplecheck.inputs.tensor_tree import tensors_of
 from samplecheck.inputs.drawing import draw_case
 from samplecheck.inputs.layouts import as_bits
 from samplecheck.judging.checks import assert_bitwise_equal, assert_same_output
