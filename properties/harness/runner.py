@@ -3,7 +3,7 @@
 import torch
 
 from samplecheck.judging.checks import assert_bitwise_equal, output_tensors
-from samplecheck.inputs.tensor_tree import tensors_of
+from samplecheck.inputs.tensor_tree import named_tensors
 from samplecheck.inputs.layouts import Placed, place
 from samplecheck.inputs.recipes import materialize
 from samplecheck.harness.registry import Combo
@@ -31,12 +31,12 @@ def run(combo: Combo, logits: torch.Tensor, args: dict):
     bitwise unchanged; no kernel writes a tensor of its parameters (ids, k, p, penalties, ...:
     an engine reuses them across steps and ops)."""
     before = None if combo.info.in_place else logits.clone()
-    parameters = [(name, t, t.clone()) for name, value in args.items() for t in tensors_of(value)]
+    parameters = [(path, t, t.clone()) for name, value in args.items() for path, t in named_tensors(value, name)]
     output = combo.backend.resolve()(logits, **args)
     if before is not None:
         assert_bitwise_equal(logits, before, f"{combo.id}: the record declares not in-place, but the input changed")
-    for name, tensor, copy in parameters:
-        assert_bitwise_equal(tensor, copy, f"{combo.id}: the call wrote its parameter {name}")
+    for path, tensor, copy in parameters:
+        assert_bitwise_equal(tensor, copy, f"{combo.id}: the call wrote its parameter {path}")
     if combo.info.in_place:
         assert any(t is logits or (t.data_ptr() == logits.data_ptr() and t.stride() == logits.stride())
                    for t in output_tensors(output)), (

@@ -73,10 +73,15 @@ def copy_inputs(source: CallInputs, target: CallInputs) -> None:
         dst.copy_(src)
 
 
+def per_row(t: torch.Tensor, batch: int) -> bool:
+    """Whether `t` is a per-row argument of a call on `batch` rows: its first dimension."""
+    return t.dim() >= 1 and t.size(0) == batch
+
+
 def cut_rows(value, rows: slice, batch: int):
-    """`value` with every per-row tensor it holds (first dimension `batch`) cut to `rows`, as
-    a copy; other tensors as they are."""
-    return map_tensors(lambda t: t[rows].clone() if t.dim() >= 1 and t.size(0) == batch else t, value)
+    """`value` with every per-row tensor it holds cut to `rows`, as a copy; other tensors as
+    they are."""
+    return map_tensors(lambda t: t[rows].clone() if per_row(t, batch) else t, value)
 
 
 def resample_rows(args: dict, rows: torch.Tensor, batch: int) -> dict:
@@ -84,8 +89,7 @@ def resample_rows(args: dict, rows: torch.Tensor, batch: int) -> dict:
     the same rows for every argument, so a row's parameters stay together), each in its own
     layout; other tensors copied unchanged."""
     def take(t: torch.Tensor) -> torch.Tensor:
-        per_row = t.dim() >= 1 and t.size(0) == batch
-        return _like(t, t[rows.to(t.device)] if per_row else t)
+        return _like(t, t[rows.to(t.device)] if per_row(t, batch) else t)
     return map_tensors(take, args)
 
 

@@ -2,6 +2,7 @@
 tensors and other values (the pipeline's `SamplingBatch`), walked in one fixed order."""
 
 import dataclasses
+from collections.abc import Iterator
 from typing import Callable
 
 import torch
@@ -25,8 +26,24 @@ def map_tensors(fn: Callable, value):
     return value
 
 
+def named_tensors(value, path: str) -> Iterator[tuple[str, torch.Tensor]]:
+    """(path, tensor) for every tensor `value` holds, in `map_tensors` order: `path` itself
+    for a tensor, then `[i]` for a sequence item, `[key]` for a dict's, `.name` for a
+    dataclass field (e.g. "params.top_k")."""
+    if isinstance(value, torch.Tensor):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from named_tensors(item, f"{path}[{key!r}]")
+    elif isinstance(value, (tuple, list)):
+        for i, item in enumerate(value):
+            yield from named_tensors(item, f"{path}[{i}]")
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            if f.init:
+                yield from named_tensors(getattr(value, f.name), f"{path}.{f.name}")
+
+
 def tensors_of(value) -> list[torch.Tensor]:
     """The tensors `value` holds, in `map_tensors` order."""
-    found = []
-    map_tensors(lambda t: found.append(t) or t, value)
-    return found
+    return [tensor for _, tensor in named_tensors(value, "")]

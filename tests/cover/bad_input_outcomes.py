@@ -11,7 +11,6 @@ Outcomes (the counts the lead quotes, `samplecheck badinputs`):
 A documented result may change only what its contract writes (in-place ops: the logits).
 """
 
-import dataclasses
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from samplecheck.harness import catalog
+from samplecheck.inputs.tensor_tree import named_tensors
 from samplecheck.kernels.validation import raise_pending
 from samplecheck.tests.cover.bad_input_table import TABLE, BadInput
 
@@ -31,21 +31,6 @@ RANGE_WORDS = ("must", "required", "at most")  # a message states what is allowe
 class Outcome:
     kind: str
     detail: str
-
-
-def _tensors(value, path: str):
-    """(path, tensor) for every tensor in an argument, inside SamplingBatch-like dataclasses too."""
-    if isinstance(value, torch.Tensor):
-        yield path, value
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        for f in dataclasses.fields(value):
-            yield from _tensors(getattr(value, f.name), f"{path}.{f.name}")
-    elif isinstance(value, (list, tuple)):
-        for i, item in enumerate(value):
-            yield from _tensors(item, f"{path}[{i}]")
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _tensors(item, f"{path}[{key!r}]")
 
 
 def _bits(t: torch.Tensor):
@@ -61,7 +46,7 @@ def _same(a, b) -> bool:
 
 def snapshot(args, kwargs) -> dict:
     named = [(f"args[{i}]", a) for i, a in enumerate(args)] + list(kwargs.items())
-    return {path: _bits(t) for name, value in named for path, t in _tensors(value, name)}
+    return {path: _bits(t) for name, value in named for path, t in named_tensors(value, name)}
 
 
 def changed(before: dict, args, kwargs, allowed=()) -> list[str]:

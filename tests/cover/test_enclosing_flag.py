@@ -12,9 +12,7 @@ from hypothesis import given, strategies as st
 
 from samplecheck.harness.runner import prepare, run
 from samplecheck.inputs.call_inputs import CallInputs, clone_inputs
-from samplecheck.inputs.tensor_tree import tensors_of
 from samplecheck.inputs.drawing import draw_case
-from samplecheck.inputs.layouts import as_bits
 from samplecheck.judging.checks import assert_bitwise_equal, assert_same_output
 from samplecheck.kernels.validation import unchecked_values
 
@@ -45,9 +43,6 @@ def test_enclosing_flag(combo, device, budget, data):
     output = call_with_flag(combo, clear, pool_slot(device, 0))
     assert_same_output(combo.info, output, expected, f"{combo.id}: clear enclosing flag vs no flag",
                        case.logits.vocab)
-    call_with_flag(combo, flagged, pool_slot(device, 1))
+    call_with_flag(combo, flagged, pool_slot(device, 1))  # `run` checks that no argument was written
     assert_bitwise_equal(flagged.placed.buffer, inputs.placed.buffer,
                          f"{combo.id}: the logits buffer after a call under a set enclosing flag")
-    for name, (after, before) in enumerate(zip(tensors_of(flagged.args), tensors_of(inputs.args))):
-        assert torch.equal(as_bits(after), as_bits(before)), (
-            f"{combo.id}: tensor argument {name} changed under a set enclosing flag")

@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from samplecheck.harness.registry import RECORDS, Combo
 from samplecheck.harness.runner import prepare, run
 from samplecheck.inputs.call_inputs import (CallInputs, clone_inputs, copy_inputs, draw_fresh_inputs, resample_rows,
-                                            signature, tensors_of)
+                                            signature)
+from samplecheck.inputs.tensor_tree import tensors_of
 from samplecheck.inputs.drawing import draw_case
 from samplecheck.inputs.layouts import as_bits, place
 from samplecheck.inputs.strategies import BUDGETS
