@@ -61,7 +61,7 @@ case "${STEP:-1}" in
     sampler=$!; t0=$(date +%s); TRITON_CACHE_DIR=$(mktemp -d)  # both runs compile from scratch
     if [ $gpus = one ]; then visible=0 workers=${GATE_WORKERS:-16}; else visible=$(seq -s, 0 $(( $(nvidia-smi -L | wc -l) - 1 ))) workers=auto; fi
     CUDA_VISIBLE_DEVICES=$visible timeout -s INT -k 20 "${SUITE_LIMIT:-300}" python -m pytest -n $workers -p no:cacheprovider \
-      --device=cuda --hypothesis-profile="${PROFILE:-gate}" tests/cover -v -rfE --tb=short --junitxml="$OUT/suite-$gpus.xml" \
+      --sc-device=cuda --sc-profile="${PROFILE:-gate}" tests/cover -v -rfE --tb=short --junitxml="$OUT/suite-$gpus.xml" \
       > "$OUT/suite-$gpus.log" 2>&1
     rc=$?; kill $sampler
     echo "suite ${PROFILE:-gate} on GPUs $visible (-n $workers) exit $rc wall $(( $(date +%s) - t0 )) s; $(tail -1 "$OUT/suite-$gpus.log")" >> "$OUT/gpu.txt"
@@ -74,14 +74,14 @@ case "${STEP:-1}" in
   echo "behaviour exit $?" >> "$OUT/gpu.txt" ;;
 4)
   timeout 240 python -m pytest tests/cover/test_bad_inputs.py tests/cover/test_unchecked_values.py \
-    tests/cover/test_error_inputs.py -n 16 -p no:cacheprovider --device=cuda -v -rfE > "$OUT/bad-inputs.log" 2>&1
+    tests/cover/test_error_inputs.py -n 16 -p no:cacheprovider --sc-device=cuda -v -rfE > "$OUT/bad-inputs.log" 2>&1
   echo "bad-input tests exit $? ($(tail -1 "$OUT/bad-inputs.log"))" >> "$OUT/gpu.txt"
   timeout 120 samplecheck badinputs --device cuda > "$OUT/badinputs.md" 2>&1
   echo "badinputs exit $?" >> "$OUT/gpu.txt"
   for seeds in own shared; do
     off=(); [ $seeds = shared ] && off=(-p no:samplecheck-seeds)
     timeout 150 python -m samplecheck.tools.cases tests/cover/test_row_isolation.py tests/cover/test_oracle_equivalence.py \
-      --device=cuda --hypothesis-profile=gate -n 16 "${off[@]}" > "$OUT/cases-$seeds.txt" 2>&1
+      --sc-device=cuda --sc-profile=gate -n 16 "${off[@]}" > "$OUT/cases-$seeds.txt" 2>&1
     echo "distinct cases ($seeds seeds) exit $?" >> "$OUT/gpu.txt"
   done
   WORKERS=8 timeout 200 bash examples/faulting_backend/demo.sh > "$OUT/fault-demo.txt" 2>&1
@@ -92,24 +92,24 @@ case "${STEP:-1}" in
     --concurrent "${CONCURRENT:-1}" --workers "${FLAKY_WORKERS:-16}" --out "$OUT/flakiness.md" -k "not flashinfer" \
     > "$OUT/flakiness.log" 2>&1
   echo "flakiness exit $? wall $(( $(date +%s) - start )) s" >> "$OUT/gpu.txt"
-  timeout 150 samplecheck nightly --device=cuda --budget 2m --examples 30 --database "$OUT/db" \
+  timeout 150 samplecheck nightly --sc-device=cuda --budget 2m --examples 30 --database "$OUT/db" \
     --out "$OUT/nightly" -k "gumbel or min_p" > "$OUT/nightly.log" 2>&1
   echo "nightly piece exit $?" >> "$OUT/gpu.txt" ;;
 6)
   export SAMPLECHECK_VLLM_KERNELS=$PWD/.carry/vllm_kernels
-  timeout -s INT -k 20 "${PACK_LIMIT:-330}" samplecheck test --backend-only --device=cuda -v -rfEx --tb=short \
+  timeout -s INT -k 20 "${PACK_LIMIT:-330}" samplecheck test --sc-backend-only --sc-device=cuda -v -rfEx --tb=short \
     --durations=20 --junitxml="$OUT/vllm-pack.xml" $(report_log "$OUT/vllm-pack-report.jsonl") > "$OUT/vllm-pack.log" 2>&1
   echo "vLLM pack exit $? wall $(( $(date +%s) - start )) s; $(tail -1 "$OUT/vllm-pack.log")" >> "$OUT/gpu.txt"
   [ -f "$OUT/vllm-pack-report.jsonl" ] && python scripts/slowest.py "$OUT/vllm-pack-report.jsonl" > "$OUT/vllm-pack-slowest.md"
   timeout 90 python -m samplecheck.probes.vllm_triton_layouts > "$OUT/vllm-layouts-probe.md" 2>&1
   echo "layout probe exit $?" >> "$OUT/gpu.txt"
-  PRISTINE_LOG=$OUT/vllm-pack.log WORKERS=16 timeout "${DEMO_LIMIT:-200}" bash examples/broken_vllm/demo.sh --device=cuda \
+  PRISTINE_LOG=$OUT/vllm-pack.log WORKERS=16 timeout "${DEMO_LIMIT:-200}" bash examples/broken_vllm/demo.sh --sc-device=cuda \
     > "$OUT/broken-vllm.txt" 2>&1
   echo "broken-copy demo exit $?" >> "$OUT/gpu.txt"
   # our own backends under the gate profile, for the record beside the pack
   t0=$(date +%s); unset SAMPLECHECK_VLLM_KERNELS
-  timeout -s INT -k 20 "${SUITE_LIMIT:-200}" python -m pytest tests/cover -n 16 -p no:cacheprovider --device=cuda \
-    --hypothesis-profile=gate -v -rfE --tb=short > "$OUT/suite.log" 2>&1
+  timeout -s INT -k 20 "${SUITE_LIMIT:-200}" python -m pytest tests/cover -n 16 -p no:cacheprovider --sc-device=cuda \
+    --sc-profile=gate -v -rfE --tb=short > "$OUT/suite.log" 2>&1
   echo "suite (our backends, gate) exit $? wall $(( $(date +%s) - t0 )) s; $(tail -1 "$OUT/suite.log")" >> "$OUT/gpu.txt" ;;
 7)
   timeout 300 python -m bench.kernels --out "$OUT/bench.md" --json "$OUT/bench.json" > "$OUT/bench.log" 2>&1
@@ -124,7 +124,7 @@ case "${STEP:-1}" in
   echo "mutation exit $? wall $(( $(date +%s) - start )) s; $(sed -n 3p "$OUT/mutation/mutation.md")" >> "$OUT/gpu.txt"
   tar czf "$OUT/mutation.tgz" -C "$OUT" mutation && rm -rf "$OUT/mutation" ;;
 9)
-  samplecheck nightly --device=cuda --workers 16 --budget "${NIGHTLY_BUDGET:-9m}" --database "$OUT/nightly/db" \
+  samplecheck nightly --sc-device=cuda --workers 16 --budget "${NIGHTLY_BUDGET:-9m}" --database "$OUT/nightly/db" \
     ${NIGHTLY_EXAMPLES:+--examples "$NIGHTLY_EXAMPLES"} --out "$OUT/nightly" --history "$OUT/nightly/history" > "$OUT/nightly.log" 2>&1
   echo "nightly exit $? wall $(( $(date +%s) - start )) s; $(tail -1 "$OUT/nightly.log")" >> "$OUT/gpu.txt"
   tar czf "$OUT/nightly.tgz" -C "$OUT" nightly nightly.log && rm -rf "$OUT/nightly" "$OUT/nightly.log" ;;

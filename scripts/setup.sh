@@ -15,4 +15,4 @@ fi
 pip() { .venv/bin/python -m pip -q --disable-pip-version-check "$@"; }
 .venv/bin/python -c 'import torch' 2>/dev/null || pip install "torch==2.13.0"
 .venv/bin/python -c 'import triton' 2>/dev/null || pip install "triton==3.9.0"
-pip install -e '.[test,report]'
+pip install -e '.[report]'

@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/python -m pytest -n auto --dist worksteal -p no:cacheprovider --hypothesis-profile=ci "$@"
+exec .venv/bin/python -m pytest -n auto --dist worksteal -p no:cacheprovider --sc-profile=ci "$@"

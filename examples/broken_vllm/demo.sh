@@ -3,11 +3,11 @@
 # with one realistic bug of our own (made here with sed, outside the project), run through
 # the vLLM pack with its declarations. Done when the pristine copy shows no failure outside
 # the pinned findings (strict xfails) and every broken copy shows at least one failure.
-#   usage: SAMPLECHECK_VLLM_KERNELS=/path/to/vllm_kernels examples/broken_vllm/demo.sh [--device=cpu|cuda]
+#   usage: SAMPLECHECK_VLLM_KERNELS=/path/to/vllm_kernels examples/broken_vllm/demo.sh [--sc-device=cpu|cuda]
 # (PRISTINE_LOG=<log of the pack's gate run with -rf> reuses that run for the pristine copy;
 # ONLY=<bug name> runs that broken copy alone.)
-# On CPU (the plugin sets TRITON_INTERPRET=1 for --device=cpu) use the CPU profile and leave
-# the sampling tests out: PROFILE=ci EXTRA=--ignore=tests/cover/test_distribution.py ... --device=cpu
+# On CPU (the plugin sets TRITON_INTERPRET=1 for --sc-device=cpu) use the CPU profile and leave
+# the sampling tests out: PROFILE=ci EXTRA=--ignore=tests/cover/test_distribution.py ... --sc-device=cpu
 set -u
 cd "$(dirname "$0")/../.."
 PRISTINE=${SAMPLECHECK_VLLM_KERNELS:?point SAMPLECHECK_VLLM_KERNELS at the vendored vllm_kernels folder}
@@ -20,8 +20,8 @@ BUGS=(
   "bad_word_whole_history_skipped|v1_bad_words.py|vllm_v1_bad_words|s/if len(bad_word_ids) > len(past_tokens_ids) + 1:/if len(bad_word_ids) >= len(past_tokens_ids) + 1:/"
 )
 run() {  # $1: the kernels folder, $2: -k expression, $3: log
-  SAMPLECHECK_VLLM_KERNELS=$1 python -m pytest tests/cover --ignore=tests/cover/test_plugins.py --backend-only \
-    -k "$2" "$DEVICE" --hypothesis-profile="${PROFILE:-gate}" -n "${WORKERS:-8}" -p no:cacheprovider -q -rf \
+  SAMPLECHECK_VLLM_KERNELS=$1 python -m pytest tests/cover --ignore=tests/cover/test_plugins.py --sc-backend-only \
+    -k "$2" "$DEVICE" --sc-profile="${PROFILE:-gate}" -n "${WORKERS:-8}" -p no:cacheprovider -q -rf \
     ${EXTRA:-} > "$3" 2>&1
 }
 status=0

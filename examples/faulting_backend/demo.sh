@@ -6,10 +6,10 @@
 set -u
 cd "$(dirname "$0")/../.."
 FILES="tests/cover/test_oracle_equivalence.py tests/cover/test_row_isolation.py tests/cover/test_strided_bitwise.py tests/cover/test_error_inputs.py"
-OPTS="-n ${WORKERS:-4} -p no:cacheprovider --device=cuda --hypothesis-profile=ci -q"
+OPTS="-n ${WORKERS:-4} -p no:cacheprovider --sc-device=cuda --sc-profile=ci -q"
 python -m pytest $FILES $OPTS > /tmp/faulting-baseline.log 2>&1
 FAULTING_BACKEND_STATE=$(mktemp -u) PYTHONPATH=examples/faulting_backend${PYTHONPATH:+:$PYTHONPATH} \
-    python -m pytest $FILES $OPTS --backend top_k_top_p=faulting_backend:apply_top_k_top_p > /tmp/faulting-demo.log 2>&1
+    python -m pytest $FILES $OPTS --sc-backend top_k_top_p=faulting_backend:apply_top_k_top_p > /tmp/faulting-demo.log 2>&1
 echo "baseline: $(tail -1 /tmp/faulting-baseline.log)"
 echo "faulting: $(tail -1 /tmp/faulting-demo.log)"
 grep -E "^FAILED|crashed while running|kernel fault" /tmp/faulting-demo.log | head -20

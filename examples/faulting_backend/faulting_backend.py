@@ -9,8 +9,8 @@ Without the variable every call faults. On CPU it raises instead of faulting (th
 interpreter would write into the host process's memory); it declares CUDA only.
 
     FAULTING_BACKEND_STATE=$(mktemp -u) PYTHONPATH=examples/faulting_backend \\
-        python -m pytest tests/cover -n 4 --device=cuda \\
-        --backend top_k_top_p=faulting_backend:apply_top_k_top_p
+        python -m pytest tests/cover -n 4 --sc-device=cuda \\
+        --sc-backend top_k_top_p=faulting_backend:apply_top_k_top_p
 """
 
 import os

@@ -5,10 +5,10 @@ tuple), collected here. A mutant is a source patch of one kernel module: find ->
 then any further (find, replace) edits in order, each `find` occurring exactly once. The patched module is written to a temporary file and imported from
 there, so Triton's JIT (which reads function source) compiles it on a GPU and the
 interpreter runs it on CPU. `samplecheck.kernels.mutants:<name>` resolves to the mutant's entry
-point, so a mutant plugs into the registry like any backend (`pytest --mutant=<name>`).
+point, so a mutant plugs into the registry like any backend (`pytest --sc-mutant=<name>`).
 
 Generated mutants (`samplecheck mutate`) join these from a JSON file (a list of Mutant
-fields) named by the environment variable SAMPLECHECK_GENERATED_MUTANTS, so `--mutant`
+fields) named by the environment variable SAMPLECHECK_GENERATED_MUTANTS, so `--sc-mutant`
 resolves them by name in any process that inherits it.
 """
 

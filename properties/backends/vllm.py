@@ -17,6 +17,7 @@ import torch
 from samplecheck.backends import vllm_source as src
 from samplecheck.kernels.logprobs import Logprobs
 from samplecheck.harness import catalog
+from samplecheck.harness.packs import PackUnavailable
 from samplecheck.harness.registry import Backend, Mark
 
 MODULE = "samplecheck.backends.vllm"
@@ -368,5 +369,9 @@ PACK: tuple[tuple[str, Backend], ...] = (
 
 
 def pack() -> list[tuple[str, Backend]]:
-    """The pack's (record, backend) pairs, or [] when no vLLM source is there."""
-    return [] if src.unavailable() else list(PACK)
+    """The pack's (record, backend) pairs (entry point `samplecheck.packs: vllm`); raises
+    PackUnavailable when no vLLM source is there."""
+    reason = src.unavailable()
+    if reason is not None:
+        raise PackUnavailable(reason)
+    return list(PACK)

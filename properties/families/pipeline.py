@@ -14,7 +14,7 @@ engine's order:
   or the processed logits); `*_logits` modes must return the logit values themselves.
 
 `Pipeline(ops)` holds the op records themselves (not looked up in the registry, which
---mutant and --backend-only prune to the kernels under test); `pipeline_record` makes the
+--sc-mutant and --sc-backend-only prune to the kernels under test); `pipeline_record` makes the
 KernelInfo of its behaviour.
 """
 

@@ -25,7 +25,7 @@ SAMPLER_SEMANTICS = {"output": "int64 ids [B], one draw per row",
 TORCH_CPU_DISTRIBUTION = Mark(
     "skip", "~18k draws per row, each a full [V] masking pass on a repeated row, cost minutes on one CPU "
     "core; the law of this path is torch.multinomial over softmax(the masking torch backend's output), which "
-    "the masking record's test_distribution checks on CPU; runs on --device=cuda",
+    "the masking record's test_distribution checks on CPU; runs on --sc-device=cuda",
     test=catalog.DISTRIBUTION, device="cpu")
 
 

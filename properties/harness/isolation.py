@@ -19,7 +19,7 @@ the fault's message. This plugin (registered by samplecheck.harness.plugin as
   with the mark's reason (strict or not, since it did fail), and the run goes on as above.
 - Poisoned, without xdist: the test fails with the fault and the session stops, since no
   later test could run in this process: rerun under xdist (`-n`) to isolate it.
-- A hang: with `--test-timeout=S` (default 1800 s; 0 turns it off) a test still running
+- A hang: with `--sc-test-timeout=S` (default 1800 s; 0 turns it off) a test still running
   after S seconds is recorded as a timeout and its process exits (a hung kernel never
   returns to Python, so no exception could stop it), the worker restarting as above.
 """
@@ -42,7 +42,7 @@ _CONTROLLER: dict[str, str] = {}
 
 def pytest_addoption(parser):
     parser.getgroup("samplecheck").addoption(
-        "--test-timeout", type=float, default=1800.0,
+        "--sc-test-timeout", type=float, default=1800.0,
         help="seconds a test may run before it counts as hung: recorded, and its process (xdist worker) "
              "exits and is replaced (0: no limit)")
 
@@ -121,10 +121,10 @@ def pytest_handlecrashitem(crashitem, report, sched):
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    limit = item.config.getoption("--test-timeout")
+    limit = item.config.getoption("--sc-test-timeout")
     if not limit:
         return (yield)
-    message = (f"timed out: still running after {limit:g} s (--test-timeout), a hang; the process was ended "
+    message = (f"timed out: still running after {limit:g} s (--sc-test-timeout), a hang; the process was ended "
                "and, under xdist, replaced by a fresh worker that ran the remaining tests")
 
     def expire():

@@ -1,7 +1,7 @@
 """samplecheck's pytest plugin (entry point `pytest11: samplecheck`), loaded by any pytest run
 in an environment where samplecheck is installed.
 
-It provides the options (`--device`, `--stat-alpha`, `--mutant`, `--backend`, `--backend-only`),
+It provides the options (`--sc-device`, `--sc-stat-alpha`, `--sc-mutant`, `--sc-backend`, `--sc-backend-only`),
 the fixtures (`device`, `stat_alpha`, `rare_draws`, `budget`), the Hypothesis profiles, the markers and the
 parametrization of samplecheck's property tests (`samplecheck.tests`, run with
 `samplecheck test` or `pytest --pyargs samplecheck.tests.cover`) over the registry.
@@ -48,18 +48,19 @@ def pytest_addoption(parser, pluginmanager):
     pluginmanager.register(seeds, "samplecheck-seeds")
     pluginmanager.register(isolation, "samplecheck-isolation")
     group = parser.getgroup("samplecheck")
-    group.addoption("--device", choices=("auto", "cpu", "cuda"), default="auto",
+    group.addoption("--sc-device", choices=("auto", "cpu", "cuda"), default="auto",
                     help="where kernels run: auto (CUDA if available), cpu (Triton interpreter), cuda")
-    group.addoption("--stat-alpha", type=float, default=None,
+    group.addoption("--sc-stat-alpha", type=float, default=None,
                     help="per-test false-alarm rate of statistical tests (default by Hypothesis profile: "
                          + ", ".join(f"{k} {v:g}" for k, v in ALPHA.items()) + ")")
-    group.addoption("--mutant", default=None,
+    group.addoption("--sc-mutant", default=None,
                     help="run the suite against this mutant alone "
                          "(names: samplecheck.kernels.mutants.MUTANTS, the kill table)")
-    group.addoption("--backend", action="append", default=[], metavar="KERNEL=MODULE:CALLABLE",
+    group.addoption("--sc-backend", action="append", default=[], metavar="KERNEL=MODULE:CALLABLE",
                     help="also test this implementation of KERNEL (repeatable); see docs/backends.md")
-    group.addoption("--backend-only", action="store_true",
-                    help="test only the plugged implementations (--backend and installed entry points)")
+    group.addoption("--sc-backend-only", action="store_true",
+                    help="test only the plugged implementations (--sc-backend and installed entry points)")
+    group.addoption("--sc-profile", default=None, help="samplecheck's Hypothesis profile: dev, ci, gate, nightly")
     results.add_options(group)
 
 
@@ -67,7 +68,7 @@ def pytest_addoption(parser, pluginmanager):
 def pytest_load_initial_conftests(early_config, parser, args):
     from samplecheck.kernels.runtime import use_device
 
-    early_config.samplecheck_device_type = use_device(early_config.known_args_namespace.device)
+    early_config.samplecheck_device_type = use_device(early_config.known_args_namespace.sc_device)
 
 
 def pytest_configure(config):
@@ -76,13 +77,17 @@ def pytest_configure(config):
     from samplecheck.harness import plugins, seeds
     from samplecheck.harness.registry import plug, register_all
 
+    from hypothesis import settings
+
+    if config.getoption("--sc-profile"):
+        settings.load_profile(config.getoption("--sc-profile"))
     for line in MARKERS:
         config.addinivalue_line("markers", line)
     device_type = getattr(config, "samplecheck_device_type", None)
     if device_type is None:  # registered after the initial conftests (e.g. by a conftest's pytest_plugins)
         from samplecheck.kernels.runtime import use_device
 
-        device_type = use_device(config.getoption("--device"))
+        device_type = use_device(config.getoption("--sc-device"))
     if device_type == "cuda":
         worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
         torch.cuda.set_device(int(worker.removeprefix("gw")) % torch.cuda.device_count())
@@ -91,14 +96,14 @@ def pytest_configure(config):
         config.samplecheck_device = torch.device("cpu")
     register_all()
     try:
-        plugged = [plugins.parse_backend_option(text) for text in config.getoption("--backend")]
+        plugged = [plugins.parse_backend_option(text) for text in config.getoption("--sc-backend")]
         plugged += plugins.installed_backends()
-        if config.getoption("--mutant"):
-            plug([plugins.mutant_backend(config.getoption("--mutant"))], only=True)
-        elif plugged or config.getoption("--backend-only"):
-            if config.getoption("--backend-only") and not plugged:
-                raise ValueError("--backend-only needs at least one --backend or installed entry point")
-            plug(plugged, only=config.getoption("--backend-only"))
+        if config.getoption("--sc-mutant"):
+            plug([plugins.mutant_backend(config.getoption("--sc-mutant"))], only=True)
+        elif plugged or config.getoption("--sc-backend-only"):
+            if config.getoption("--sc-backend-only") and not plugged:
+                raise ValueError("--sc-backend-only needs at least one --sc-backend or installed entry point")
+            plug(plugged, only=config.getoption("--sc-backend-only"))
     except (KeyError, ValueError, ImportError, AttributeError) as err:
         raise pytest.UsageError(str(err)) from err
     seeds.preload_package_modules()  # after the device switch: it imports the kernels
@@ -114,7 +119,7 @@ def pytest_report_header(config):
 
 
 def _profile(config) -> str:
-    return config.getoption("--hypothesis-profile", default=None) or "dev"
+    return config.getoption("--sc-profile", default=None) or "dev"
 
 
 @pytest.fixture(scope="session")
@@ -124,7 +129,7 @@ def device(pytestconfig):
 
 @pytest.fixture(scope="session")
 def stat_alpha(pytestconfig) -> float:
-    return pytestconfig.getoption("--stat-alpha") or ALPHA[_profile(pytestconfig)]
+    return pytestconfig.getoption("--sc-stat-alpha") or ALPHA[_profile(pytestconfig)]
 
 
 @pytest.fixture(scope="session")
@@ -169,9 +174,9 @@ def pytest_collection_modifyitems(config, items):
     nightly = _profile(config) == NIGHTLY
     for item in items:
         if not on_gpu and item.get_closest_marker("gpu"):
-            item.add_marker(pytest.mark.skip(reason="needs a CUDA device (marker gpu): run with --device=cuda"))
+            item.add_marker(pytest.mark.skip(reason="needs a CUDA device (marker gpu): run with --sc-device=cuda"))
         if not nightly and item.get_closest_marker("slow"):
-            item.add_marker(pytest.mark.skip(reason=f"nightly-sized (marker slow): run with --hypothesis-profile={NIGHTLY}"))
+            item.add_marker(pytest.mark.skip(reason=f"nightly-sized (marker slow): run with --sc-profile={NIGHTLY}"))
 
 
 @pytest.hookimpl(wrapper=True)
@@ -220,14 +225,14 @@ def reproduce_command(item, test: str | None = None) -> list[str]:
     profile = _profile(config)
     database = ["env", f"{EXAMPLE_DB_ENV}={nightly_database()}"] if profile == NIGHTLY else []
     command = database + [sys.executable, "-m", "pytest", test, "-p", "no:xdist",
-                          f"--device={config.samplecheck_device.type}", f"--hypothesis-profile={profile}"]
-    if config.getoption("--stat-alpha"):
-        command.append(f"--stat-alpha={config.getoption('--stat-alpha'):g}")
-    command += [f"--backend={text}" for text in config.getoption("--backend")]
-    if config.getoption("--backend-only"):
-        command.append("--backend-only")
-    if config.getoption("--mutant"):
-        command.append(f"--mutant={config.getoption('--mutant')}")
+                          f"--sc-device={config.samplecheck_device.type}", f"--sc-profile={profile}"]
+    if config.getoption("--sc-stat-alpha"):
+        command.append(f"--sc-stat-alpha={config.getoption('--sc-stat-alpha'):g}")
+    command += [f"--sc-backend={text}" for text in config.getoption("--sc-backend")]
+    if config.getoption("--sc-backend-only"):
+        command.append("--sc-backend-only")
+    if config.getoption("--sc-mutant"):
+        command.append(f"--sc-mutant={config.getoption('--sc-mutant')}")
     return command
 
 

@@ -1,12 +1,12 @@
 """Backends from outside this repo, and mutants, plugged into the registry.
 
-- `pytest --backend KERNEL=package.module:callable` (repeatable);
+- `pytest --sc-backend KERNEL=package.module:callable` (repeatable);
 - installed packages: entry points in the group `samplecheck.backends`, each named
   `KERNEL.BACKEND` with the value `package.module:callable`;
 - the vLLM pack (samplecheck.backends.vllm), plugged like an installed entry point whenever
   the `vllm` package is installed or SAMPLECHECK_VLLM_KERNELS names vLLM's vendored kernels;
-- `pytest --backend-only`: test the plugged implementations alone;
-- `pytest --mutant NAME`: test one mutant of samplecheck.kernels.mutants alone.
+- `pytest --sc-backend-only`: test the plugged implementations alone;
+- `pytest --sc-mutant NAME`: test one mutant of samplecheck.kernels.mutants alone.
 
 A plugged callable may declare what it supports with a `samplecheck` attribute, a dict
 with any of `devices` ("cpu", "cuda"), `dtypes` (torch dtypes), `layouts` (names from
@@ -25,6 +25,7 @@ the reason shown. docs/backends.md documents each kernel's contract.
 import dataclasses
 from importlib.metadata import entry_points
 
+from samplecheck.harness.packs import installed_packs
 from samplecheck.harness.registry import REGISTRY, Backend, Mark
 from samplecheck.kernels.mutants import GENERATED_ENV, MUTANTS
 
@@ -54,7 +55,7 @@ def parse_backend_option(text: str) -> tuple[str, Backend]:
     """`KERNEL=package.module:callable` -> (kernel, Backend named after the callable)."""
     kernel, sep, target = text.partition("=")
     if not sep or not kernel or not target:
-        raise ValueError(f"--backend takes KERNEL=package.module:callable, got {text!r}")
+        raise ValueError(f"--sc-backend takes KERNEL=package.module:callable, got {text!r}")
     return kernel, backend_from_target(target.rpartition(":")[2], target)
 
 
@@ -79,24 +80,14 @@ def installed_backends() -> list[tuple[str, Backend]]:
                 plugged.append((kernel, Backend(name, ep.value, marks=(Mark("skip", reason),), error_messages=False)))
             else:
                 UNPLUGGED.append(reason)
-    return plugged + vllm_pack()
-
-
-def vllm_pack() -> list[tuple[str, Backend]]:
-    """The vLLM pack's backends when a vLLM source is there; else none, with the reason."""
-    from samplecheck.backends import vllm, vllm_source
-
-    reason = vllm_source.unavailable()
-    if reason is not None:
-        UNPLUGGED.append(reason)
-    return vllm.pack()
+    return plugged + installed_packs(UNPLUGGED)
 
 
 def mutant_backend(name: str) -> tuple[str, Backend]:
     """The mutant as a backend of its kernel, with the declared skips and `accepts` of the
     backend it patches (so it runs exactly where the original would)."""
     if name not in MUTANTS:
-        raise ValueError(f"--mutant must be one of {', '.join(MUTANTS)} (generated mutants: name their JSON file "
+        raise ValueError(f"--sc-mutant must be one of {', '.join(MUTANTS)} (generated mutants: name their JSON file "
                          f"in ${GENERATED_ENV}); got {name!r}")
     mutant = MUTANTS[name]
     original = next(b for b in REGISTRY[mutant.kernel].backends if b.target == f"{mutant.module}:{mutant.entry}")

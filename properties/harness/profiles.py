@@ -1,4 +1,4 @@
-"""Named Hypothesis profiles, selected with `pytest --hypothesis-profile=NAME`, registered here
+"""Named Hypothesis profiles, selected with `pytest --sc-profile=NAME`, registered here
 and nowhere else (the pytest plugin registers them on import).
 
 - dev: quick local runs (10 examples, random, local example database), shrinking failures.
@@ -21,7 +21,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 NIGHTLY = "nightly"
 EXAMPLE_DB_ENV = "SAMPLECHECK_EXAMPLE_DB"
 NIGHTLY_EXAMPLES_ENV = "SAMPLECHECK_NIGHTLY_EXAMPLES"
-# Statistical tests' per-test false-alarm rate by profile (override with --stat-alpha).
+# Statistical tests' per-test false-alarm rate by profile (override with --sc-stat-alpha).
 ALPHA = {"dev": 1e-6, "ci": 1e-6, "gate": 1e-6, NIGHTLY: 1e-8}
 # Draws per example of the rare-events property (tests/cover/test_rare_events.py; its power per
 # rate: docs/nightly.md), by profile.

@@ -1,8 +1,8 @@
 """Per-test results as JSON, for the nightly report (`samplecheck.tools.report`).
 
-    pytest ... --samplecheck-results=PATH.json [--samplecheck-deadline=EPOCH]
+    pytest ... --sc-results=PATH.json [--sc-deadline=EPOCH]
 
-With `--samplecheck-results`, every test leaves one record: node id, property (the test
+With `--sc-results`, every test leaves one record: node id, property (the test
 function), kernel/backend/dtype/layout (from its `combo` or `error_case` parameter),
 outcome, duration, examples drawn, the reproduce command and Hypothesis blob of a failure
 with its falsifying case and message, the coverage labels its cases reported with
@@ -16,7 +16,7 @@ Hypothesis features come from its documented observability callbacks, with cover
 tracing off (`OBSERVABILITY_COLLECT_COVERAGE`, exposed for speed): tracing every line of a
 kernel under the Triton interpreter would cost more than the test.
 
-With `--samplecheck-deadline`, a test that would start after that time (seconds since the
+With `--sc-deadline`, a test that would start after that time (seconds since the
 epoch) is skipped with the reason that the run's time budget is spent: the nightly
 command's stopping rule.
 """
@@ -36,21 +36,21 @@ CASE_CHARS = 1500
 
 
 def add_options(group) -> None:
-    group.addoption("--samplecheck-results", default=None, metavar="PATH.json",
+    group.addoption("--sc-results", default=None, metavar="PATH.json",
                     help="write one JSON record per test (outcome, examples, coverage, p-values) to this file")
-    group.addoption("--samplecheck-deadline", type=float, default=None, metavar="EPOCH",
+    group.addoption("--sc-deadline", type=float, default=None, metavar="EPOCH",
                     help="skip tests that would start after this time (seconds since the epoch)")
 
 
 def configure(config) -> None:
     """Register the recorders the options ask for (in every process, xdist workers included;
     the file is written by the controlling process only)."""
-    path = config.getoption("--samplecheck-results")
+    path = config.getoption("--sc-results")
     if path:
         config.pluginmanager.register(CaseRecorder(), "samplecheck-case-recorder")
         if not hasattr(config, "workerinput"):
             config.pluginmanager.register(ResultsWriter(Path(path), config), "samplecheck-results-writer")
-    deadline = config.getoption("--samplecheck-deadline")
+    deadline = config.getoption("--sc-deadline")
     if deadline is not None:
         config.pluginmanager.register(Deadline(deadline), "samplecheck-deadline")
 
@@ -162,9 +162,9 @@ class ResultsWriter:
         meta = {
             "started": self.started, "finished": time.time(), "exit_status": int(exitstatus),
             "device": str(getattr(config, "samplecheck_device", "")),
-            "profile": config.getoption("--hypothesis-profile", default=None) or "dev",
-            "stat_alpha": config.getoption("--stat-alpha"),
-            "mutant": config.getoption("--mutant"), "host": platform.node(),
+            "profile": config.getoption("--sc-profile", default=None) or "dev",
+            "stat_alpha": config.getoption("--sc-stat-alpha"),
+            "mutant": config.getoption("--sc-mutant"), "host": platform.node(),
             "args": [str(a) for a in config.invocation_params.args],
         }
         self.path.parent.mkdir(parents=True, exist_ok=True)

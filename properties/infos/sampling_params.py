@@ -50,7 +50,7 @@ PIPELINE_ERRORS = (
 )
 
 CPU_SAMPLING = Mark("skip", "each sampled row needs ~18k full pipeline runs of a repeated row: minutes per "
-                    "example under the interpreter; runs on --device=cuda (the ops' own sampling and exact "
+                    "example under the interpreter; runs on --sc-device=cuda (the ops' own sampling and exact "
                     "checks run on CPU)", test=catalog.DISTRIBUTION, device="cpu")
 
 # Every op on, on 5 rows of V = 1019: the op records' own edge cases for bias, penalties and

@@ -5,7 +5,7 @@ N times under the `dev` profile (random examples) with Hypothesis seeds K = firs
 N - 1 (`--hypothesis-seed=K`), each rerun in a fresh temporary working directory so that no
 example database carries a failure from one rerun into the next, and prints one markdown
 row per rerun: tests run, passed, failed, errors, skipped, wall time and the failing test
-ids, then the totals. Extra arguments go to pytest (e.g. `-k top_k`, `--backend-only`).
+ids, then the totals. Extra arguments go to pytest (e.g. `-k top_k`, `--sc-backend-only`).
 `--concurrent J` runs J reruns at once (each with its own `--workers`), which fills a GPU that
 one rerun's start-up and compile leave idle; every rerun stays its own pytest process.
 
@@ -60,8 +60,8 @@ def command(device: str, seed: int, workers: str, report: Path, pytest_args: lis
     from samplecheck.tools.suite import suite_path
 
     files = [str(suite_path() / name) for name in TEST_FILES]
-    cmd = [sys.executable, "-m", "pytest", *files, "-p", "no:cacheprovider", f"--device={device}",
-           "--hypothesis-profile=dev", f"--hypothesis-seed={seed}", f"--junitxml={report}", "-q"]
+    cmd = [sys.executable, "-m", "pytest", *files, "-p", "no:cacheprovider", f"--sc-device={device}",
+           "--sc-profile=dev", f"--hypothesis-seed={seed}", f"--junitxml={report}", "-q"]
     if workers != "0":
         cmd += ["-n", workers]
     return cmd + pytest_args

@@ -3,7 +3,7 @@
     python -m samplecheck.tools.killtable [--device auto|cpu|cuda] [--profile gate] [--workers N]
                                    [--report FILE.md] [MUTANT ...]
 
-Each mutant (samplecheck.kernels.mutants) runs `pytest tests/cover --mutant=NAME -k mutant -x`
+Each mutant (samplecheck.kernels.mutants) runs `pytest tests/cover --sc-mutant=NAME -k mutant -x`
 (its own tests, exact properties first) in its own process (so its patched kernel module never
 meets the real one), under the given device and Hypothesis profile; the first failing test of
 the mutant is the killer and the wall time of that process (start-up included) the time to
@@ -61,7 +61,7 @@ def hunt(name: str, device: str, profile: str, timeout: float = 1800, tests: lis
     cover = suite_path()
     rest = sorted(f.name for f in cover.glob("test_*.py") if f.name not in FIRST)
     selection = tests or [str(cover / f) for f in FIRST + tuple(rest)]
-    command = [sys.executable, "-m", "pytest", *selection, f"--mutant={name}", f"--device={device}", f"--hypothesis-profile={profile}",
+    command = [sys.executable, "-m", "pytest", *selection, f"--sc-mutant={name}", f"--sc-device={device}", f"--sc-profile={profile}",
                "-k", "mutant", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
     start = time.monotonic()
     try:

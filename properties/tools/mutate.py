@@ -8,7 +8,7 @@
 Mutants come from `samplecheck.tools.mutation.generate` (standard operators over the kernel
 modules' code; see samplecheck.tools.mutation.operators); those that fail to import are
 dropped (counted in the report). They are written to OUT/mutants.json, which the
-SAMPLECHECK_GENERATED_MUTANTS variable makes resolvable by `pytest --mutant=NAME` in every
+SAMPLECHECK_GENERATED_MUTANTS variable makes resolvable by `pytest --sc-mutant=NAME` in every
 hunt's process; each runs the fast suite's tests of that mutant alone
 (`samplecheck.tools.killtable.hunt`: -k mutant, -x, exact properties first), WORKERS at once;
 `--budget` bounds the whole run's wall time (mutants it leaves unfinished are not scored).

@@ -142,8 +142,8 @@ def main(argv: list[str] | None = None) -> int:
                                             worker_count(args.workers, device)))
         args.out.mkdir(parents=True, exist_ok=True)
         results = [args.out / RESULTS]
-        command = pytest_command(device, pytest_args + [f"--samplecheck-results={results[0]}",
-                                                        f"--samplecheck-deadline={end - reserve(args.budget):.0f}"],
+        command = pytest_command(device, pytest_args + [f"--sc-results={results[0]}",
+                                                        f"--sc-deadline={end - reserve(args.budget):.0f}"],
                                  profile=NIGHTLY, workers=args.workers)
         env = dict(os.environ, **{EXAMPLE_DB_ENV: str(args.database.resolve()), NIGHTLY_EXAMPLES_ENV: str(examples)})
         print(f"nightly: budget {args.budget:.0f} s, {how} examples per test, database {args.database}", flush=True)

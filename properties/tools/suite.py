@@ -30,9 +30,9 @@ def pytest_command(device: str, pytest_args: list[str], *, profile: str | None =
     queued tests from each other (`--dist worksteal`): one long test (a large kernel's first
     compile) holds its own worker only, not the tests queued behind it."""
     command = [sys.executable, "-m", "pytest", str(suite_path(folder)), "-p", "no:cacheprovider",
-               f"--device={device}"]
-    if not any(a.startswith("--hypothesis-profile") for a in pytest_args):
-        command.append(f"--hypothesis-profile={profile or default_profile(device)}")
+               f"--sc-device={device}"]
+    if not any(a.startswith("--sc-profile") for a in pytest_args):
+        command.append(f"--sc-profile={profile or default_profile(device)}")
     if workers != "0":
         command += ["-n", workers, "--dist", "worksteal"]
     return command + pytest_args

@@ -94,7 +94,7 @@ def main(argv=None) -> int:
     device = resolve_device(args.device)
     profile = args.profile or ("gate" if device == "cuda" else "ci")
     report = SweepReport()
-    command = [str(suite_path()), f"--device={device}", f"--hypothesis-profile={profile}",
+    command = [str(suite_path()), f"--sc-device={device}", f"--sc-profile={profile}",
                "-q", "-p", "no:cacheprovider"]
     if args.workers != "0":
         command += ["-n", args.workers]

@@ -15,7 +15,7 @@
   whatever the memory beside the row holds (docs/validation.md).
 
 Parametrized over the logprobs record's combos (contiguous layout) of whatever backend is
-registered or plugged (`--mutant`, `--backend`); skipped when the record is absent.
+registered or plugged (`--sc-mutant`, `--sc-backend`); skipped when the record is absent.
 """
 
 import dataclasses

@@ -1,4 +1,4 @@
-"""Implementations from outside the repo plug in with --backend / entry points."""
+"""Implementations from outside the repo plug in with --sc-backend / entry points."""
 
 import os
 import subprocess
@@ -59,15 +59,15 @@ def test_fixed_vocabs_declaration_rejects_malformed(monkeypatch, declared):
 
 
 def test_unknown_mutant_is_rejected():
-    with pytest.raises(ValueError, match="--mutant must be one of"):
+    with pytest.raises(ValueError, match="--sc-mutant must be one of"):
         plugins.mutant_backend("no_such_mutant")
 
 
 def test_example_package_passes_the_suite_alone(device):
     """The example under examples/ runs the whole fast suite as the only backend, and passes."""
     command = [sys.executable, "-m", "pytest", "tests/cover", "-p", "no:cacheprovider", "-p", "no:xdist", "-q",
-               f"--device={device.type}", "--hypothesis-profile=ci", "--backend-only",
-               "--backend", "top_k_top_p=external_topk:top_k_top_p_mask", "-k", "not test_plugins"]
+               f"--sc-device={device.type}", "--sc-profile=ci", "--sc-backend-only",
+               "--sc-backend", "top_k_top_p=external_topk:top_k_top_p_mask", "-k", "not test_plugins"]
     # The example alone: the vLLM pack (plugged when SAMPLECHECK_VLLM_KERNELS is set) stays out.
     env = {**{k: v for k, v in os.environ.items() if k != "SAMPLECHECK_VLLM_KERNELS"}, "PYTHONPATH": f"{EXAMPLE}:{ROOT}"}
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env, timeout=900)

@@ -76,7 +76,7 @@ def test_every_failure_has_its_reproduce_command_and_a_link(built):
     anchors = {f"#{i}" for i in parsed.ids if i.startswith("fail-")}
     assert len(anchors) == len(report["failures"])
     for record in report["failures"]:
-        assert record["reproduce"] and "--mutant=min_p_threshold_inclusive" in record["reproduce"]
+        assert record["reproduce"] and "--sc-mutant=min_p_threshold_inclusive" in record["reproduce"]
         assert html.escape(record["reproduce"]) in text
     matrix_links = {link for link in parsed.links if link.startswith("#fail-")}
     assert matrix_links == anchors
@@ -155,7 +155,7 @@ def test_regression_is_replayed_by_the_test_it_came_from(built, tmp_path):
     test_file = suite_path() / Path(failure["nodeid"].split("::")[0]).name
     node = f"{test_file}::{failure['nodeid'].split('::', 1)[1]}"
     run = subprocess.run([sys.executable, "-m", "pytest", node, "-p", "no:cacheprovider", "-p", "no:xdist",
-                          "--device=cpu", "--hypothesis-profile=ci", "--mutant=min_p_threshold_inclusive"],
+                          "--sc-device=cpu", "--sc-profile=ci", "--sc-mutant=min_p_threshold_inclusive"],
                          capture_output=True, text=True, timeout=300,
                          env=dict(os.environ, SAMPLECHECK_REGRESSIONS=str(module)))
     assert run.returncode == 1, run.stdout[-2000:]

@@ -129,7 +129,7 @@ def replaying(request, device, monkeypatch):
     """The device, with CUDA graphs on a GPU, or with the eager stand-in on CPU."""
     if request.param == "cuda graph":
         if device.type != "cuda":
-            pytest.skip("needs a CUDA device: run with --device=cuda")
+            pytest.skip("needs a CUDA device: run with --sc-device=cuda")
     else:
         if device.type != "cpu":
             pytest.skip("the eager stand-in replaces CUDA graphs on CPU only")

@@ -21,7 +21,7 @@ def test_patch_applies_once(name):
 def test_mutant_is_killed(name, pytestconfig, device):
     if device.type not in MUTANTS[name].devices:
         pytest.skip(f"mutant {name} changes behaviour only on {', '.join(MUTANTS[name].devices)}")
-    profile = pytestconfig.getoption("--hypothesis-profile", default=None) or "dev"
+    profile = pytestconfig.getoption("--sc-profile", default=None) or "dev"
     result = hunt(name, device.type, profile)
     assert result.killed, f"mutant {name} ({MUTANTS[name].description}) survived the suite:\n{result.output}"
     print(f"{name} killed by {result.killer} in {result.seconds:.0f} s")

@@ -1,5 +1,5 @@
 """`samplecheck mutate` keeps working: on CPU, each operator yields distinct mutants that import,
-and a generated mutant resolves by name through --mutant and dies in a narrow hunt.
+and a generated mutant resolves by name through --sc-mutant and dies in a narrow hunt.
 
 The full analysis (hundreds of mutants against the whole fast suite) runs on a GPU
 (docs/mutation.md); this test keeps its parts honest in CPU CI, in well under a minute.

@@ -3,9 +3,9 @@
 It sorts each row once, derives the top-k and top-p cut values from the sorted row, and
 masks everything below the larger cut, in place. Verify it with:
 
-    pytest --backend top_k_top_p=external_topk:top_k_top_p_mask --backend-only
+    pytest --sc-backend top_k_top_p=external_topk:top_k_top_p_mask --sc-backend-only
 
-(with this folder on PYTHONPATH), or install the package and drop the --backend flag.
+(with this folder on PYTHONPATH), or install the package and drop the --sc-backend flag.
 """
 
 import torch

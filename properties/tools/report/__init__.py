@@ -1,4 +1,4 @@
-"""The nightly report: from per-test results files (`--samplecheck-results`) and the previous
+"""The nightly report: from per-test results files (`--sc-results`) and the previous
 nights' report JSON, three files in one folder:
 
 - report.html: a self-contained page (`page.render`);

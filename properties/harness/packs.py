@@ -1,0 +1,42 @@
+"""Packs: a third-party engine's kernels, adapted and declared, plugged in by entry point.
+
+A pack is an entry point in the group `samplecheck.packs`, named after the engine, whose value
+is "package.module:callable". The callable takes no argument and returns the pack's
+(kernel, Backend) pairs: each backend a `samplecheck.harness.registry.Backend` whose target
+calls the engine exactly as the engine's own call site does, with the conventions it
+legitimately differs in declared as data (`semantics`, `accepts`) and its defects pinned
+(`marks`). When the engine is not there (not installed, no GPU it needs), the callable raises
+`PackUnavailable` with the reason: the pack is then reported, not tested. The harness names
+no engine: samplecheck's own packs (vLLM, FlashInfer, Hugging Face transformers) are declared
+in its pyproject.toml like any other package's.
+
+The callable is called once per pytest process, after the device is chosen (so a pack's
+Triton kernels see TRITON_INTERPRET=1 on a CPU run), and must not import the engine's kernels
+before a backend is first called.
+"""
+
+from importlib.metadata import entry_points
+
+PACK_GROUP = "samplecheck.packs"
+
+
+class PackUnavailable(Exception):
+    """Raised by a pack's callable when its engine cannot run here; the message says why
+    (e.g. "vLLM pack: no vLLM installed and SAMPLECHECK_VLLM_KERNELS unset")."""
+
+
+def installed_packs(unplugged: list[str]):
+    """The (kernel, Backend) pairs of every installed pack. A pack whose engine is absent adds
+    its reason to `unplugged` and nothing else; a pack that fails otherwise (its module does
+    not import, its callable raises) raises, naming the pack, its package and the error."""
+    plugged = []
+    for ep in entry_points(group=PACK_GROUP):
+        try:
+            plugged += list(ep.load()())
+        except PackUnavailable as reason:
+            unplugged.append(f"pack {ep.name!r}: {reason}")
+        except Exception as err:  # noqa: BLE001 (any import-time error of third-party code)
+            package = ep.dist.name if ep.dist is not None else "an unknown package"
+            raise ImportError(f"broken pack {ep.name!r} = {ep.value!r} of package {package} "
+                              f"(group {PACK_GROUP}): {type(err).__name__}: {err}") from err
+    return plugged
