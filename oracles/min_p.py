@@ -70,3 +70,39 @@ def min_p_reference(logits: torch.Tensor, min_p: torch.Tensor | None, *, band: f
 def min_p_expected(logits: torch.Tensor, reference: MaskReference) -> torch.Tensor:
     """The oracle's output: `logits` with every entry the oracle drops set to -inf."""
     return logits.masked_fill(~reference.kept, float("-inf"))
+
+
+# Rounding of a probability-space min-p in fp32 (unit roundoff u = 2**-24), in the log-ratio
+# r_i = l_i - max: the subtraction of the max (u |r_i|), exp with its argument scaled by log2 e
+# (u |r_i| + 2u), the two divisions by the row sum (2u) and the product min_p * p_max (u).
+U32 = 2.0**-24
+
+
+def min_p_softmax_reference(logits: torch.Tensor, min_p: torch.Tensor | None, *,
+                            softmax_dtype: torch.dtype) -> MinPReference:
+    """Kept and ambiguous masks of min-p decided in probability space: drop p_i < min_p * p_max,
+    p the row's softmax computed in fp32 and stored in `softmax_dtype` (the product too).
+
+    Kept is the log-space rule's (the same rule in exact arithmetic, with its NaN, +inf and
+    off rules). Ambiguous: the finite entries below the row max whose exact log-ratio r_i lies
+    within u (2 |r_i| + 10) + 3 u_d of log(min_p) (the fp32 steps above, then three roundings
+    to `softmax_dtype`, unit roundoff u_d), or whose exact probability lies within two of that
+    dtype's smallest subnormals of the exact threshold min_p / sum(exp(r)) (a probability or a
+    threshold that underflows decides nothing)."""
+    exact = min_p_reference(logits, min_p)
+    if min_p is None or logits.numel() == 0:
+        return exact
+    x = logits.detach().to(torch.float64)
+    x = x.masked_fill(x.isnan(), float("-inf"))
+    p = min_p.detach().to(torch.float64)[:, None]
+    row_max = x.max(dim=-1, keepdim=True).values
+    measurable = (p > 0) & torch.isfinite(row_max)
+    r = torch.where(measurable, x - row_max, float("-inf"))
+    log_p = torch.log(p)
+    log_sum = torch.logsumexp(r, dim=-1, keepdim=True)
+    info = torch.finfo(softmax_dtype)
+    slack = U32 * (2 * r.abs() + 10) + 3 * info.eps / 2
+    underflow = 2 * info.tiny * info.eps
+    near = ((r - log_p).abs() <= slack) | ((r - log_sum).exp() - (log_p - log_sum).exp()).abs().le(underflow)
+    ambiguous = measurable & torch.isfinite(x) & (r != 0) & near
+    return MinPReference(kept=exact.kept, ambiguous=ambiguous, threshold=exact.threshold, scale=exact.scale)

@@ -1,11 +1,13 @@
-"""FlashInfer 0.7.4 sampling APIs as backends of our registry records.
+"""FlashInfer 0.7.4's sampling APIs, each adapted to one of our records' contracts (the targets
+of the FlashInfer pack, samplecheck.backends.flashinfer_pack).
 
 One adapter per API. Each imports `flashinfer` inside the function (lazily), translates
 our record's contract to the API's arguments, and calls the API on the tensor as given:
 no adapter makes its input contiguous, so a layout the API mishandles shows up as a
-failure of the strided properties (declared as strict xfails in the records, with the
-finding). The registry side is `backend(...)`, which declares every adapter CUDA-only and
-skips it, with the reason, where flashinfer is not installed.
+failure of the strided properties (declared as strict xfails, with the finding). The
+registry side is the FlashInfer pack (samplecheck.backends.flashinfer_pack), which declares
+every adapter CUDA-only, with the cases it implements, and is not plugged where flashinfer
+is not installed or there is no CUDA device.
 
 Declared semantics common to every adapter (FlashInfer source, docs/backends.md):
 - Argument translation: our k is per row with k <= 0 or k >= V meaning "top-k off"; it is
@@ -32,95 +34,17 @@ Declared semantics common to every adapter (FlashInfer source, docs/backends.md)
   batch-invariant). `deterministic=True` throughout.
 - Probability-space APIs (everything named *_probs) see softmax(logits) in fp32. An entry
   whose fp32 probability underflows to 0 (more than ~87 below the row max) is
-  indistinguishable from a masked one; records restrict these adapters to logits spans
+  indistinguishable from a masked one; the pack restricts these adapters to logits spans
   without underflow (`no_underflow`).
 """
 
-import importlib.util
 import math
 
 import torch
 
-from samplecheck.harness.registry import Backend, Mark
-from samplecheck.inputs.strategies import expand_pool
 from samplecheck.kernels.min_p import check_min_p
 from samplecheck.kernels.sampling_torch import check_softmax_temperature
 from samplecheck.kernels.validation import check_seed, check_top_k_top_p
-
-INSTALL_HINT = "flashinfer is not installed (pip install -e '.[flashinfer]' on a GPU machine)"
-MODULE = "samplecheck.backends.flashinfer"
-# The largest recipe scale whose logits span stays below the fp32 softmax underflow
-# (~87): randn spans <= ~12 * scale, peaked adds 12 * scale, ties 3 * scale.
-MAX_SCALE_WITHOUT_UNDERFLOW = 3.0
-
-
-# The adapters whose top-k ranks the fp32 probabilities they pass to FlashInfer: distinct
-# logits that our fp32 softmax rounds to one probability are ties there (declared semantics).
-PROBABILITY_TOP_K = {"top_k_values": "fp32_probabilities"}
-SEMANTICS = {function: PROBABILITY_TOP_K for function in (
-    "top_k_renorm_probs", "top_k_top_p_sampling_from_probs_top_k_first", "top_k_top_p_sampling_from_probs_joint",
-    "top_k_sampling_from_probs")}
-
-
-def installed() -> bool:
-    return importlib.util.find_spec("flashinfer") is not None
-
-
-def backend(name: str, function: str, *, marks: tuple[Mark, ...] = (), topk: bool = False, capturable: bool = True,
-            **fields) -> Backend:
-    """A CUDA-only Backend for adapter `function` of this module; skipped everywhere, with
-    the reason, when flashinfer is not importable (or, for `topk` adapters, its topk module
-    is not built). `capturable`: the adapter captures in a CUDA graph (every FlashInfer call
-    does; an adapter that reads a value back to the host, as the bounded top-k path's
-    `top_k_max` does, does not). Its declared semantics are `SEMANTICS[function]` unless given."""
-    if not installed():
-        skip = (Mark("skip", INSTALL_HINT),)
-    else:
-        skip = (Mark("skip", TOPK_MODULE_HINT),) if topk and not topk_module_ready() else ()
-    fields.setdefault("semantics", SEMANTICS.get(function, {}))
-    return Backend(name, f"{MODULE}:{function}", devices=("cuda",), marks=skip + tuple(marks), capturable=capturable,
-                   **fields)
-
-
-# --- case filters (Backend.accepts) -------------------------------------------------------
-
-def _rows(case):
-    batch = case.logits.batch
-    vocab = case.logits.vocab
-    k = [None] * batch if case.k is None else expand_pool(case.k, batch)
-    p = [None] * batch if case.p is None else expand_pool(case.p, batch)
-    return [(kk is not None and 0 < kk < vocab, pp is not None and pp < 1) for kk, pp in zip(k, p)]
-
-
-def no_underflow(case) -> bool:
-    return case.logits.scale <= MAX_SCALE_WITHOUT_UNDERFLOW
-
-
-def top_k_only(case) -> bool:
-    return case.p is None
-
-
-def top_p_only(case) -> bool:
-    return case.k is None
-
-
-def no_filter(case) -> bool:
-    return case.k is None and case.p is None
-
-
-def not_both_in_a_row(case) -> bool:
-    """No row with top-k and top-p both active: FlashInfer's "joint" order measures top-p
-    on the full-vocab mass, ours on the renormalised top-k survivors; they agree on rows
-    where at most one filter is active."""
-    return not any(k_on and p_on for k_on, p_on in _rows(case))
-
-
-def top_k_only_probs(case) -> bool:
-    return top_k_only(case) and no_underflow(case)
-
-
-def top_p_only_probs(case) -> bool:
-    return top_p_only(case) and no_underflow(case)
 
 
 # --- helpers ------------------------------------------------------------------------------
@@ -180,7 +104,7 @@ def _mask_where_zero(logits: torch.Tensor, renormed: torch.Tensor) -> torch.Tens
 
 def _require_off(name: str, value: torch.Tensor | None, off, api: str) -> None:
     if value is not None and not bool(off(value).all()):
-        raise ValueError(f"{api} does not implement {name}; the record's `accepts` keeps such cases out")
+        raise ValueError(f"{api} does not implement {name}; the backend's `accepts` keeps such cases out")
 
 
 def _k_off(logits):
@@ -281,16 +205,6 @@ def _from_logits(order: str, logits, k, p, seed, **bound):
 
 # FlashInfer 0.7.4's top_k_first fast path: a top_k bound <= 256 at V >= 65536.
 FAST_PATH_MAX_K = 256
-TOPK_MODULE_HINT = ("FlashInfer's topk module (the top_k_first fast path) is neither prebuilt nor in the JIT "
-                    "cache, and compiling it takes over 10 minutes: build it with scripts/build-flashinfer-topk.sh")
-
-
-def topk_module_ready() -> bool:
-    """Whether FlashInfer's `topk` JIT module loads without compiling (prebuilt or cached)."""
-    from flashinfer.jit.topk import gen_topk_module
-
-    spec = gen_topk_module()
-    return spec.aot_path.exists() or spec.jit_library_path.exists()
 
 
 def top_k_top_p_sampling_from_logits_top_k_first_bounded(logits, *, k=None, p=None, seed: int):
@@ -330,7 +244,7 @@ def top_k_top_p_sampling_from_logits_joint(logits, *, k=None, p=None, seed: int)
     """flashinfer.sampling.top_k_top_p_sampling_from_logits(filter_apply_order="joint"):
     torch.softmax(logits) in the logits' dtype, then one rejection-sampling kernel (fp32)
     applying both filters on the ORIGINAL full-vocab mass (ours: renormalised after top-k;
-    the record's `accepts` keeps rows with both filters active out).
+    the backend's `accepts` keeps rows with both filters active out).
     - Tie policy: top-k accepts x iff #{p_j > p_x} < k (all ties over-accepted); top-p by value.
     - Contiguity: the softmax makes a contiguous copy. Seed/offset: explicit, subsequence = row.
     """

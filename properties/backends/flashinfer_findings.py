@@ -1,6 +1,6 @@
 """FlashInfer's findings (docs/findings.md; confirmed on an H200) as data: the strict xfails
-and skips its adapters' records carry (samplecheck.backends.flashinfer), with the reason text
-that every report prints."""
+and skips the FlashInfer pack's backends carry (samplecheck.backends.flashinfer_pack), with
+the reason text that every report prints."""
 
 import torch
 

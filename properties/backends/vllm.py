@@ -8,8 +8,8 @@ installed `vllm` or the folder named by SAMPLECHECK_VLLM_KERNELS.
 
 `PACK` lists (record, Backend) pairs with each backend's declared semantics (the
 conventions in which vLLM legitimately differs from our strict contract, with the reason)
-and its strict xfails (the defects found, docs/findings-vllm.md). `samplecheck.harness.plugins`
-plugs the pack like an installed entry point whenever a vLLM source is there.
+and its strict xfails (the defects found, docs/findings-vllm.md); it needs no vLLM. `pack()`
+(entry point `samplecheck.packs: vllm`, docs/packs.md) returns it whenever a vLLM source is there.
 """
 
 import torch

@@ -170,6 +170,7 @@ class Pipeline:
         sampled, processed, logprobs = output
         params, values = reference.params, reference.values
         specified = ~((values == float("inf")) | values.isnan()).any(dim=-1)
+        values = torch.where(values.isnan() & processed.isnan(), processed, values)  # any NaN (IEEE)
         # min_p on the exact values; its ambiguous entries as the kernel decided them.
         by_min_p = self._verdict("min_p", values, params)
         survivors = by_min_p.kept | (by_min_p.ambiguous & (processed != float("-inf")))

@@ -6,6 +6,8 @@ typical ones; the sampling tests sample at most SAMPLED_ROWS rows, so a distribu
 must put its interesting value among them.
 """
 
+import dataclasses
+
 import torch
 from hypothesis import strategies as st
 
@@ -32,9 +34,28 @@ def row_tensor(pool: tuple | None, logits: torch.Tensor, dtype=torch.float32) ->
     return torch.tensor(expand_pool(pool, logits.size(0)), dtype=dtype, device=logits.device)
 
 
+def pool_of(t: torch.Tensor | None) -> tuple | None:
+    """The pool whose rows are `t`'s rows (one value per row; None: the argument is absent)."""
+    return None if t is None else tuple(t.tolist())
+
+
+def with_batch(case, logits: torch.Tensor):
+    """`case` with its logits recipe at the shape of `logits` (a property's call on other rows)."""
+    return dataclasses.replace(case, logits=dataclasses.replace(case.logits, batch=logits.size(0),
+                                                                vocab=logits.size(1)))
+
+
 def row_args(**columns):
     """make_args(case, logits) for a record whose arguments are per-row pools: each keyword
-    names the argument, its value is (the case's field, the tensor's dtype)."""
+    names the argument, its value is (the case's field, the tensor's dtype). Its `case_of(case,
+    logits, args)` is the case whose arguments are `args` (each pool one value per row), for
+    asking a backend's `accepts` about a call a property altered
+    (`samplecheck.inputs.drawing.accepted`)."""
     def make_args(case, logits: torch.Tensor) -> dict:
         return {arg: row_tensor(getattr(case, field), logits, dtype) for arg, (field, dtype) in columns.items()}
+
+    def case_of(case, logits: torch.Tensor, args: dict):
+        return dataclasses.replace(with_batch(case, logits),
+                                   **{field: pool_of(args.get(arg)) for arg, (field, _) in columns.items()})
+    make_args.case_of = case_of
     return make_args

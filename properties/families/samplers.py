@@ -35,9 +35,14 @@ class SamplerInfo(KernelInfo):
 
 
 def with_seed(make_args):
-    """A record's make_args plus `seed` (from the case's logits seed, so a case reproduces)."""
+    """A record's make_args plus `seed` (from the case's logits seed, so a case reproduces),
+    with its `case_of` where it has one (`samplecheck.families.rows.row_args`)."""
     def args(case, logits: torch.Tensor) -> dict:
         return {**make_args(case, logits), "seed": case.logits.seed & SEED_MASK}
+
+    if hasattr(make_args, "case_of"):
+        args.case_of = lambda case, logits, given: make_args.case_of(
+            case, logits, {name: value for name, value in given.items() if name != "seed"})
     return args
 
 
@@ -51,8 +56,23 @@ def seeded_errors(errors) -> tuple[ErrorInput, ...]:
     return tuple(dataclasses.replace(e, make=add_seed(e.make)) for e in errors)
 
 
+def admitted_ids(original, reference) -> torch.Tensor:
+    """bool [B, V]: the ids a sampler of a masking record may draw (docs/backends.md, "Edge
+    values"): the oracle's kept or ambiguous entries; id 0 alone in a row with nothing to
+    draw (no such entry above -inf); every id in a row whose admitted entries hold +inf or
+    NaN (their softmax has no law, and the sampling records define no draw there)."""
+    x = original.to(torch.float64)
+    admitted = reference.kept | reference.ambiguous
+    drawable = admitted & ~(x == float("-inf"))
+    lawless = (drawable & ~torch.isfinite(x)).any(dim=-1)
+    first = torch.zeros_like(admitted)
+    first[:, :1] = True
+    nothing = ~drawable.any(dim=-1)
+    return torch.where(nothing[:, None], first, admitted | lawless[:, None])
+
+
 def check_ids(original, output, reference, what):
-    """ids: int64 [B], each in [0, V) and in the oracle's kept or ambiguous set."""
+    """ids: int64 [B], each in [0, V) and among `admitted_ids`."""
     batch, vocab = original.shape
     assert isinstance(output, torch.Tensor) and output.dtype == torch.int64 and output.shape == (batch,), (
         f"{what}: expected int64 ids of shape [{batch}], got "
@@ -60,7 +80,7 @@ def check_ids(original, output, reference, what):
     in_range = (output >= 0) & (output < vocab)
     bad = (~in_range).nonzero().flatten()[:5].tolist()
     assert not bad, f"{what}: ids out of [0, {vocab}) in rows {bad}: {[int(output[r]) for r in bad]}"
-    admitted = reference.kept | reference.ambiguous
+    admitted = admitted_ids(original, reference)
     ok = admitted.gather(1, output[:, None]).flatten()
     wrong = (~ok).nonzero().flatten()[:5].tolist()
     assert not wrong, (f"{what}: {int((~ok).sum())} rows drew an id the oracle masks; rows {wrong}, ids "

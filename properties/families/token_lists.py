@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import torch
 from hypothesis import strategies as st
 
-from samplecheck.families.rows import MAX_POOL, pools
+from samplecheck.families.rows import MAX_POOL, pool_of, pools, with_batch
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.inputs.strategies import Budget, expand_pool, logits_recipes, row_pools
 
@@ -23,6 +23,21 @@ def padded(lists: list, width: int, fill, dtype, device) -> torch.Tensor:
     tensor on the device."""
     rows = [list(row) + [fill] * (width - len(row)) for row in lists]
     return torch.tensor(rows, dtype=dtype, device=device).reshape(len(lists), width)
+
+
+def unpadded(ids: torch.Tensor) -> tuple[tuple[int, ...], ...]:
+    """Each row of an id list [B, L] without its -1 entries: the ids it names."""
+    return tuple(tuple(i for i in row if i != PAD) for row in ids.tolist())
+
+
+def trimmed(ids: torch.Tensor) -> tuple[tuple[int, ...], ...]:
+    """Each row of an id list [B, L] without its trailing -1 padding (a -1 inside stays)."""
+    rows = []
+    for row in ids.tolist():
+        while row and row[-1] == PAD:
+            row.pop()
+        rows.append(tuple(row))
+    return tuple(rows)
 
 
 # --- allowed_token_ids, logit_bias, min_tokens ----------------------------------------------
@@ -100,6 +115,18 @@ def _padded_lists(lists: list[tuple], pad: int, fill, dtype, device) -> torch.Te
     return padded(lists, max(len(row) for row in lists) + pad, fill, dtype, device)
 
 
+def logit_bias_case_of(case: LogitBiasCase, logits: torch.Tensor, args: dict) -> LogitBiasCase:
+    """The case whose arguments are `args`, up to -1 padding (`samplecheck.families.rows.row_args`)."""
+    allowed, ids, stops = (args.get(name) for name in ("allowed_token_ids", "logit_bias_ids", "stop_token_ids"))
+    bias = None if ids is None else tuple(
+        tuple((i, v) for i, v in zip(row, values) if i != PAD)
+        for row, values in zip(ids.tolist(), args["logit_bias_values"].tolist()))
+    min_tokens = None if stops is None else tuple(zip(unpadded(stops), args["min_tokens"].tolist(),
+                                                      args["output_len"].tolist()))
+    return dataclasses.replace(with_batch(case, logits), allowed=None if allowed is None else unpadded(allowed),
+                               bias=bias, min_tokens=min_tokens)
+
+
 def logit_bias_args(case: LogitBiasCase, logits: torch.Tensor) -> dict:
     batch, device, args = logits.size(0), logits.device, {}
     if case.allowed is not None:
@@ -117,6 +144,8 @@ def logit_bias_args(case: LogitBiasCase, logits: torch.Tensor) -> dict:
         args["output_len"] = torch.tensor([r[2] for r in rows], dtype=case.id_dtype, device=device)
     return args
 
+
+logit_bias_args.case_of = logit_bias_case_of
 
 
 # --- bad words --------------------------------------------------------------------------
@@ -225,6 +254,17 @@ def _padded(lists: list[list[int]], shape, dtype, device) -> torch.Tensor:
     return padded(lists, shape[-1], PAD, dtype, device).view(shape)
 
 
+def bad_words_case_of(case: BadWordsCase, logits: torch.Tensor, args: dict) -> BadWordsCase:
+    """The case whose arguments are `args`, up to -1 padding (`samplecheck.families.rows.row_args`):
+    row r's past, the ids stored after its first -1, and its words (an absent word as ())."""
+    rows = []
+    for stored, words in zip(args["output_token_ids"].tolist(), args["bad_words"].tolist()):
+        end = stored.index(PAD) if PAD in stored else len(stored)
+        rows.append(BadWordsRow(tuple(stored[:end]), tuple(i for i in stored[end:] if i != PAD),
+                                tuple(tuple(i for i in word if i != PAD) for word in words)))
+    return dataclasses.replace(with_batch(case, logits), rows=tuple(rows))
+
+
 def bad_words_args(case: BadWordsCase, logits: torch.Tensor) -> dict:
     batch = logits.size(0)
     rows = expand_pool(case.rows, batch)
@@ -236,6 +276,8 @@ def bad_words_args(case: BadWordsCase, logits: torch.Tensor) -> dict:
     return {"bad_words": _padded(word_lists, (batch, words, tokens), case.words_dtype, logits.device),
             "output_token_ids": _padded(stored, (batch, length), case.past_dtype, logits.device)}
 
+
+bad_words_args.case_of = bad_words_case_of
 
 
 # --- penalties: prompt and output histories --------------------------------------------------
@@ -352,6 +394,16 @@ def penalties_cases(draw, budget: Budget) -> PenaltiesCase:
                          presence=draw(pools(additive_values())))
 
 
+def penalties_case_of(case: PenaltiesCase, logits: torch.Tensor, args: dict) -> PenaltiesCase:
+    """The case whose arguments are `args` (`samplecheck.families.rows.row_args`): its lists as a
+    FixedHistory, its penalties one pool value per row."""
+    history = FixedHistory(trimmed(args["prompt_token_ids"]), trimmed(args["output_token_ids"]),
+                           args["prompt_token_ids"].dtype)
+    return dataclasses.replace(with_batch(case, logits), history=history,
+                               repetition=pool_of(args["repetition_penalty"]),
+                               frequency=pool_of(args["frequency_penalty"]), presence=pool_of(args["presence_penalty"]))
+
+
 def penalties_args(case: PenaltiesCase, logits: torch.Tensor) -> dict:
     batch, vocab = logits.shape
     prompt, output = case.history.materialize(batch, vocab, logits.device)
@@ -362,3 +414,5 @@ def penalties_args(case: PenaltiesCase, logits: torch.Tensor) -> dict:
     return {"prompt_token_ids": prompt, "output_token_ids": output, "repetition_penalty": per_row(case.repetition),
             "frequency_penalty": per_row(case.frequency), "presence_penalty": per_row(case.presence)}
 
+
+penalties_args.case_of = penalties_case_of

@@ -18,6 +18,7 @@ from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.inputs.strategies import Budget, logits_recipes
 from samplecheck.judging import checks
 from samplecheck.judging.laws import exact_output_law
+from samplecheck.oracles.logit_bias import logit_bias_reference
 
 
 def expected_field(original, reference) -> torch.Tensor:
@@ -155,9 +156,31 @@ def check_probabilities(original, output, reference, what):
 
 # --- the token-list ops' checks --------------------------------------------------------------
 
-def check_bitwise(original, output, expected, what):
-    """The output is bitwise the oracle's (an oracle that returns the output itself)."""
-    checks.assert_bitwise_equal(output, expected, f"{what}: output vs the oracle")
+@dataclass(frozen=True)
+class BiasReference:
+    """The logit_bias oracle's output (`expected`) and the entries a bias computes
+    (`biased`, bool [B, V]: every other entry is kept or masked, bits and all)."""
+
+    expected: torch.Tensor
+    biased: torch.Tensor
+
+
+def logit_bias_verdict(logits: torch.Tensor, **args) -> BiasReference:
+    """`samplecheck.oracles.logit_bias.logit_bias_reference` and the entries its biases reach."""
+    biased = torch.zeros(logits.shape, dtype=torch.bool, device=logits.device)
+    ids = args.get("logit_bias_ids")
+    if ids is not None:
+        given = (ids >= 0) & (ids < logits.size(1))
+        rows = torch.arange(ids.size(0), device=ids.device)[:, None].expand_as(ids)
+        biased[rows[given], ids[given].long()] = True
+    return BiasReference(logit_bias_reference(logits, **args), biased)
+
+
+def check_biased(original, output, reference: BiasReference, what):
+    """Bitwise the oracle's output, but where a bias computes a NaN (NaN + b, IEEE): any NaN."""
+    computed_nan = reference.biased & output.isnan() & reference.expected.isnan()
+    checks.assert_bitwise_equal(torch.where(computed_nan, reference.expected, output), reference.expected,
+                                f"{what}: output vs the oracle")
 
 
 def check_banned(original, output, reference, what):
@@ -182,5 +205,6 @@ def check_penalised(original, output, reference, what):
                "changed outside prompt ∪ output or in rows with every penalty off")
     torch.testing.assert_close(output, expected, rtol=reference.rtol, atol=0.0, equal_nan=True,
                                msg=lambda detail: f"{what}: penalised entries differ from the oracle: {detail}")
-    if reference.rtol == 0:
-        fail_where(as_bits(output) != as_bits(expected), "differ bitwise from the oracle (signed zeros)")
+    if reference.rtol == 0:  # a penalised NaN stays NaN (IEEE), whichever NaN
+        fail_where((as_bits(output) != as_bits(expected)) & ~(output.isnan() & expected.isnan()),
+                   "differ bitwise from the oracle (signed zeros)")

@@ -4,7 +4,7 @@ A sticky CUDA error (illegal memory access, device-side assert, launch failure) 
 process's CUDA context: every later CUDA call in it fails the same way, so in one pytest
 process (or one xdist worker) the tests that follow a faulting kernel would fail too, with
 the fault's message. This plugin (registered by samplecheck.harness.plugin as
-`samplecheck-isolation`) contains it:
+`samplecheck-isolation`) contains it, for samplecheck's own tests:
 
 - After each test's call on a CUDA run, a `torch.cuda.synchronize()` probe tells a poisoned
   context (the probe raises) from an ordinary failure (it does not: OOM, a wrong value).
@@ -27,6 +27,7 @@ the fault's message. This plugin (registered by samplecheck.harness.plugin as
 import faulthandler
 import hashlib
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -34,17 +35,12 @@ from pathlib import Path
 
 import pytest
 
+from samplecheck.harness.options import owns
+
 FAULT_DIR = "samplecheck_fault_dir"
 EXIT_STATUS = 70
 # The controller's record directory (xdist workers get it through their workerinput).
 _CONTROLLER: dict[str, str] = {}
-
-
-def pytest_addoption(parser):
-    parser.getgroup("samplecheck").addoption(
-        "--sc-test-timeout", type=float, default=1800.0,
-        help="seconds a test may run before it counts as hung: recorded, and its process (xdist worker) "
-             "exits and is replaced (0: no limit)")
 
 
 def cuda_probe(config):
@@ -97,6 +93,11 @@ def pytest_configure(config):
         _CONTROLLER[FAULT_DIR] = tempfile.mkdtemp(prefix="samplecheck-faults-")
 
 
+def pytest_unconfigure(config):
+    if getattr(config, "workerinput", None) is None and FAULT_DIR in _CONTROLLER:
+        shutil.rmtree(_CONTROLLER.pop(FAULT_DIR), ignore_errors=True)
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node):
     """xdist controller: tell each worker where to record its fault."""
@@ -122,7 +123,7 @@ def pytest_handlecrashitem(crashitem, report, sched):
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     limit = item.config.getoption("--sc-test-timeout")
-    if not limit:
+    if not limit or not owns(item.path):
         return (yield)
     message = (f"timed out: still running after {limit:g} s (--sc-test-timeout), a hang; the process was ended "
                "and, under xdist, replaced by a fresh worker that ran the remaining tests")
@@ -143,7 +144,7 @@ def pytest_runtest_protocol(item, nextitem):
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     report = yield
-    probe = cuda_probe(item.config) if call.when == "call" else None
+    probe = cuda_probe(item.config) if call.when == "call" and owns(item.path) else None
     fault = poisoned(probe) if probe is not None else None
     if fault is None:
         return report

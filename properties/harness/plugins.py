@@ -2,9 +2,12 @@
 
 - `pytest --sc-backend KERNEL=package.module:callable` (repeatable);
 - installed packages: entry points in the group `samplecheck.backends`, each named
-  `KERNEL.BACKEND` with the value `package.module:callable`;
-- the vLLM pack (samplecheck.backends.vllm), plugged like an installed entry point whenever
-  the `vllm` package is installed or SAMPLECHECK_VLLM_KERNELS names vLLM's vendored kernels;
+  `KERNEL.BACKEND` with the value `package.module:callable`; one that fails to load fails
+  the run before any test runs, unless `--sc-allow-broken-plugins` (then it is reported and
+  its tests skipped);
+- packs (samplecheck.harness.packs), e.g. the vLLM pack, plugged like installed entry points
+  when their engine is there (reported when it is not); a pack that fails otherwise fails the
+  run like a broken entry point;
 - `pytest --sc-backend-only`: test the plugged implementations alone;
 - `pytest --sc-mutant NAME`: test one mutant of samplecheck.kernels.mutants alone.
 
@@ -19,29 +22,50 @@ tuple of the sizes to draw) and
 `capturable` (True: a call captures in a CUDA graph and replays bitwise, checked by
 test_graph_replay on CUDA); undeclared
 devices, dtypes and layouts mean everything. Combos outside the declaration are skipped with
-the reason shown. docs/backends.md documents each kernel's contract.
+the reason shown. docs/backends.md documents each kernel's contract; a callable whose
+signature cannot take the calls of its kernel (`contract`) is reported before any test runs.
 """
 
 import dataclasses
+import functools
+import inspect
 from importlib.metadata import entry_points
 
 from samplecheck.harness.packs import installed_packs
-from samplecheck.harness.registry import REGISTRY, Backend, Mark
+from samplecheck.harness.registry import RECORDS, REGISTRY, Backend, Mark
 from samplecheck.kernels.mutants import GENERATED_ENV, MUTANTS
 
 ENTRY_POINT_GROUP = "samplecheck.backends"
-# Entry points that name no registered kernel, with the reason: reported, not tested.
+DECLARATION_KEYS = {"devices", "dtypes", "layouts", "extra_memory", "accepts", "semantics", "fixed_vocabs",
+                    "capturable"}
+# Plug-ins that are not tested, with the reason (for the pytest header): packs whose engine is
+# absent and, under allow_broken, entry points and packs that failed to load.
 UNPLUGGED: list[str] = []
 
 
-def backend_from_target(name: str, target: str) -> Backend:
-    """A Backend for "package.module:callable", with the callable's declared support."""
+class BrokenPlugins(ImportError):
+    """Installed plug-ins (entry points of `samplecheck.backends`, packs) failed to load; the
+    message names each, its package and its error."""
+
+    def __init__(self, reasons: list[str]):
+        super().__init__("samplecheck: installed plug-ins failed to load, so no test ran (fix them, or pass "
+                         "--sc-allow-broken-plugins, `samplecheck test --allow-broken-plugins`, to report them "
+                         "and skip their tests):\n" + "\n".join(f"  {reason}" for reason in reasons))
+        self.reasons = reasons
+
+
+def backend_from_target(kernel: str, name: str, target: str) -> Backend:
+    """A Backend of `kernel` for "package.module:callable", with the callable's declared support,
+    once the callable is known to take the calls samplecheck makes to that kernel's backends."""
     if ":" not in target:
         raise ValueError(f"backend target must be 'package.module:callable', got {target!r}")
+    if kernel not in RECORDS:
+        raise ValueError(f"unknown kernel {kernel!r} for {target}; registered: {', '.join(RECORDS)}")
     backend = Backend(name, target)
-    declared = getattr(backend.resolve(), "samplecheck", {})
-    unknown = set(declared) - {"devices", "dtypes", "layouts", "extra_memory", "accepts", "semantics",
-                              "fixed_vocabs", "capturable"}
+    function = backend.resolve()
+    check_call(kernel, target, function)
+    declared = getattr(function, "samplecheck", {})
+    unknown = set(declared) - DECLARATION_KEYS
     if unknown:
         raise ValueError(f"{target}: unknown keys in its samplecheck declaration: {sorted(unknown)}")
     return Backend(name, target, devices=tuple(declared.get("devices", ("cpu", "cuda"))),
@@ -51,36 +75,82 @@ def backend_from_target(name: str, target: str) -> Backend:
                    capturable=bool(declared.get("capturable")), error_messages=False)
 
 
+@functools.cache
+def contract(kernel: str) -> inspect.Signature:
+    """How samplecheck calls a backend of `kernel`: the signature of the record's own
+    implementation (its first backend, ours) without its launch knobs and annotations. The
+    runner (samplecheck.harness.runner.run) passes the logits positionally and the record's
+    `make_args` keywords, error inputs some of them: every parameter after the logits may be
+    passed by keyword, and those with a default may be left out."""
+    own = RECORDS[kernel].backends[0]
+    parameters = [p.replace(annotation=inspect.Parameter.empty)
+                  for p in inspect.signature(own.resolve()).parameters.values() if p.name not in own.knobs]
+    return inspect.Signature(parameters)
+
+
+def check_call(kernel: str, target: str, function) -> None:
+    """Raise TypeError, naming `target`, `kernel` and the expected parameters, when `function`
+    cannot be called as samplecheck calls `kernel`'s backends: the logits, then every
+    parameter of the `contract` by keyword, or its required parameters alone. A callable whose
+    signature Python cannot read is taken as it is."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return
+    logits, *rest = contract(kernel).parameters.values()
+    every = [p.name for p in rest]
+    required = [p.name for p in rest if p.default is inspect.Parameter.empty]
+    for names in (every, required):
+        try:
+            signature.bind(None, **dict.fromkeys(names))
+        except TypeError as err:
+            call = ", ".join([logits.name] + [f"{name}=..." for name in names])
+            raise TypeError(f"{target} cannot take samplecheck's calls of a {kernel} backend: called as "
+                            f"{target.rpartition(':')[2]}({call}) it raises TypeError: {err}. Expected "
+                            f"parameters: {kernel}{contract(kernel)} (docs/backends.md)") from None
+
+
 def parse_backend_option(text: str) -> tuple[str, Backend]:
     """`KERNEL=package.module:callable` -> (kernel, Backend named after the callable)."""
     kernel, sep, target = text.partition("=")
     if not sep or not kernel or not target:
         raise ValueError(f"--sc-backend takes KERNEL=package.module:callable, got {text!r}")
-    return kernel, backend_from_target(target.rpartition(":")[2], target)
+    return kernel, backend_from_target(kernel, target.rpartition(":")[2], target)
 
 
-def installed_backends() -> list[tuple[str, Backend]]:
-    """Backends declared by installed packages' `samplecheck.backends` entry points. An entry
-    point that cannot be loaded (its module fails to import, its target or declaration is
-    wrong, its name is malformed) does not stop the run: it becomes a backend whose every
-    test is skipped with the package, the target and the error as the reason."""
-    plugged = []
+def installed_backends(*, allow_broken: bool = False, packs: set[str] | None = None) -> list[tuple[str, Backend]]:
+    """Backends declared by installed packages: `samplecheck.backends` entry points and packs.
+    An entry point that cannot be loaded (its module fails to import, its target, declaration
+    or signature is wrong, its name is malformed) or a pack that fails raises BrokenPlugins,
+    naming every one with its package and error, so that no run passes without testing it.
+    With `allow_broken`, each is reported instead: a broken entry point of a known kernel
+    becomes a backend whose every test is skipped with the reason, any other broken plug-in a
+    line of UNPLUGGED. `packs`: the packs to load (None: every installed one)."""
+    plugged, broken, unplugged = [], [], []
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         kernel, sep, name = ep.name.partition(".")
         try:
-            if not sep or kernel not in REGISTRY:
+            if not sep or kernel not in RECORDS:
                 raise ValueError(f"entry point names must be KERNEL.BACKEND with KERNEL one of "
-                                 f"{', '.join(REGISTRY)}; got {ep.name!r}")
-            plugged.append((kernel, backend_from_target(name, ep.value)))
+                                 f"{', '.join(RECORDS)}; got {ep.name!r}")
+            plugged.append((kernel, backend_from_target(kernel, name, ep.value)))
         except Exception as err:  # noqa: BLE001 (any import-time error of third-party code)
             package = ep.dist.name if ep.dist is not None else "an unknown package"
             reason = (f"broken entry point {ep.name!r} = {ep.value!r} of package {package} "
                       f"(group {ENTRY_POINT_GROUP}): {type(err).__name__}: {err}")
-            if kernel in REGISTRY:
+            broken.append(reason)
+            if kernel in RECORDS:
                 plugged.append((kernel, Backend(name, ep.value, marks=(Mark("skip", reason),), error_messages=False)))
             else:
-                UNPLUGGED.append(reason)
-    return plugged + installed_packs(UNPLUGGED)
+                unplugged.append(reason)
+    pack_pairs, broken_packs = installed_packs(UNPLUGGED, packs)
+    plugged += pack_pairs
+    broken += broken_packs
+    unplugged += broken_packs
+    if broken and not allow_broken:
+        raise BrokenPlugins(broken)
+    UNPLUGGED.extend(unplugged)
+    return plugged
 
 
 def mutant_backend(name: str) -> tuple[str, Backend]:

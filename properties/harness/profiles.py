@@ -1,5 +1,8 @@
-"""Named Hypothesis profiles, selected with `pytest --sc-profile=NAME`, registered here
-and nowhere else (the pytest plugin registers them on import).
+"""samplecheck's Hypothesis profiles, selected with `pytest --sc-profile=NAME` (default dev) and
+applied to samplecheck's own tests alone: registered with Hypothesis under prefixed names
+(`samplecheck-NAME`, so no project's or Hypothesis' own "ci" is replaced) when the suite's
+plugin activates, and made the default only while the suite's modules import and its tests
+run (`suite_settings`); Hypothesis' loaded profile is never changed.
 
 - dev: quick local runs (10 examples, random, local example database), shrinking failures.
 - ci: the CPU interpreter in CI: derandomized, no database, 6 examples per test.
@@ -16,9 +19,11 @@ deadline (the first call JIT-compiles).
 import os
 
 from hypothesis import HealthCheck, Phase, settings
+from hypothesis._settings import local_settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 NIGHTLY = "nightly"
+PREFIX = "samplecheck-"
 EXAMPLE_DB_ENV = "SAMPLECHECK_EXAMPLE_DB"
 NIGHTLY_EXAMPLES_ENV = "SAMPLECHECK_NIGHTLY_EXAMPLES"
 # Statistical tests' per-test false-alarm rate by profile (override with --sc-stat-alpha).
@@ -52,12 +57,20 @@ def register_profiles() -> None:
     (derandomize=True, no database), which would otherwise make the nightly draw the same
     cases every night and never replay its database."""
     base = settings.get_profile("default")
-    settings.register_profile("dev", base, max_examples=10, **_COMMON)
-    settings.register_profile("ci", base, max_examples=6, derandomize=True, database=None, phases=NO_SHRINK,
-                              **_COMMON)
-    settings.register_profile("gate", base, max_examples=30, derandomize=True, database=None, phases=NO_SHRINK,
-                              **_COMMON)
-    settings.register_profile(NIGHTLY, base, max_examples=int(os.environ.get(NIGHTLY_EXAMPLES_ENV, 1000)),
-                              database=DirectoryBasedExampleDatabase(nightly_database()),
-                              **_COMMON)
-    settings.load_profile("dev")
+    settings.register_profile(PREFIX + "dev", base, max_examples=10, **_COMMON)
+    settings.register_profile(PREFIX + "ci", base, max_examples=6, derandomize=True, database=None,
+                              phases=NO_SHRINK, **_COMMON)
+    settings.register_profile(PREFIX + "gate", base, max_examples=30, derandomize=True, database=None,
+                              phases=NO_SHRINK, **_COMMON)
+    settings.register_profile(PREFIX + NIGHTLY, base, max_examples=int(os.environ.get(NIGHTLY_EXAMPLES_ENV, 1000)),
+                              database=DirectoryBasedExampleDatabase(nightly_database()), **_COMMON)
+
+
+def profile_name(config) -> str:
+    """The run's samplecheck profile: `--sc-profile`, default dev."""
+    return config.getoption("--sc-profile") or "dev"
+
+
+def suite_settings(config):
+    """A context in which Hypothesis' default settings are the run's samplecheck profile."""
+    return local_settings(settings.get_profile(PREFIX + profile_name(config)))

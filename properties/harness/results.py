@@ -35,13 +35,6 @@ MESSAGE_CHARS = 600
 CASE_CHARS = 1500
 
 
-def add_options(group) -> None:
-    group.addoption("--sc-results", default=None, metavar="PATH.json",
-                    help="write one JSON record per test (outcome, examples, coverage, p-values) to this file")
-    group.addoption("--sc-deadline", type=float, default=None, metavar="EPOCH",
-                    help="skip tests that would start after this time (seconds since the epoch)")
-
-
 def configure(config) -> None:
     """Register the recorders the options ask for (in every process, xdist workers included;
     the file is written by the controlling process only)."""

@@ -1,4 +1,4 @@
-"""Every cell of the test matrix draws its own cases under the derandomized profiles.
+"""Every cell of samplecheck's test matrix draws its own cases under the derandomized profiles.
 
 Hypothesis derives a derandomized run's seed from the test function, which all its
 parametrizations share: every dtype x layout combo of a kernel would replay one sequence
@@ -19,6 +19,7 @@ import pkgutil
 import pytest
 from hypothesis import is_hypothesis_test, seed, settings
 
+from samplecheck.harness.options import owns
 from samplecheck.harness.registry import DTYPE_NAMES
 
 SEED = pytest.StashKey[int]()
@@ -66,7 +67,7 @@ def seed_for(key: str) -> int:
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_call(item):
     test = getattr(item, "function", None)
-    if test is None or not is_hypothesis_test(test) or not settings.default.derandomize:
+    if test is None or not owns(item.path) or not is_hypothesis_test(test) or not settings.default.derandomize:
         return
     value = seed_for(seed_key(item))
     seed(value)(test)  # the shared function object: set again before each item runs

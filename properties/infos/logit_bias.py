@@ -5,14 +5,13 @@ import torch
 from samplecheck.families.errors import (INF, NAN, dtype_message, floats, full, id_ends, id_range, ids,
                                        logits_errors, rejected, row_shape)
 from samplecheck.families.token_lists import F32_MAX, LogitBiasCase, logit_bias_args, logit_bias_cases
-from samplecheck.families.values import ValueInfo, check_bitwise
+from samplecheck.families.values import ValueInfo, check_biased, logit_bias_verdict
 from samplecheck.harness.registry import ALL_DTYPES, Backend, RegressionExample, register
 from samplecheck.inputs.far_lists import IdList, IdLists
 from samplecheck.inputs.off_encodings import LOGIT_BIAS_OFF
 from samplecheck.inputs.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.kernels.logit_bias import MAX_ALLOWED, MAX_BIAS, MAX_STOP
-from samplecheck.oracles.logit_bias import logit_bias_reference
 
 
 TOGETHER = r"logit_bias_ids and logit_bias_values must be given together"
@@ -111,9 +110,8 @@ LOGIT_BIAS = register(ValueInfo(
                       IdList("stop_token_ids", (MAX_STOP,)))),
     backends=(Backend("triton", "samplecheck.kernels.logit_bias:apply_logit_bias", capturable=True, guard_flag=True),),
     cases=logit_bias_cases, make_args=logit_bias_args,
-    reference=logit_bias_reference,
-    expected=lambda original, expected: expected,  # the oracle returns the output itself
-    check=check_bitwise,
+    reference=logit_bias_verdict,
+    check=check_biased,
     # Bitwise: the contract fixes one fp32 add and round-to-nearest-even (samplecheck.oracles.logit_bias).
     tolerance={torch.float32: 0, torch.bfloat16: 0, torch.float16: 0},
     semantics={"order": "allowed_token_ids, then logit_bias, then min_tokens",

@@ -6,7 +6,7 @@ unchanged; the same seed gives the same ids. Every id must lie in the `min_p` or
 kept set (ambiguous entries admitted); the ids' law is that oracle's law. Cases, oracle,
 law and error inputs are the `min_p` record's.
 
-Band: FlashInfer's min_p_sampling_from_probs decides in probability space,
+Band: a probability-space backend (the FlashInfer pack's min_p_sampling_from_probs) decides
 p_i >= min_p * p_max on an fp32 softmax, ours in log space, l_i >= max + log(min_p): the
 same rule in exact arithmetic (p_i / p_max = exp(l_i - max)), different roundings. The fp32
 log-ratio log(p_i / p_max) is off by at most u (|l_i - max| + 10) (u = 2**-24: the
@@ -17,7 +17,6 @@ min_p * p_max). Near the threshold |l_i - max| ~ |log(min_p)| <= scale = |log(mi
 fp32 threshold only.
 """
 
-from samplecheck.backends.flashinfer import backend as flashinfer_backend
 from samplecheck.families.masking import min_p_distribution_cases
 from samplecheck.families.samplers import TORCH_CPU_DISTRIBUTION, sampler_of
 from samplecheck.harness.registry import Backend, beyond_memory_bound, per_dtype, register
@@ -31,7 +30,6 @@ MIN_P_SAMPLE = register(sampler_of(
     backends=(
         Backend("torch", "samplecheck.kernels.sampling_torch:min_p_sample_torch",
                 marks=(TORCH_COPIES, TORCH_CPU_DISTRIBUTION)),
-        flashinfer_backend("flashinfer_probs", "min_p_sampling_from_probs"),
     ),
     tolerance=per_dtype(2**-16, MIN_P.dtypes),
     semantics={"space": "log (probability-space backends: equal up to rounding, see band)"},

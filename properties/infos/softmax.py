@@ -15,8 +15,6 @@ fp32 softmax gives NaN and fp64 does not: outside the contract).
 
 import torch
 
-from samplecheck.backends.flashinfer import backend as flashinfer_backend
-from samplecheck.backends.flashinfer_findings import contiguity_marks
 from samplecheck.families.errors import INF, NAN, dtype_message, floats, logits_errors, rejected, row_shape
 from samplecheck.families.values import TemperatureCase, check_probabilities, softmax_cases, temperature_args
 from samplecheck.harness.registry import (Backend, KernelInfo, Oracle, RegressionExample, beyond_memory_bound,
@@ -57,7 +55,6 @@ SOFTMAX = register(KernelInfo(
         Backend("torch", "samplecheck.kernels.sampling_torch:softmax_torch", marks=(
             beyond_memory_bound("the PyTorch path upcasts to fp32 and divides out of place (by design)"),),
             capturable=True),  # upcast, divide, softmax: no host sync
-        flashinfer_backend("flashinfer", "softmax", marks=contiguity_marks((torch.float32,))),
     ),
     cases=softmax_cases, make_args=temperature_args,
     reference=Oracle(softmax_reference, tolerance="unit"),

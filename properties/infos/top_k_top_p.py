@@ -2,14 +2,11 @@
 
 import torch
 
-from samplecheck.backends.flashinfer import backend as flashinfer_backend, top_k_only, top_k_only_probs, top_p_only_probs
-from samplecheck.backends.flashinfer_findings import SHORT_NUCLEUS, contiguity_marks
 from samplecheck.families.errors import NAN, dtype_message, floats, ids, logits_errors, rejected, row_shape
 from samplecheck.families.masking import (MaskingInfo, TopKTopPCase, top_k_top_p_args, top_k_top_p_cases,
                                         top_k_top_p_distribution_cases, top_k_top_p_targets)
 from samplecheck.harness import catalog
-from samplecheck.harness.registry import (ALL_DTYPES, Oracle, RegressionExample, beyond_memory_bound, register,
-                                          triton_and_torch)
+from samplecheck.harness.registry import ALL_DTYPES, Oracle, RegressionExample, register, triton_and_torch
 from samplecheck.inputs.off_encodings import TOP_K_TOP_P_OFF
 from samplecheck.inputs.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
@@ -45,7 +42,7 @@ P_OFF_FLAT_ROWS = RegressionExample("F6: p off on nearly flat rows, V = 32000",
 # F6 in the off-encoding property: the H200 gate's cases (2026-12-01, run 19) in which rows with
 # p = 1 lost their smallest probabilities (row 0's p is set to 1 there as well). Our kernels
 # passed the same cases there; the interpreter would take minutes on them, so only the
-# FlashInfer API they pin replays them.
+# FlashInfer pack's backend they pin replays them (by name: inert where the pack is not plugged).
 P_ONE_BESIDE_TOP_P = tuple(
     RegressionExample(f"F6: p = 1 rows beside top-p rows, V = {recipe.vocab}", TopKTopPCase(recipe, None, p),
                       dtypes=(dtype,), layouts=("contig",), tests=(catalog.OFF_ENCODINGS,),
@@ -59,7 +56,8 @@ P_ONE_BESIDE_TOP_P = tuple(
          (1e-06, 1.0, 0.99, 1.0))))
 
 # Finding V7 (the vLLM pack): vLLM's Triton top-p alone keeps every id of these rows (one logit
-# about 128 above fifteen of scale 10; CPU interpreter and H200 alike, 2026-12-01).
+# about 128 above fifteen of scale 10; CPU interpreter and H200 alike, 2026-12-01); replayed for
+# that pack's backend alone (by name: inert where the pack is not plugged).
 DOMINANT_ROWS_17 = RegressionExample("V7: top-p alone on rows with one dominant logit, V = 17",
                                      TopKTopPCase(LogitsRecipe(batch=7, vocab=17, family="peaked", scale=10.0, seed=0),
                                                   None, (0.5,)),
@@ -73,20 +71,6 @@ def top_k_top_p_scratch(logits, args):
     return logits.size(0) * LAUNCH_CONFIG[logits.device.type]["CAP"] * 4
 
 
-FLASHINFER_OUT_OF_PLACE = beyond_memory_bound(
-    "the FlashInfer adapters compute an out-of-place [B, V] result (and, for the renorm APIs, fp32 "
-    "probabilities) and write it back: their memory is FlashInfer's, not this record's bound")
-
-# FlashInfer's masking APIs (samplecheck.backends.flashinfer), each on the cases it implements.
-FLASHINFER_MASKING = (
-    flashinfer_backend("flashinfer_top_k_mask_logits", "top_k_mask_logits", accepts=top_k_only,
-                       marks=(FLASHINFER_OUT_OF_PLACE,) + contiguity_marks(distribution=True)),
-    flashinfer_backend("flashinfer_top_k_renorm_probs", "top_k_renorm_probs", accepts=top_k_only_probs,
-                       marks=(FLASHINFER_OUT_OF_PLACE,)),
-    flashinfer_backend("flashinfer_top_p_renorm_probs", "top_p_renorm_probs", accepts=top_p_only_probs,
-                       marks=(FLASHINFER_OUT_OF_PLACE,) + SHORT_NUCLEUS),
-)
-
 TOP_K_TOP_P = register(MaskingInfo(
     name="top_k_top_p",
     off_encodings=TOP_K_TOP_P_OFF,
@@ -94,7 +78,7 @@ TOP_K_TOP_P = register(MaskingInfo(
         "samplecheck.kernels.top_k_top_p:apply_top_k_top_p",
         "samplecheck.kernels.top_k_top_p_torch:apply_top_k_top_p_torch",
         "the PyTorch fallback sorts full rows: O(B * V) values, indices and fp32 probabilities (by design)",
-    ) + FLASHINFER_MASKING,
+    ),
     cases=top_k_top_p_cases, make_args=top_k_top_p_args, distribution_cases=top_k_top_p_distribution_cases,
     reference=Oracle(top_k_top_p_reference, tolerance="band", semantics=("tie_policy",)),
     # Top-p mass band (fraction of the survivors' mass) inside which fp32 and fp64 may

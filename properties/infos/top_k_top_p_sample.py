@@ -7,17 +7,13 @@ bitwise unchanged; the same seed gives the same ids. Every id must lie in the
 oracle's law (softmax over the kept entries, fp64, from the input values). Cases, oracle,
 law and error inputs are the `top_k_top_p` record's (`samplecheck.families.samplers.sampler_of`).
 
-Backends: `torch` (samplecheck.kernels.top_k_top_p_torch + torch.multinomial, samplecheck.kernels.sampling_torch)
-and the FlashInfer sampling APIs (samplecheck.backends.flashinfer), each with `accepts`
-restricting cases to the parameters the API implements.
+Backend: `torch` (samplecheck.kernels.top_k_top_p_torch + torch.multinomial, samplecheck.kernels.sampling_torch).
+Engines' samplers plug in as packs (docs/packs.md). The regression examples pin findings in
+FlashInfer's samplers (docs/findings.md) for every backend.
 """
 
 import torch
 
-from samplecheck.backends.flashinfer import (backend as flashinfer_backend, no_filter, not_both_in_a_row, top_k_only,
-                                            top_p_only)
-from samplecheck.backends.flashinfer_findings import (EXACT_K_TIES, HALF_SOFTMAX, MISALIGNED_SOFTMAX,
-                                                     UNREPEATABLE_HALF, contiguity_marks)
 from samplecheck.families.masking import DISTRIBUTION_MAX_VOCAB, TopKTopPCase, top_k_top_p_cases
 from samplecheck.families.samplers import TORCH_CPU_DISTRIBUTION, sampler_of
 from samplecheck.harness import catalog
@@ -27,22 +23,6 @@ from samplecheck.inputs.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
 
 TORCH_SORTS = beyond_memory_bound("the PyTorch path sorts full rows and makes fp32 copies of [B, V] (by design)")
-
-# Findings F3 (contiguity), F4 (bf16/fp16 softmax), F8 (repeatability) and F11 (the fast path's
-# exact-k ties) as strict xfails, F7 (layout) as a skip: docs/findings.md.
-FLASHINFER_SAMPLERS = (
-    ("flashinfer_logits_top_k_first", "top_k_top_p_sampling_from_logits_top_k_first", None,
-     contiguity_marks(memory=True) + HALF_SOFTMAX),
-    ("flashinfer_logits_top_k_first_bounded", "top_k_top_p_sampling_from_logits_top_k_first_bounded", None,
-     contiguity_marks(memory=True) + HALF_SOFTMAX + EXACT_K_TIES),
-    ("flashinfer_logits_joint", "top_k_top_p_sampling_from_logits_joint", not_both_in_a_row,
-     HALF_SOFTMAX + MISALIGNED_SOFTMAX),
-    ("flashinfer_probs_top_k_first", "top_k_top_p_sampling_from_probs_top_k_first", None, UNREPEATABLE_HALF),
-    ("flashinfer_probs_joint", "top_k_top_p_sampling_from_probs_joint", not_both_in_a_row, ()),
-    ("flashinfer_top_p_probs", "top_p_sampling_from_probs", top_p_only, ()),
-    ("flashinfer_top_k_probs", "top_k_sampling_from_probs", top_k_only, ()),
-    ("flashinfer_logits", "sampling_from_logits", no_filter, contiguity_marks((torch.float32,))),
-)
 
 # Finding F4 pinned for every profile: rows with one dominant token (about 99.9% and 99% of
 # the mass at V = 64 and V = 1000), whose bf16 probabilities round the maximum to (or near)
@@ -110,10 +90,7 @@ TOP_K_TOP_P_SAMPLE = register(sampler_of(
     backends=(
         Backend("torch", "samplecheck.kernels.sampling_torch:top_k_top_p_sample_torch",
                 marks=(TORCH_SORTS, TORCH_CPU_DISTRIBUTION)),
-    # The bounded call reads the batch's largest k back to the host (`top_k_max`): not capturable.
-    ) + tuple(flashinfer_backend(name, function, accepts=accepts, marks=marks, topk=name.endswith("_bounded"),
-                                 capturable=not name.endswith("_bounded"))
-              for name, function, accepts, marks in FLASHINFER_SAMPLERS),
+    ),
     # Unlike the masking record's, rows without any filter are sampled too: their law is the
     # full softmax, a test of the sampler itself.
     distribution_cases=lambda budget: top_k_top_p_cases(budget, max_vocab=DISTRIBUTION_MAX_VOCAB),

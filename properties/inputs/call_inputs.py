@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
-from hypothesis import event, strategies as st
+from hypothesis import assume, event, strategies as st
 
 from samplecheck.harness.registry import Combo
 from samplecheck.harness.runner import poison_for
+from samplecheck.inputs.drawing import accepted
 from samplecheck.inputs.layouts import Placed, place
 from samplecheck.inputs.tensor_tree import map_tensors, tensors_of
 from samplecheck.inputs.recipes import materialize
@@ -78,9 +79,9 @@ def per_row(t: torch.Tensor, batch: int) -> bool:
     return t.dim() >= 1 and t.size(0) == batch
 
 
-def cut_rows(value, rows: slice, batch: int):
-    """`value` with every per-row tensor it holds cut to `rows`, as a copy; other tensors as
-    they are."""
+def cut_rows(value, rows: slice | torch.Tensor, batch: int):
+    """`value` with every per-row tensor it holds cut to `rows` (a slice, or int64 row
+    indices), as a copy; other tensors as they are."""
     return map_tensors(lambda t: t[rows].clone() if per_row(t, batch) else t, value)
 
 
@@ -98,14 +99,14 @@ def draw_fresh_inputs(data, combo: Combo, case, strategy, device) -> CallInputs:
     seed (new values and gap poison, the same shape), and the parameters of a second case
     drawn from `strategy` when it shares the logits recipe (strategies share one per example)
     and gives arguments of the same signature; otherwise `case`'s own parameters with its rows
-    resampled (drawn with replacement), which keeps every row valid."""
+    resampled (drawn with replacement), which keeps every row valid (an example whose
+    resampled call the backend does not implement, by its `accepts`, is rejected)."""
     seed = data.draw(SEEDS, label="fresh logits seed")
     recipe = dataclasses.replace(case.logits, seed=seed)
     values = materialize(recipe, combo.dtype, device)
     placed = place(values, combo.layout, poison_for(dataclasses.replace(case, logits=recipe), combo.dtype))
     args = combo.info.make_args(case, placed.view)
-    accepts = combo.backend.accepts
-    other = data.draw(strategy if accepts is None else strategy.filter(accepts), label="fresh parameters")
+    other = data.draw(strategy.filter(lambda c: accepted(combo, c)), label="fresh parameters")
     if other.logits == case.logits:
         candidate = combo.info.make_args(other, placed.view)
         if signature(candidate) == signature(args):
@@ -114,4 +115,6 @@ def draw_fresh_inputs(data, combo: Combo, case, strategy, device) -> CallInputs:
     event("fresh inputs: the case's rows resampled")
     batch = case.logits.batch
     rows = torch.randint(0, batch, (batch,), generator=torch.Generator().manual_seed(seed))
-    return CallInputs(placed, resample_rows(args, rows, batch))
+    resampled = resample_rows(args, rows, batch)
+    assume(accepted(combo, case, placed.view, resampled))
+    return CallInputs(placed, resampled)

@@ -13,6 +13,8 @@ import importlib.util
 import os
 from dataclasses import dataclass
 
+import pytest
+import torch
 from hypothesis import assume, event, example
 
 from samplecheck.inputs.coverage import case_events
@@ -35,18 +37,44 @@ class Replay:
         return f"Replay({self.kernel!r}, {self.regression.ref!r}, {self.regression.case!r})"
 
 
+def accepted(combo: Combo, case, logits: torch.Tensor | None = None, args: dict | None = None) -> bool:
+    """Whether the combo's backend implements `case` (its declared `accepts`; every case where
+    it declares none). With `logits` and `args`, a call a property built or altered itself
+    (a case's arguments with rows off, padded, cut or added): the case those arguments
+    describe, `make_args.case_of(case, logits, args)` of the record's case family, must be
+    accepted; a call no case of the record describes is not (a backend that declares `accepts`
+    implements only what a case states)."""
+    accepts = combo.backend.accepts
+    if accepts is None:
+        return True
+    if args is not None:
+        case_of = getattr(combo.info.make_args, "case_of", None)
+        if case_of is None:
+            return False
+        case = case_of(case, logits, args)
+    return bool(accepts(case))
+
+
+def skip_unless_accepted(combo: Combo, case, what: str, logits: torch.Tensor | None = None,
+                         args: dict | None = None) -> None:
+    """Skip the test (a cell that builds or alters its call itself) where the backend does not
+    implement the call (`accepted`), with the reason: `what` and the backend's declared cases."""
+    if not accepted(combo, case, logits, args):
+        doc = (combo.backend.accepts.__doc__ or combo.backend.accepts.__name__).strip().splitlines()[0]
+        pytest.skip(f"backend {combo.backend.name} implements only {doc!r}: not {what}")
+
+
 def draw_case(data, combo: Combo, strategy):
     """The case for this example: drawn from `strategy`, or the replayed regression case;
     only cases the backend accepts (an API that implements a subset of the parameters)."""
-    accepts = combo.backend.accepts
     if isinstance(data, Replay):
         r = data.regression
         assume(data.kernel == combo.info.name and combo.dtype in r.dtypes and combo.layout in r.layouts
                and (r.backends is None or combo.backend.name in r.backends))
         case = r.case
-        assume(accepts is None or accepts(case))
+        assume(accepted(combo, case))
     else:
-        case = data.draw(strategy if accepts is None else strategy.filter(accepts), label="case")
+        case = data.draw(strategy.filter(lambda c: accepted(combo, c)), label="case")
     ExampleCounter.count += 1
     for label in case_events(combo, case):
         event(label)

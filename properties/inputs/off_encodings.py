@@ -99,14 +99,12 @@ class OffEncoding(RowValue):
     def near_value(self, vocab: int):
         return _resolve(self.near, vocab)
 
-    def apply(self, args: dict, row: int, batch: int, vocab: int, device, *, add_missing: bool = True) -> dict | None:
+    def apply(self, args: dict, row: int, batch: int, vocab: int, device) -> dict | None:
         """A copy of `args` with `row` of the parameter off and the other rows as drawn (or
-        `fill`); None when the case leaves the parameter out and there is no fill, or
-        `add_missing` is False (a backend that implements only the cases it `accepts`)."""
-        return self.set_row(args, row, batch, vocab, device, fill=self.fill if add_missing else None)
+        `fill`); None when the case leaves the parameter out and there is no fill."""
+        return self.set_row(args, row, batch, vocab, device, fill=self.fill)
 
-    def alone(self, args: dict, row: int, batch: int, vocab: int, device, others: tuple, *,
-              add_missing: bool = True) -> dict | None:
+    def alone(self, args: dict, row: int, batch: int, vocab: int, device, others: tuple) -> dict | None:
         """A copy of `args` where this encoding alone decides `row`: every parameter of
         `others` (one off encoding per parameter of the record) off in that row where the case
         gives it, but those this one acts with; its arms at their values; the parameter off
@@ -118,10 +116,8 @@ class OffEncoding(RowValue):
             if other.param not in kept:
                 args = other.set_row(args, row, batch, vocab, device) or args
         for arm in self.arms:
-            args = arm.set_row(args, row, batch, vocab, device, fill=arm.fill if add_missing else None,
-                               pad=arm.fill) or args
-        addable = add_missing and (self.added or
-                                   all(_read(args, name, self.within) is None for name in self.acts_with))
+            args = arm.set_row(args, row, batch, vocab, device, fill=arm.fill, pad=arm.fill) or args
+        addable = self.added or all(_read(args, name, self.within) is None for name in self.acts_with)
         fill = (self.value if self.fill is None else self.fill) if addable else None
         return self.set_row(args, row, batch, vocab, device, fill=fill, pad=self.value if self.dims else None)
 

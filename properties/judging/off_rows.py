@@ -11,8 +11,10 @@ from collections.abc import Callable
 from dataclasses import replace
 
 import torch
+from hypothesis import event
 
 from samplecheck.harness.runner import prepare, reference, run
+from samplecheck.inputs.drawing import accepted
 from samplecheck.inputs.off_encodings import per_param
 from samplecheck.inputs.recipes import materialize
 
@@ -45,36 +47,35 @@ def alone_values(combo, case, original: torch.Tensor, device) -> list[torch.Tens
     distinct = replace(wide, family=recipe.family if recipe.family in ALONE_FAMILIES[0] else ALONE_FAMILIES[0][0])
     tied = replace(recipe, family=recipe.family if recipe.family in ALONE_FAMILIES[1] else ALONE_FAMILIES[1][0])
     underflowing = replace(recipe, family="peaked", scale=max(recipe.scale, UNDERFLOW))
-    accepts = combo.backend.accepts
     return [original if alone == recipe else materialize(alone, combo.dtype, device)
-            for alone in (distinct, tied, underflowing) if accepts is None or accepts(replace(case, logits=alone))]
+            for alone in (distinct, tied, underflowing) if accepted(combo, replace(case, logits=alone))]
 
 
-def calls(off, original, values, args, device, record, add_missing) -> list[tuple[str, torch.Tensor, dict]]:
+def calls(off, original, values, args, device, record) -> list[tuple[str, torch.Tensor, dict]]:
     """The calls that judge `off`: (what, logits, arguments). One call holds the row as drawn
     (the first of `off_rows`) and after it the rows alone, one per `values` as far as the
     batch reaches; a case that leaves the parameter out (as drawn: nothing to judge) has its
     rows alone from the first; a batch of one row gets a call as drawn and one alone."""
     batch, vocab = original.shape
     rows = off_rows(original)
-    drawn = off.apply(args, rows[0], batch, vocab, device, add_missing=add_missing)
+    drawn = off.apply(args, rows[0], batch, vocab, device)
     if drawn is None:
-        return [call for call in (_alone(off, original, values, args, rows, device, record, add_missing),) if call]
+        return [call for call in (_alone(off, original, values, args, rows, device, record),) if call]
     if batch == 1:
         return [(f"in row {rows[0]} (as drawn) of 1", original, drawn),
-                _alone(off, original, values, args, rows, device, record, add_missing)]
-    what, logits, alone_args = _alone(off, original, values, drawn, rows[1:], device, record, add_missing)
+                _alone(off, original, values, args, rows, device, record)]
+    what, logits, alone_args = _alone(off, original, values, drawn, rows[1:], device, record)
     return [(f"in row {rows[0]} (as drawn) and {what}", logits, alone_args)]
 
 
-def _alone(off, original, values, args, rows, device, record, add_missing) -> tuple[str, torch.Tensor, dict] | None:
+def _alone(off, original, values, args, rows, device, record) -> tuple[str, torch.Tensor, dict] | None:
     """(what, logits, arguments) with `off` alone in `rows`, row i on `values[i]` (as many as
     both hold); None when the parameter cannot be given."""
     batch, vocab = original.shape
     logits = original.clone()
     placed = list(zip(rows, values))
     for row, row_values in placed:
-        args = off.alone(args, row, batch, vocab, device, record, add_missing=add_missing)
+        args = off.alone(args, row, batch, vocab, device, record)
         if args is None:
             return None
         logits[row] = row_values[row]
@@ -83,14 +84,18 @@ def _alone(off, original, values, args, rows, device, record, add_missing) -> tu
 
 def check_off_encodings(combo, case, device, encodings=None) -> None:
     """Each encoding (default: the record's) in the case as `calls` writes it; AssertionError
-    naming the encoding and the rows on the first mismatch."""
+    naming the encoding and the rows on the first mismatch. A call the backend does not
+    implement (its `accepts` rejects the case it describes: an arm or a fill it declares it
+    does not take) is left out, as an event."""
     placed, args = prepare(combo, case, device)
     original = placed.view.clone()
     values = alone_values(combo, case, original, device)
     record = per_param(combo.info.off_encodings)
-    add_missing = combo.backend.accepts is None
     for off in combo.info.off_encodings if encodings is None else encodings:
-        for what, logits, off_args in calls(off, original, values, args, device, record, add_missing):
+        for what, logits, off_args in calls(off, original, values, args, device, record):
+            if not accepted(combo, case, logits, off_args):
+                event(f"off encoding {off.label}: a call outside the backend's accepted cases left out")
+                continue
             expected = reference(combo, logits, off_args)
             output = run(combo, logits.clone(), off_args)
             combo.info.check(logits, output, expected, f"{combo.id}: {off.label} {what}")

@@ -20,8 +20,10 @@ from dataclasses import dataclass
 import torch
 
 from samplecheck.harness.registry import Oracle
+from samplecheck.inputs.layouts import as_bits
 from samplecheck.judging import checks
 from samplecheck.oracles.gumbel import own_stream_reference
+from samplecheck.oracles.min_p import min_p_softmax_reference
 from samplecheck.oracles.penalties import penalties_model_reference
 from samplecheck.oracles.temperature import temperature_reference
 from samplecheck.oracles.top_k_top_p import top_k_top_p_declared_reference
@@ -32,11 +34,12 @@ TOP_K_TOP_P_RECORDS = ("top_k_top_p", "top_k_top_p_sample")
 
 @dataclass(frozen=True)
 class Axis:
-    """One axis: its values (the default, strict one first), the records it applies to, and
-    per value the oracle branch and the bound the check then uses (`bounds`, text)."""
+    """One axis: its values (the default, strict one first), the records it applies to (None:
+    every record), and per value the oracle branch and the bound the check then uses (`bounds`,
+    text)."""
 
     name: str
-    records: tuple[str, ...]
+    records: tuple[str, ...] | None
     bounds: dict[str, str]
     doc: str
 
@@ -76,6 +79,14 @@ AXES = {axis.name: axis for axis in (
         "logits_dtype": "in the logits' dtype: top-p band widened by 2 eps(dtype) (the softmax's and the "
                         "cumsum's roundings); penalties: each step rounded to the logits' dtype (exact model)"},
         "the dtype value ops compute in"),
+    Axis("min_p_softmax", ("min_p", "min_p_sample"), {
+        "none": "log space: keep l >= max + log(min_p), the threshold in fp32 (the record's band)",
+        "fp32": "probability space: drop p < min_p * max(p), p an fp32 softmax of the row: log-ratios within "
+                "u (2 |l - max| + 10) + 3 u32 of log(min_p), and probabilities within two fp32 subnormals of the "
+                "threshold, admitted either way (u = 2**-24)",
+        "logits_dtype": "probability space as fp32, the softmax and the product stored in the logits' dtype: "
+                        "u (2 |l - max| + 10) + 3 u(dtype), and two of that dtype's subnormals"},
+        "where min-p compares: log space, or a softmax in fp32 or in the logits' dtype"),
     Axis("division", ("temperature", "penalties"), {
         "ieee": "the correctly rounded fp32 quotient (bitwise)",
         "reciprocal": "l * fl32(1 / r), both correctly rounded (bitwise against that model)",
@@ -100,7 +111,16 @@ AXES = {axis.name: axis for axis in (
         "own": "the backend's own noise: judged by the sampling law, seed reproducibility, batch invariance and "
                "the non-finite and greedy rules only"},
         "where the randomness of a sampler comes from"),
+    Axis("nan_policy", None, {
+        "contract": "NaN logits as docs/backends.md states (NaN reads as -inf where values are compared: never "
+                    "counted, kept by a filter that is on, or drawn; elementwise ops keep a NaN, any NaN; bad words "
+                    "overwrite a banned NaN), judged against the oracle",
+        "row_unspecified": "a row holding NaN has an unspecified result: test_edge_values leaves it unjudged; every "
+                           "other row of the call is still judged against the oracle"},
+        "what a row holding NaN gives"),
 )}
+# Axes that choose which rows a property judges, with no oracle branch.
+ROW_AXES = ("nan_policy",)
 
 # Tests that need our own random stream, per record: skipped for a backend declaring
 # `random_stream: own` (the exact checks of that record admit any finite id instead).
@@ -115,7 +135,7 @@ def validate(kernel: str, semantics: dict) -> None:
         axis = AXES[name]
         if value not in axis.values:
             raise ValueError(f"semantics {name}={value!r}: allowed values are {', '.join(axis.values)}")
-        if kernel not in axis.records:
+        if axis.records is not None and kernel not in axis.records:
             raise ValueError(f"semantics axis {name!r} applies to {', '.join(axis.records)}, not {kernel!r}")
     ranks_probabilities = semantics.get("top_k_values", "input") != "input"
     if ranks_probabilities and semantics.get("tie_policy", "keep_all_ties") != "keep_all_ties":
@@ -125,7 +145,13 @@ def validate(kernel: str, semantics: dict) -> None:
 
 def declared(kernel: str, semantics: dict) -> dict[str, str]:
     """Every axis of `kernel`: the declared value or the default."""
-    return {a.name: semantics.get(a.name, a.default) for a in AXES.values() if kernel in a.records}
+    return {a.name: semantics.get(a.name, a.default) for a in AXES.values() if a.records is None or kernel in a.records}
+
+
+def nan_rows_unspecified(info) -> bool:
+    """Whether the record as a backend is judged (`declared_record`) leaves rows holding NaN
+    unjudged (`nan_policy: row_unspecified`)."""
+    return info.semantics.get("nan_policy") == "row_unspecified"
 
 
 def describe(semantics: dict) -> str:
@@ -150,6 +176,8 @@ def declared_record(info, semantics: dict):
     if all(v == AXES[k].default for k, v in values.items()):
         return info
     merged = {**info.semantics, **values}
+    if all(v == AXES[k].default for k, v in values.items() if k not in ROW_AXES):
+        return dataclasses.replace(info, semantics=merged)
     branch = BRANCHES[info.name](info, values)
     if "reference" in branch:
         branch["reference"] = BranchOracle(branch["reference"])
@@ -198,7 +226,7 @@ def _penalties(info, values: dict) -> dict:
     def check(original, output, ref, what):
         if getattr(ref, "bound", None) is None:
             return info.check(original, output, ref, what)
-        outside = (output != ref.expected) & ~ref.touched
+        outside = (as_bits(output) != as_bits(ref.expected)) & ~ref.touched
         assert not bool(outside.any()), f"{what}: entries changed outside the penalised rows"
         checks.assert_within_bound(output, ref.expected, ref.bound, f"{what} (division=approximate)")
     return {"reference": reference, "check": check}
@@ -232,11 +260,18 @@ def _logprobs(info, values: dict) -> dict:
     return {"same_output": same_output}
 
 
-def _stream_only(info, values: dict) -> dict:
-    """Samplers whose checks need no noise of ours (ids in the kept set, the law)."""
-    return {}
+def _min_p(info, values: dict) -> dict:
+    """min_p_softmax's oracle branch (a sampler's own random stream needs nothing more: its
+    checks use no noise of ours)."""
+    if values["min_p_softmax"] == "none":
+        return {}
+
+    def reference(logits, semantics, tolerance, *, min_p, seed=None):
+        dtype = torch.float32 if values["min_p_softmax"] == "fp32" else logits.dtype
+        return min_p_softmax_reference(logits, min_p, softmax_dtype=dtype)
+    return {"reference": reference}
 
 
 BRANCHES = {"top_k_top_p": _top_k_top_p, "top_k_top_p_sample": _top_k_top_p, "penalties": _penalties,
-            "temperature": _temperature, "gumbel_sample": _gumbel, "min_p_sample": _stream_only,
+            "temperature": _temperature, "gumbel_sample": _gumbel, "min_p": _min_p, "min_p_sample": _min_p,
             "logprobs": _logprobs}

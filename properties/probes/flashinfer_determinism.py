@@ -5,14 +5,13 @@
 (tests/cover/test_repeatability.py asserts the same on every backend.) The input is the case
 on which `test_deterministic[top_k_top_p_sample-flashinfer_probs_top_k_first-fp16-contig]`
 failed once in run 6: B = 49, V = 202048, randn logits of standard deviation 0.1
-(recipe seed 49), k and p off, seed 49. Each FlashInfer backend of the top_k_top_p_sample
-record (adapters with deterministic=True; each accepts k and p off) is called REPEATS times on
+(recipe seed 49), k and p off, seed 49. Each top_k_top_p_sample backend of the FlashInfer pack
+(adapters with deterministic=True; each accepts k and p off) is called REPEATS times on
 it in each dtype, with the same seed; the table counts the calls whose ids differ from the
 first call's, and the row and ids of the first difference.
 """
 
-import torch
-
+from samplecheck.backends.flashinfer_pack import pack
 from samplecheck.families.masking import TopKTopPCase
 from samplecheck.infos.top_k_top_p_sample import TOP_K_TOP_P_SAMPLE
 from samplecheck.inputs.recipes import LogitsRecipe, materialize
@@ -25,8 +24,8 @@ REPEATS = 200
 def main() -> None:
     print(f"| backend | dtype | calls differing from the first (of {REPEATS}) | first difference: row, ids |")
     print("|---|---|---|---|")
-    for backend in TOP_K_TOP_P_SAMPLE.backends:
-        if not backend.name.startswith("flashinfer"):
+    for kernel, backend in pack():
+        if kernel != TOP_K_TOP_P_SAMPLE.name:
             continue
         for dtype in TOP_K_TOP_P_SAMPLE.dtypes:
             logits = materialize(CASE.logits, dtype, "cuda")

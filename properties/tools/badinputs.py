@@ -6,17 +6,17 @@ its record (as tests/cover/test_bad_inputs.py does) and prints the counts per ou
 per cell that is neither. Exit 1 when any cell is unclear or changed an input.
 """
 
-import argparse
+from samplecheck.tools import flags
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="samplecheck badinputs", description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    parser = flags.parser("badinputs", __doc__.splitlines()[0])
+    flags.add_device(parser)
     args = parser.parse_args(argv)
 
     from samplecheck.kernels.runtime import use_device
 
-    device = use_device(args.device)
+    device = use_device(flags.resolve_device(parser, args.device))
     from samplecheck.harness.registry import REGISTRY, register_all
     from samplecheck.tests.cover import bad_input_outcomes as outcomes
 

@@ -1,6 +1,6 @@
 """Did the dtype-preserving bf16 sampler change the distribution? (the vLLM #48641 question)
 
-    python -m samplecheck.tools.behaviour [--device auto|cpu|cuda] [--rows N] [--report FILE.md]
+    samplecheck behaviour [--device auto|cpu|cuda] [--rows N] [--report FILE.md]
 
 For each setting (vocab size x temperature x top-k/top-p/min-p x penalties), the same
 bf16 logits go through `samplecheck.kernels.sampling_params.apply_sampling_params` twice: once in
@@ -126,14 +126,16 @@ def report(device, rows: int) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    from samplecheck.tools import flags
+
+    parser = flags.parser("behaviour", __doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    flags.add_device(parser)
     parser.add_argument("--rows", type=int, default=None, help="rows per setting (default: cpu 4, cuda 64)")
     parser.add_argument("--report", type=Path, default=None, help="also write the table to this markdown file")
     args = parser.parse_args(argv)
     from samplecheck.kernels.runtime import use_device
 
-    device = torch.device(use_device(args.device))
+    device = torch.device(use_device(flags.resolve_device(parser, args.device)))
     rows = args.rows or (64 if device.type == "cuda" else 4)
     start = time.perf_counter()
     table = report(device, rows)

@@ -116,7 +116,9 @@ def report(runs: int, power_runs: int) -> str:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from samplecheck.tools import flags
+
+    parser = flags.parser("calibration", __doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=2000)
     parser.add_argument("--power-runs", type=int, default=300)
     parser.add_argument("--write", type=Path, default=None, help="append the tables to this Markdown file")

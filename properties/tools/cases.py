@@ -2,7 +2,7 @@
 
     python -m samplecheck.tools.cases [--log FILE] [PYTEST ARGS ...]
 
-Runs pytest (the given arguments, e.g. test files, --device, --hypothesis-profile, -n) with
+Runs pytest (the given arguments, e.g. test files, --sc-device, --sc-profile, -n) with
 $SAMPLECHECK_CASE_LOG set, so every case drawn by `draw_case` is logged (test, combo, repr),
 then prints, per kernel: the cases drawn, the distinct (test, case) pairs, and the distinct
 pairs a combo-shared sequence would give at most (the most any one combo drew, per test).

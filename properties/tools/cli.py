@@ -1,25 +1,31 @@
 """The `samplecheck` command.
 
-    samplecheck test [--device D] [--workers N] [PYTEST ARGS ...]
-    samplecheck gate [--device D] [--workers N] [--mutant-workers N] [--out DIR] [--no-killtable]
-                     [--bench-baseline FILE] [PYTEST ARGS ...]
+    samplecheck test [--device D] [--profile P] [--backend KERNEL=MOD:FN ...] [--backend-only]
+                     [--allow-broken-plugins] [--mutant NAME] [--stat-alpha A] [--workers N] [PYTEST ARGS ...]
+    samplecheck gate [--device D] [--backend ...] [--backend-only] [--allow-broken-plugins] [--stat-alpha A]
+                     [--workers N] [--mutant-workers N] [--out DIR] [--no-killtable] [--bench-baseline FILE]
+                     [PYTEST ARGS ...]
     samplecheck sweep | killtable | mutate | behaviour | calibration | nightly | regress | badinputs | flakiness
                 | interactions                           [ARGS ...] (each: --help)
     samplecheck probe NAME [ARGS ...]                                    (GPU probes of third-party APIs)
 
 `test` runs samplecheck's property suite on every registered backend: ours, installed plug-ins
-(entry points in the group `samplecheck.backends`) and `--backend KERNEL=module:callable`;
-add `--backend-only` to test only yours. `gate` is the kernel-change PR gate: the suite under
-the gate profile, then every mutant of our kernels against it (the kill table); exit 0 only
-when the suite passes and every mutant dies. On a GPU, from a checkout with a benchmark baseline
+(entry points in the group `samplecheck.backends`), packs and `--backend KERNEL=module:callable`;
+add `--backend-only` to test only yours, with only the properties that judge backends. A
+plug-in that fails to load fails the run before any test runs (`--allow-broken-plugins`:
+reported, and its tests skipped). `gate` is the kernel-change PR gate: the suite under the
+gate profile, then every mutant of our kernels against it (the kill table); exit 0 only when
+the suite passes and every mutant dies. On a GPU, from a checkout with a benchmark baseline
 (bench/baselines/h200.json or --bench-baseline), it then reports the ops more than 15% slower
-than the baseline (report lines; never the exit status).
+than the baseline (report lines; never the exit status). The suite always runs under
+samplecheck's own pytest configuration, never the configuration of the project it runs in.
 """
 
-import argparse
 import sys
 import time
 from pathlib import Path
+
+from samplecheck.tools import flags
 
 COMMANDS = {
     "test": "the property suite over every registered backend (pytest; extra arguments go to pytest)",
@@ -39,46 +45,47 @@ COMMANDS = {
 DELEGATED = {name: f"samplecheck.tools.{name}" for name in ("sweep", "killtable", "behaviour", "calibration", "mutate",
                                                             "nightly", "regress", "badinputs", "flakiness",
                                                             "interactions")}
-
-
-def _suite_parser(name: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=f"samplecheck {name}", description=COMMANDS[name],
-                                     epilog="Arguments not listed here go to pytest (e.g. --backend-only, -k EXPR).")
-    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
-    parser.add_argument("--workers", default="auto", help="pytest-xdist workers (default auto; 0 for none)")
-    return parser
+PYTEST_EPILOG = "Arguments not listed here go to pytest (e.g. -k EXPR, -x, --junitxml=FILE)."
 
 
 def test(argv: list[str]) -> int:
-    from samplecheck.kernels.runtime import resolve_device
     from samplecheck.tools.suite import pytest_command, run_pytest
 
-    args, pytest_args = _suite_parser("test").parse_known_args(argv)
-    return run_pytest(pytest_command(resolve_device(args.device), pytest_args, workers=args.workers))
+    parser = flags.parser("test", COMMANDS["test"], epilog=PYTEST_EPILOG)
+    flags.add_suite_flags(parser)
+    flags.add_workers(parser)
+    args, rest = parser.parse_known_args(argv)
+    chosen = flags.suite_flags(parser, args)
+    return run_pytest(pytest_command(chosen, flags.pytest_args(rest), workers=args.workers))
 
 
 def gate(argv: list[str]) -> int:
-    from samplecheck.kernels.runtime import resolve_device
+    import dataclasses
+
     from samplecheck.tools import bench_check, killtable
     from samplecheck.tools.suite import pytest_command, run_pytest
 
-    parser = _suite_parser("gate")
+    parser = flags.parser("gate", COMMANDS["gate"], epilog=PYTEST_EPILOG)
+    flags.add_suite_flags(parser, profile=False, mutant=False)
+    flags.add_workers(parser)
     parser.add_argument("--mutant-workers", type=int, default=2, help="mutants hunted at once")
     parser.add_argument("--out", type=Path, default=Path("."), help="where gate-suite.log and gate-kills.md go")
     parser.add_argument("--no-killtable", action="store_true", help="the suite alone (e.g. for plugged backends)")
     parser.add_argument("--bench-baseline", type=Path, default=None,
                         help="benchmark JSON to compare a fresh table with (default: bench/baselines/h200.json)")
-    args, pytest_args = parser.parse_known_args(argv)
-    device = resolve_device(args.device)
+    args, rest = parser.parse_known_args(argv)
+    if args.mutant_workers < 1:
+        parser.error(f"--mutant-workers must be >= 1, got {args.mutant_workers}")
+    chosen = dataclasses.replace(flags.suite_flags(parser, args), profile="gate")
     args.out.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    suite = run_pytest(pytest_command(device, pytest_args, profile="gate", workers=args.workers),
+    suite = run_pytest(pytest_command(chosen, flags.pytest_args(rest), workers=args.workers),
                        log=args.out / "gate-suite.log")
     kills = 0
     if not args.no_killtable:
-        kills = killtable.main(["--device", device, "--profile", "gate", "--workers", str(args.mutant_workers),
+        kills = killtable.main(["--device", chosen.device, "--profile", "gate", "--workers", str(args.mutant_workers),
                                 "--report", str(args.out / "gate-kills.md")])
-    print(bench_check.report(device, args.out, args.bench_baseline))
+    print(bench_check.report(chosen.device, args.out, args.bench_baseline))
     print(f"gate: suite exit {suite}, mutants exit {kills}, wall {time.monotonic() - start:.0f} s")
     return int(suite != 0 or kills != 0)
 
@@ -90,18 +97,33 @@ def probe(argv: list[str]) -> int:
     import samplecheck.probes
 
     names = sorted(m.name for m in pkgutil.iter_modules(samplecheck.probes.__path__))
+    usage = f"usage: samplecheck probe NAME [ARGS ...], NAME one of: {', '.join(names)}"
+    if argv[:1] in (["-h"], ["--help"]):
+        print(f"{usage}\n\n{COMMANDS['probe']}")
+        return 0
     if not argv or argv[0] not in names:
-        print(f"usage: samplecheck probe NAME [ARGS ...], NAME one of: {', '.join(names)}", file=sys.stderr)
+        print(usage, file=sys.stderr)
         return 2
     return subprocess.run([sys.executable, "-m", f"samplecheck.probes.{argv[0]}", *argv[1:]]).returncode
 
 
+def overview() -> str:
+    return __doc__.strip() + "\n\ncommands:\n" + "\n".join(f"  {k:<12} {v}" for k, v in COMMANDS.items())
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
-        print(__doc__.strip() + "\n\ncommands:\n" + "\n".join(f"  {k:<12} {v}" for k, v in COMMANDS.items()))
-        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    if argv[:1] in (["-h"], ["--help"]):
+        print(overview())
+        return 0
+    if not argv:
+        print(overview(), file=sys.stderr)
+        return 2
     command, rest = argv[0], argv[1:]
+    if command not in COMMANDS:
+        print(f"samplecheck: unknown command {command!r}; commands: {', '.join(COMMANDS)} "
+              "(samplecheck --help describes each)", file=sys.stderr)
+        return 2
     if command in DELEGATED:
         import importlib
 

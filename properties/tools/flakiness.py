@@ -5,7 +5,8 @@ N times under the `dev` profile (random examples) with Hypothesis seeds K = firs
 N - 1 (`--hypothesis-seed=K`), each rerun in a fresh temporary working directory so that no
 example database carries a failure from one rerun into the next, and prints one markdown
 row per rerun: tests run, passed, failed, errors, skipped, wall time and the failing test
-ids, then the totals. Extra arguments go to pytest (e.g. `-k top_k`, `--sc-backend-only`).
+ids, then the totals. `--backend`, `--backend-only`, `--allow-broken-plugins` and `--stat-alpha`
+act as in `samplecheck test`; extra arguments go to pytest (e.g. `-k top_k`).
 `--concurrent J` runs J reruns at once (each with its own `--workers`), which fills a GPU that
 one rerun's start-up and compile leave idle; every rerun stays its own pytest process.
 
@@ -13,15 +14,17 @@ On the H200: `samplecheck flakiness --device cuda --runs 30`. On CPU, a tiny che
 `samplecheck flakiness --device cpu --runs 2 -k "gumbel and fp32-contig"`.
 """
 
-import argparse
 import concurrent.futures
 import subprocess
 import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+from samplecheck.tools import flags
+from samplecheck.tools.flags import SuiteFlags
 
 TEST_FILES = ("test_distribution.py", "test_exact_distribution.py")
 
@@ -56,23 +59,24 @@ def read_junit(path: Path, rerun: Rerun) -> None:
                 rerun.failing.append(f"{case.get('classname')}::{case.get('name')}")
 
 
-def command(device: str, seed: int, workers: str, report: Path, pytest_args: list[str]) -> list[str]:
-    from samplecheck.tools.suite import suite_path
+def command(chosen: SuiteFlags, seed: int, workers: str, report: Path, pytest_args: list[str]) -> list[str]:
+    """One rerun's pytest command (`chosen`'s profile is the dev profile)."""
+    from samplecheck.tools.suite import config_args, suite_path
 
     files = [str(suite_path() / name) for name in TEST_FILES]
-    cmd = [sys.executable, "-m", "pytest", *files, "-p", "no:cacheprovider", f"--sc-device={device}",
-           "--sc-profile=dev", f"--hypothesis-seed={seed}", f"--junitxml={report}", "-q"]
+    cmd = [sys.executable, "-m", "pytest", *files, *config_args(), "-p", "no:cacheprovider", *chosen.pytest_options(),
+           f"--hypothesis-seed={seed}", f"--junitxml={report}", "-q"]
     if workers != "0":
         cmd += ["-n", workers]
     return cmd + pytest_args
 
 
-def run_once(device: str, seed: int, workers: str, pytest_args: list[str]) -> Rerun:
+def run_once(chosen: SuiteFlags, seed: int, workers: str, pytest_args: list[str]) -> Rerun:
     rerun = Rerun(seed)
     with tempfile.TemporaryDirectory(prefix="samplecheck-flakiness-") as tmp:
         report = Path(tmp) / "report.xml"
         start = time.monotonic()
-        done = subprocess.run(command(device, seed, workers, report, pytest_args), cwd=tmp,
+        done = subprocess.run(command(chosen, seed, workers, report, pytest_args), cwd=tmp,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         rerun.wall_s = time.monotonic() - start
         rerun.exit_code = done.returncode
@@ -99,25 +103,24 @@ def table(device: str, reruns: list[Rerun]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="samplecheck flakiness", description=__doc__.splitlines()[0],
-                                     epilog="Arguments not listed here go to pytest.")
-    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    parser = flags.parser("flakiness", __doc__.splitlines()[0], epilog="Arguments not listed here go to pytest.")
+    flags.add_suite_flags(parser, profile=False, mutant=False)
     parser.add_argument("--runs", type=int, default=30, help="reruns (default 30)")
     parser.add_argument("--first-seed", type=int, default=1, help="Hypothesis seed of the first rerun")
-    parser.add_argument("--workers", default="auto", help="pytest-xdist workers per rerun (0: none)")
+    flags.add_workers(parser)
     parser.add_argument("--concurrent", type=int, default=1, help="reruns at once (default 1)")
     parser.add_argument("--out", type=Path, help="also write the table to this file")
-    args, pytest_args = parser.parse_known_args(argv)
+    args, rest = parser.parse_known_args(argv)
+    pytest_args = flags.pytest_args(rest)
     if args.runs < 1:
-        parser.error("--runs must be >= 1")
+        parser.error(f"--runs must be >= 1, got {args.runs}")
     if args.concurrent < 1:
-        parser.error("--concurrent must be >= 1")
-    from samplecheck.kernels.runtime import resolve_device
-
-    device = resolve_device(args.device)
+        parser.error(f"--concurrent must be >= 1, got {args.concurrent}")
+    chosen = replace(flags.suite_flags(parser, args), profile="dev")
+    device = chosen.device
     seeds = range(args.first_seed, args.first_seed + args.runs)
     with concurrent.futures.ThreadPoolExecutor(args.concurrent) as pool:
-        futures = [pool.submit(run_once, device, seed, args.workers, pytest_args) for seed in seeds]
+        futures = [pool.submit(run_once, chosen, seed, args.workers, pytest_args) for seed in seeds]
         for done, future in enumerate(concurrent.futures.as_completed(futures), 1):
             r = future.result()
             print(f"rerun {done}/{args.runs} (seed {r.seed}): {r.failed + r.errors} failures of {r.tests} "

@@ -13,7 +13,6 @@ towards more of them with `target()` (`Pipeline.targets`).
     samplecheck interactions --device cpu --examples 200 [--seed 0]
 """
 
-import argparse
 import sys
 from collections import Counter
 
@@ -25,7 +24,7 @@ from samplecheck.families.pipeline import OP_PAIRS, binding_pairs
 from samplecheck.harness.registry import RECORDS, Combo, register_all
 from samplecheck.harness.runner import prepare
 from samplecheck.inputs.strategies import BUDGETS
-from samplecheck.kernels.runtime import resolve_device
+from samplecheck.tools import flags
 
 
 def measure(examples: int, device: torch.device, seed: int = 0) -> Counter:
@@ -59,12 +58,12 @@ def table(covered: Counter, examples: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="samplecheck interactions", description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    parser = flags.parser("interactions", __doc__.splitlines()[0])
+    flags.add_device(parser)
     parser.add_argument("--examples", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0, help="fixes the drawn cases (default 0)")
     args = parser.parse_args(argv)
-    device = torch.device(resolve_device(args.device))
+    device = torch.device(flags.resolve_device(parser, args.device))
     covered = measure(args.examples, device, args.seed)
     print(table(covered, args.examples))
     return 0

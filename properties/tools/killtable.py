@@ -1,7 +1,7 @@
 """The mutant kill table: every mutant against the fast suite, which property killed it, and when.
 
-    python -m samplecheck.tools.killtable [--device auto|cpu|cuda] [--profile gate] [--workers N]
-                                   [--report FILE.md] [MUTANT ...]
+    samplecheck killtable [--device auto|cpu|cuda] [--profile gate] [--workers N] [--report FILE.md]
+                          [MUTANT ...]
 
 Each mutant (samplecheck.kernels.mutants) runs `pytest tests/cover --sc-mutant=NAME -k mutant -x`
 (its own tests, exact properties first) in its own process (so its patched kernel module never
@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from samplecheck.harness import catalog
-from samplecheck.tools.suite import suite_path
 from samplecheck.kernels.mutants import MUTANTS
-from samplecheck.kernels.runtime import resolve_device
+from samplecheck.tools import flags
+from samplecheck.tools.suite import config_args, suite_path
 
 # Exact checks first, the sampling test last: -x stops at the first kill, so a mutant that
 # an exact property catches never waits for the statistical one. The large-offset test (GPU
@@ -61,8 +61,9 @@ def hunt(name: str, device: str, profile: str, timeout: float = 1800, tests: lis
     cover = suite_path()
     rest = sorted(f.name for f in cover.glob("test_*.py") if f.name not in FIRST)
     selection = tests or [str(cover / f) for f in FIRST + tuple(rest)]
-    command = [sys.executable, "-m", "pytest", *selection, f"--sc-mutant={name}", f"--sc-device={device}", f"--sc-profile={profile}",
-               "-k", "mutant", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
+    command = [sys.executable, "-m", "pytest", *selection, *config_args(), f"--sc-mutant={name}",
+               f"--sc-device={device}", f"--sc-profile={profile}", "-k", "mutant", "-x", "-q", "-p", "no:cacheprovider",
+               "-p", "no:xdist"]
     start = time.monotonic()
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
@@ -92,16 +93,19 @@ def table(hunts: list[Hunt]) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
-    parser.add_argument("--profile", default=None, help="Hypothesis profile (default: ci on CPU, gate on CUDA)")
-    parser.add_argument("--workers", type=int, default=2, help="mutants hunted at once")
+    parser = flags.parser("killtable", __doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    flags.add_suite_flags(parser, backends=False, mutant=False, stat_alpha=False)
+    parser.add_argument("--workers", type=int, default=2, help="mutants hunted at once (>= 1)")
     parser.add_argument("--report", type=Path, default=None, help="also write the table to this Markdown file")
     parser.add_argument("mutants", nargs="*", help="names (default: all)")
     args = parser.parse_args(argv)
-
-    device = resolve_device(args.device)
-    profile = args.profile or ("gate" if device == "cuda" else "ci")
+    if args.workers < 1:
+        parser.error(f"--workers must be >= 1, got {args.workers}")
+    unknown = sorted(set(args.mutants) - set(MUTANTS))
+    if unknown:
+        parser.error(f"MUTANT must be among {', '.join(sorted(MUTANTS))}; got {', '.join(unknown)}")
+    chosen = flags.suite_flags(parser, args)
+    device, profile = chosen.device, chosen.resolved_profile
     names = args.mutants or sorted(MUTANTS)
     start = time.monotonic()
     with ThreadPoolExecutor(args.workers) as pool:

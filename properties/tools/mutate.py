@@ -29,7 +29,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from samplecheck.kernels import mutants as machinery
-from samplecheck.kernels.runtime import resolve_device
+from samplecheck.tools import flags
 from samplecheck.tools.killtable import Hunt, hunt
 from samplecheck.tools.mutation import report
 from samplecheck.tools.mutation.generate import generate, importable, targets
@@ -74,15 +74,13 @@ def build(kernels: list[str] | None, operators: tuple[str, ...], per_group: int 
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="samplecheck mutate", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = flags.parser("mutate", __doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kernels", nargs="+", default=None, help="registry records (default: every Triton kernel)")
     parser.add_argument("--operators", nargs="+", default=list(ALL), choices=ALL)
     parser.add_argument("--sample", type=int, default=None, help="at most N mutants per kernel and operator")
     parser.add_argument("--mutants", nargs="+", default=None,
                         help="hunt only these generated mutants (names as in a report; the same --sample)")
-    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
-    parser.add_argument("--profile", default=None, help="Hypothesis profile (default: ci on CPU, gate on CUDA)")
+    flags.add_suite_flags(parser, backends=False, mutant=False, stat_alpha=False)
     parser.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 1), help="mutants hunted at once")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per mutant; beyond it the mutant counts as a hang (killed)")
     parser.add_argument("--budget", type=float, default=None,
@@ -102,6 +100,8 @@ def main(argv=None) -> int:
         header = "# Mutation analysis (merged: " + "; ".join(run["header"] for run in runs) + ")"
         return _write(args.out, results, dispositions, header, runs[0].get("import_failures", []))
 
+    # The device is checked before mutants are generated (minutes), though --list needs none.
+    chosen = None if args.list else flags.suite_flags(parser, args)
     start = time.monotonic()
     mutants, failures = build(args.kernels, tuple(args.operators), args.sample, args.mutants)
     missing = sorted(set(args.mutants or ()) - {m.name for m in mutants})
@@ -115,8 +115,7 @@ def main(argv=None) -> int:
         print(f"{len(mutants)} mutants ({len(failures)} more failed to import), written to {generated}")
         return 0
     os.environ[machinery.GENERATED_ENV] = str(generated.resolve())
-    device = resolve_device(args.device)
-    profile = args.profile or ("gate" if device == "cuda" else "ci")
+    device, profile = chosen.device, chosen.resolved_profile
     deadline = None if args.budget is None else start + args.budget
     with ThreadPoolExecutor(args.workers) as pool:
         hunts = list(pool.map(lambda m: _hunt_within(m.name, device, profile, args, deadline), mutants))

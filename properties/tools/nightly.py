@@ -1,7 +1,8 @@
 """The nightly property sweep and its report.
 
-    samplecheck nightly [--budget 30m] [--database DIR] [--out DIR] [--history DIR]
-                        [--device D] [--workers N] [--examples N] [PYTEST ARGS ...]
+    samplecheck nightly [--budget 30m] [--database DIR] [--out DIR] [--history DIR] [--device D]
+                        [--backend KERNEL=MOD:FN ...] [--backend-only] [--allow-broken-plugins] [--mutant NAME]
+                        [--stat-alpha A] [--workers N] [--examples N] [PYTEST ARGS ...]
     samplecheck nightly --from-results A.json [B.json ...] [--out DIR] [--history DIR]
 
 How the budget is spent: one pytest run of the whole suite under the `nightly` Hypothesis
@@ -23,6 +24,7 @@ elsewhere (pieces of one night, e.g. one per device call), merged.
 """
 
 import argparse
+import dataclasses
 import os
 import re
 import signal
@@ -32,6 +34,7 @@ import time
 from pathlib import Path
 
 from samplecheck.harness.profiles import EXAMPLE_DB_ENV, NIGHTLY, NIGHTLY_EXAMPLES_ENV
+from samplecheck.tools import flags
 from samplecheck.tools import report as reports
 from samplecheck.tools.report.data import BAD, load_history
 
@@ -107,15 +110,15 @@ def git_commit() -> str | None:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="samplecheck nightly", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = flags.parser("nightly", __doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                     epilog="Arguments not listed here go to pytest.")
     p.add_argument("--budget", type=parse_budget, default=parse_budget("30m"), help="time budget (default 30m)")
     p.add_argument("--database", type=Path, default=Path(".hypothesis/examples"),
                    help="Hypothesis example database directory, cached by CI between nights")
     p.add_argument("--out", type=Path, default=Path("nightly-report"), help="where the report files go")
     p.add_argument("--history", type=Path, default=None, help="previous nights' report JSON (tonight's is added)")
-    p.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
-    p.add_argument("--workers", default="auto", help="pytest-xdist workers (default auto; 0 for none)")
+    flags.add_suite_flags(p, profile=False)
+    flags.add_workers(p)
     p.add_argument("--examples", type=int, default=None, help="examples per test (default: planned from --history)")
     p.add_argument("--from-results", type=Path, nargs="+", default=None, metavar="RESULTS.json",
                    help="no run: build the report from these results files (pieces of one night, merged)")
@@ -124,17 +127,19 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args, pytest_args = parser().parse_known_args(argv)
+    command_parser = parser()
+    args, rest = command_parser.parse_known_args(argv)
+    pytest_args = flags.pytest_args(rest)
     history = load_history(args.history)
     meta = {"commit": git_commit()}
     cut_short, status = False, 0
     if args.from_results:
         results = args.from_results
     else:
-        from samplecheck.kernels.runtime import resolve_device
         from samplecheck.tools.suite import pytest_command
 
-        device = resolve_device(args.device)
+        chosen = dataclasses.replace(flags.suite_flags(command_parser, args), profile=NIGHTLY)
+        device = chosen.device
         start = time.time()
         end = start + args.budget
         examples, how = ((args.examples, f"{args.examples} (--examples)") if args.examples
@@ -142,9 +147,9 @@ def main(argv: list[str] | None = None) -> int:
                                             worker_count(args.workers, device)))
         args.out.mkdir(parents=True, exist_ok=True)
         results = [args.out / RESULTS]
-        command = pytest_command(device, pytest_args + [f"--sc-results={results[0]}",
+        command = pytest_command(chosen, pytest_args + [f"--sc-results={results[0]}",
                                                         f"--sc-deadline={end - reserve(args.budget):.0f}"],
-                                 profile=NIGHTLY, workers=args.workers)
+                                 workers=args.workers)
         env = dict(os.environ, **{EXAMPLE_DB_ENV: str(args.database.resolve()), NIGHTLY_EXAMPLES_ENV: str(examples)})
         print(f"nightly: budget {args.budget:.0f} s, {how} examples per test, database {args.database}", flush=True)
         status, cut_short = run_suite(command, env, args.out / "nightly-suite.log", end - reserve(args.budget) / 2)

@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+from samplecheck.tools import flags
 from samplecheck.tools.report.data import read_json
 
 HEADER_END = '"""\n'
@@ -129,8 +130,7 @@ def default_module() -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="samplecheck regress", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = flags.parser("regress", __doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("report", type=Path, help="a nightly report.json (or a results file)")
     p.add_argument("test", nargs="?", help="the failing test's node id, or a part naming one failure")
     p.add_argument("--list", action="store_true", help="list the report's failures and whether each has a case")

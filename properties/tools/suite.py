@@ -1,15 +1,19 @@
-"""samplecheck's property suite as a command: where its tests are installed, and the pytest
-run of `samplecheck test` and `samplecheck gate`.
+"""samplecheck's property suite as a command: where its tests are installed, the pytest
+configuration they run under, and the pytest run of `samplecheck test`, `gate` and `nightly`.
 
 The suite is the package `samplecheck.tests` (tests/ in a checkout), so the same files run
-from a checkout and from an installed wheel; the plugin (entry point `pytest11`) provides
-everything they need. Without `--hypothesis-profile`, the profile is `gate` on a GPU and `ci`
-(interpreter-sized, derandomized) on CPU.
+from a checkout and from an installed wheel; the entry point `pytest11` and the suite's
+conftest provide everything they need. Every run of it uses samplecheck's own configuration
+(`config_args`), never that of the project it is run in.
 """
 
 import subprocess
 import sys
 from pathlib import Path
+
+from samplecheck.tools.flags import SuiteFlags
+
+CONFIG = Path(__file__).with_name("suite.ini")
 
 
 def suite_path(folder: str = "cover") -> Path:
@@ -19,20 +23,28 @@ def suite_path(folder: str = "cover") -> Path:
     return Path(samplecheck.tests.__path__[0]) / folder
 
 
-def default_profile(device: str) -> str:
-    return "gate" if device == "cuda" else "ci"
+def suite_root() -> Path:
+    """The folder holding the suite's `tests` package: the installed samplecheck package, or
+    the checkout's root for an editable install (node ids stay `tests/cover/...`)."""
+    return suite_path().parents[1]
 
 
-def pytest_command(device: str, pytest_args: list[str], *, profile: str | None = None,
-                   workers: str = "auto", folder: str = "cover") -> list[str]:
-    """`python -m pytest` over the installed suite with samplecheck's defaults; `pytest_args`
-    come last, so they override the device, the profile and the selection. Workers steal
-    queued tests from each other (`--dist worksteal`): one long test (a large kernel's first
-    compile) holds its own worker only, not the tests queued behind it."""
-    command = [sys.executable, "-m", "pytest", str(suite_path(folder)), "-p", "no:cacheprovider",
-               f"--sc-device={device}"]
-    if not any(a.startswith("--sc-profile") for a in pytest_args):
-        command.append(f"--sc-profile={profile or default_profile(device)}")
+def config_args() -> list[str]:
+    """pytest arguments that make a run read samplecheck's configuration (suite.ini) alone:
+    no ini file of the working directory or its parents, and no conftest.py above the suite."""
+    root = str(suite_root())
+    return ["-c", str(CONFIG), "--rootdir", root, "--confcutdir", root]
+
+
+def pytest_command(flags: SuiteFlags, pytest_args: list[str], *, workers: str = "auto",
+                   folder: str = "cover") -> list[str]:
+    """`python -m pytest` over the installed suite under samplecheck's configuration with the
+    command's shared flags as pytest options; `pytest_args` come last, so they override the
+    options and add to the selection. Workers steal queued tests from each other (`--dist
+    worksteal`): one long test (a large kernel's first compile) holds its own worker only, not
+    the tests queued behind it."""
+    command = [sys.executable, "-m", "pytest", str(suite_path(folder)), *config_args(), "-p", "no:cacheprovider",
+               *flags.pytest_options()]
     if workers != "0":
         command += ["-n", workers, "--dist", "worksteal"]
     return command + pytest_args

@@ -1,11 +1,12 @@
 """The verification sweep: every generic property over the whole registry, as one table.
 
-    python -m samplecheck.tools.sweep [--device auto|cpu|cuda] [--profile ci|gate|nightly|dev]
-                               [--workers N] [--report FILE.md] [-- extra pytest args]
+    samplecheck sweep [--device auto|cpu|cuda] [--profile ci|gate|nightly|dev] [--backend KERNEL=MOD:FN ...]
+                      [--backend-only] [--allow-broken-plugins] [--mutant NAME] [--stat-alpha A]
+                      [--workers N] [--report FILE.md] [[--] PYTEST ARGS ...]
 
-Runs tests/cover through pytest (so the sweep and the test suite share one code path)
-and prints kernel x backend x dtype x layout with each property's outcome, the number
-of examples run, and the time taken. Exits with pytest's status.
+Runs tests/cover through pytest (so the sweep and the test suite share one code path and
+samplecheck's pytest configuration) and prints kernel x backend x dtype x layout with each
+property's outcome, the number of examples run, and the time taken. Exits with pytest's status.
 """
 
 import argparse
@@ -19,8 +20,8 @@ import pytest
 
 from samplecheck.harness import catalog
 from samplecheck.harness.registry import declarations
-from samplecheck.tools.suite import suite_path
-from samplecheck.kernels.runtime import resolve_device
+from samplecheck.tools import flags
+from samplecheck.tools.suite import config_args, suite_path
 
 COLUMNS = tuple(name.removeprefix("test_") for name in (
     catalog.ORACLE_EQUIVALENCE, catalog.STRIDED_BITWISE, catalog.ROW_ISOLATION, catalog.DETERMINISTIC, catalog.OFF_ENCODINGS,
@@ -82,24 +83,20 @@ def _split(combo: str):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
-    parser.add_argument("--profile", default=None, help="Hypothesis profile (default: ci on CPU, gate on CUDA)")
-    parser.add_argument("--workers", default="auto", help="pytest-xdist workers (default auto; 0 for none)")
+    parser = flags.parser("sweep", __doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                          epilog="Arguments not listed here go to pytest.")
+    flags.add_suite_flags(parser)
+    flags.add_workers(parser)
     parser.add_argument("--report", type=Path, default=None, help="also write the table to this Markdown file")
-    parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
-    args = parser.parse_args(argv)
-
-
-    device = resolve_device(args.device)
-    profile = args.profile or ("gate" if device == "cuda" else "ci")
+    args, rest = parser.parse_known_args(argv)
+    chosen = flags.suite_flags(parser, args)
+    device, profile = chosen.device, chosen.resolved_profile
     report = SweepReport()
-    command = [str(suite_path()), f"--sc-device={device}", f"--sc-profile={profile}",
-               "-q", "-p", "no:cacheprovider"]
+    command = [str(suite_path()), *config_args(), *chosen.pytest_options(), "-q", "-p", "no:cacheprovider"]
     if args.workers != "0":
         command += ["-n", args.workers]
     started = time.monotonic()
-    status = pytest.main(command + args.pytest_args, plugins=[report])
+    status = pytest.main(command + flags.pytest_args(rest), plugins=[report])
     title = (f"Sweep on {device} (profile {profile}), {time.monotonic() - started:.0f} s wall, "
              f"pytest exit status {int(status)}")
     declared = "\n".join(declarations())  # the backends tested and what each declared

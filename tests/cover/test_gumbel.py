@@ -1,15 +1,18 @@
 """Properties of gumbel_sample that the generic templates cannot express: batch invariance
 (the id follows the request, not the batch row, batch size or launch split), seeds and
 positions drive the noise, greedy rows are torch's lowest argmax, and non-finite entries
-are never drawn."""
+are never drawn. Each runs where the backend implements its calls (its `accepts`)."""
 
 import pytest
 import torch
 import triton
 from hypothesis import given, strategies as st
 
-from samplecheck.inputs.drawing import draw_case
+from samplecheck.families.samplers import GumbelCase
+from samplecheck.inputs.drawing import draw_case, skip_unless_accepted
+from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.harness.runner import prepare, run
+from samplecheck.judging.semantics import nan_rows_unspecified
 
 pytestmark = [pytest.mark.interpreter, pytest.mark.matrix(kernel="gumbel_sample", layouts=("contig",))]
 
@@ -23,6 +26,19 @@ def _rows(args: dict, index: torch.Tensor) -> dict:
     return {k: None if v is None else v[index] for k, v in args.items()}
 
 
+def _judged_rows(combo, logits: torch.Tensor) -> list[int]:
+    """The rows whose id the backend's contract defines: every row, but those holding NaN
+    where it declares `nan_policy: row_unspecified`."""
+    unjudged = logits.isnan().any(dim=1) & nan_rows_unspecified(combo.info)
+    return (~unjudged).nonzero().flatten().tolist()
+
+
+def _written(logits: torch.Tensor, family: str) -> GumbelCase:
+    """A case whose recipe describes hand-written logits (its pools come from the call's
+    arguments: `skip_unless_accepted`)."""
+    return GumbelCase(LogitsRecipe(*logits.shape, family=family), (0,), (0,), None)
+
+
 @given(data=st.data())
 def test_batch_invariance(combo, device, budget, data):
     """Each row's id equals its id alone (batch 1), at another index of a larger batch with
@@ -33,9 +49,12 @@ def test_batch_invariance(combo, device, budget, data):
     batch = logits.size(0)
     ids = run(combo, logits, args)
     row = case.logits.seed % batch
-    alone = run(combo, logits[row:row + 1], _rows(args, torch.tensor([row], device=device)))
+    index = torch.tensor([row], device=device)
+    skip_unless_accepted(combo, case, "one row alone", logits[row:row + 1], _rows(args, index))
+    alone = run(combo, logits[row:row + 1], _rows(args, index))
     assert int(alone[0]) == int(ids[row]), f"{combo.id}: row {row} alone drew {int(alone[0])}, in the batch {int(ids[row])}"
     order = torch.arange(batch - 1, -1, -1, device=device).repeat(2)
+    skip_unless_accepted(combo, case, "the batch reversed and doubled", logits[order], _rows(args, order))
     moved = run(combo, logits[order].contiguous(), _rows(args, order))
     assert torch.equal(moved, ids[order]), (
         f"{combo.id}: ids depend on the batch row: reversed and doubled batch drew {moved.tolist()}, "
@@ -59,6 +78,9 @@ def test_seeds_and_positions_drive_the_noise(combo, device):
     logits = torch.zeros(n, vocab, dtype=combo.dtype, device=device)
     steps = torch.arange(n, dtype=torch.int64, device=device)
     same = torch.full((n,), 42, dtype=torch.int64, device=device)
+    for seeds, positions in ((steps * 7919 - 3, same), (same, steps), (same, same)):
+        skip_unless_accepted(combo, _written(logits, "flat"), "flat rows at T = 1", logits,
+                             {"seeds": seeds, "positions": positions, "temperature": None})
     by_seed = run(combo, logits, {"seeds": steps * 7919 - 3, "positions": same, "temperature": None})
     by_position = run(combo, logits, {"seeds": same, "positions": steps, "temperature": None})
     fixed = run(combo, logits, {"seeds": same, "positions": same, "temperature": None})
@@ -73,7 +95,8 @@ def test_seeds_and_positions_drive_the_noise(combo, device):
 
 def test_greedy_is_lowest_argmax(combo, device):
     """T == 0 rows on 4 tied levels (ties across block boundaries too) return torch's first
-    argmax, whatever the seed; a NaN entry is skipped rather than taken."""
+    argmax, whatever the seed; a NaN entry is skipped rather than taken (its row unjudged
+    where the backend declares `nan_policy: row_unspecified`)."""
     gen = torch.Generator(device=device).manual_seed(5)
     logits = torch.randint(0, 4, (6, 300), generator=gen, device=device).to(combo.dtype)
     logits[1, :] = 1.0  # every entry tied
@@ -83,17 +106,21 @@ def test_greedy_is_lowest_argmax(combo, device):
             "positions": torch.arange(6, dtype=torch.int64, device=device),
             "temperature": torch.zeros(6, dtype=torch.float32, device=device)}
     expected = torch.nan_to_num(logits.float(), nan=float("-inf")).argmax(dim=1)
+    skip_unless_accepted(combo, _written(logits, "ties"), "greedy rows", logits, args)
     got = [run(combo, logits, args)]
     if _tunable(combo):
         got += [run(combo, logits, {**args, "block_v": 32, "splits": s}) for s in (1, 4)]
+    judged = _judged_rows(combo, logits)
     for ids in got:
-        assert torch.equal(ids, expected), f"{combo.id}: greedy ids {ids.tolist()}, lowest argmax {expected.tolist()}"
+        assert torch.equal(ids[judged], expected[judged]), (
+            f"{combo.id}: greedy ids {ids.tolist()}, lowest argmax {expected.tolist()} (rows judged {judged})")
 
 
 def test_non_finite_never_drawn(combo, device):
     """Ids are in [0, V) and never a -inf or NaN entry: rows with one finite entry (at tiny
     and ordinary T, a negative logit far below -65504 after scaling), an all -inf row and an
-    all NaN row (id 0), a row with NaNs beside finite entries, and a +inf entry (always drawn)."""
+    all NaN row (id 0), a row with NaNs beside finite entries, and a +inf entry (always drawn);
+    the rows holding NaN are unjudged where the backend declares `nan_policy: row_unspecified`."""
     vocab = 200
     logits = torch.full((8, vocab), float("-inf"), dtype=combo.dtype, device=device)
     logits[0, 37] = -3.0
@@ -108,11 +135,14 @@ def test_non_finite_never_drawn(combo, device):
     temperature = torch.tensor([1e-5, 1.0, 1e-30, 0.0, 1.0, 1.0, 1.0, 0.5], device=device)
     args = {"seeds": torch.arange(8, dtype=torch.int64, device=device) - 4,
             "positions": torch.full((8,), 11, dtype=torch.int64, device=device), "temperature": temperature}
+    skip_unless_accepted(combo, _written(logits, "randn"), "rows of non-finite entries", logits, args)
     ids = run(combo, logits, args)
     expected = {0: 37, 1: 199, 2: 0, 3: 120, 4: 0, 5: 0, 7: 150}
+    judged = _judged_rows(combo, logits)
     for row, want in expected.items():
-        assert int(ids[row]) == want, f"{combo.id}: row {row} drew {int(ids[row])}, expected {want} (ids {ids.tolist()})"
-    assert int(ids[6]) % 2 == 1, f"{combo.id}: row 6 drew the NaN entry {int(ids[6])}"
+        assert row not in judged or int(ids[row]) == want, (
+            f"{combo.id}: row {row} drew {int(ids[row])}, expected {want} (ids {ids.tolist()})")
+    assert 6 not in judged or int(ids[6]) % 2 == 1, f"{combo.id}: row 6 drew the NaN entry {int(ids[6])}"
 
 
 @pytest.mark.matrix(knob="block_v")

@@ -32,7 +32,7 @@ from hypothesis import given, settings, strategies as st
 from samplecheck.harness import catalog
 from samplecheck.harness.big_buffers import big_buffers
 from samplecheck.harness.runner import run
-from samplecheck.inputs.drawing import draw_case
+from samplecheck.inputs.drawing import draw_case, skip_unless_accepted
 from samplecheck.inputs.far_lists import Scale, far_args, far_budget, far_bytes, far_logits, given_lists, with_bad_id
 from samplecheck.inputs.recipes import materialize
 from samplecheck.judging.checks import assert_bitwise_equal, assert_same_output, output_rows
@@ -73,11 +73,19 @@ def launch_knobs(combo, args: dict) -> dict:
     return {knob: value(args) for knob, value in knobs.items()}
 
 
+# The far batch's shape at its smallest (two filler rows, lists at their own widths): what a
+# backend's `accepts` is asked about (the case's rows behind rows with every parameter off).
+NEAR = Scale(far=2, open_width=1, logits_bytes=0, max_vocab=0)
+
+
 def check_every_list(combo, case, device, scale: Scale, check) -> None:
-    """`check` with each of the record's lists far in turn, one far batch per GPU at a time."""
+    """`check` with each of the record's lists far in turn, one far batch per GPU at a time,
+    where the backend implements such a batch (its `accepts`)."""
     values = materialize(case.logits, combo.dtype, device)
     args = combo.info.make_args(case, values)
     for listed in combo.info.id_lists.lists:
+        logits, placed, _ = far_batch(combo, values, args, listed.param, NEAR)
+        skip_unless_accepted(combo, case, "the case's rows behind filler rows", logits, placed)
         with big_buffers(device):
             check(combo, values, args, listed.param, scale)
 

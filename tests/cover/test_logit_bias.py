@@ -1,11 +1,15 @@
 """allowed_token_ids / logit_bias / min_tokens: the oracle against hand-worked rows
 (sampling-semantics.md section 6), so that a kernel and an oracle sharing a misreading cannot
-agree unnoticed, and the calls that must not launch anything leave the logits untouched."""
+agree unnoticed, and the calls that must not launch anything leave the logits untouched
+(where the backend implements them: its `accepts`)."""
 
 import pytest
 import torch
 
+from samplecheck.families.token_lists import LogitBiasCase
 from samplecheck.harness.runner import run
+from samplecheck.inputs.drawing import skip_unless_accepted
+from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.oracles.logit_bias import logit_bias_reference
 from samplecheck.judging.checks import assert_bitwise_equal
 
@@ -64,6 +68,8 @@ def test_logit_bias_oracle_rounds_once_from_fp32():
 @pytest.mark.matrix(kernel="logit_bias", layouts=("contig",))
 def test_logit_bias_no_op_calls(combo, shape, args, device):
     logits = torch.randn(shape, device=device).to(combo.dtype)
+    args = {k: v.to(device) for k, v in args.items()}
+    skip_unless_accepted(combo, LogitBiasCase(LogitsRecipe(*shape), None, None, None), "these lists", logits, args)
     before = logits.clone()
-    run(combo, logits, {k: v.to(device) for k, v in args.items()})
+    run(combo, logits, args)
     assert_bitwise_equal(logits, before, f"{combo.id}: a call with nothing to apply")

@@ -12,7 +12,10 @@
   softmax-weighted error bound.
 - All -inf rows: NaN in every column and rank V, neighbours as the oracle says.
 - Unchecked, a sampled id outside [0, V) is never read: its column is NaN and its rank 0,
-  whatever the memory beside the row holds (docs/validation.md).
+  whatever the memory beside the row holds (docs/validation.md); on the backends declaring
+  `guard_flag`, which take part in samplecheck's unchecked mode (a plug-in is not asked to).
+
+The tests that write their case out run where the backend implements it (its `accepts`).
 
 Parametrized over the logprobs record's combos (contiguous layout) of whatever backend is
 registered or plugged (`--sc-mutant`, `--sc-backend`); skipped when the record is absent.
@@ -26,7 +29,7 @@ from hypothesis import given, strategies as st
 
 from samplecheck.oracles.logprobs import error_bound
 from samplecheck.judging.checks import assert_outputs_bitwise
-from samplecheck.inputs.drawing import draw_case
+from samplecheck.inputs.drawing import draw_case, skip_unless_accepted
 from samplecheck.inputs.layouts import place
 from samplecheck.families.logprobs import LogprobsCase, logprobs_cases
 from samplecheck.inputs.recipes import LogitsRecipe
@@ -85,6 +88,7 @@ def test_whole_vocab_is_log_softmax(combo, device, budget, data):
 def test_whole_vocab_at_262144(combo, device):
     """vllm#46746: n = V = 262144 on a strided row (a next_pow2(n + 1) tile is 524288 lanes)."""
     case = LogprobsCase(LogitsRecipe(batch=1, vocab=262144, family="randn", scale=3.0, seed=46746), -1, (0.5,))
+    skip_unless_accepted(combo, case, "num_logprobs = V = 262144")
     _assert_whole_log_softmax(dataclasses.replace(combo, layout="stride+37"), case, device)
 
 
@@ -96,6 +100,7 @@ def test_whole_vocab_memory_b64_v262144(combo, device):
     the vocab arange; no [B, V] scratch besides the output)."""
 
     case = LogprobsCase(LogitsRecipe(batch=64, vocab=262144, family="randn", scale=3.0, seed=46746), -1, (0.5,))
+    skip_unless_accepted(combo, case, "num_logprobs = V = 262144")
     placed, args = prepare(combo, case, device)
     call = combo.backend.resolve()
     call(placed.view, **args)  # compile outside the measurement
@@ -134,8 +139,10 @@ def test_whole_vocab_sums_to_one(combo, device, budget, data):
 def test_all_neg_inf_row(combo, device, num_logprobs):
     """An all -inf row (between two ordinary ones, over two sum blocks): NaN in every column,
     rank V; the other rows match the oracle."""
-    recipe = LogitsRecipe(batch=3, vocab=1500, family="randn", scale=3.0, seed=7)
-    placed, args = prepare(combo, LogprobsCase(recipe, num_logprobs, ("max", 0.5, "min")), device)
+    case = LogprobsCase(LogitsRecipe(batch=3, vocab=1500, family="randn", scale=3.0, seed=7), num_logprobs,
+                        ("max", 0.5, "min"))
+    skip_unless_accepted(combo, case, f"num_logprobs = {num_logprobs}")
+    placed, args = prepare(combo, case, device)
     placed.view[1] = float("-inf")
     original = placed.view.clone()
     output = run(combo, placed.view, args)
@@ -144,6 +151,7 @@ def test_all_neg_inf_row(combo, device, num_logprobs):
     combo.info.check(original, output, reference(combo, original, args), combo.id)
 
 
+@pytest.mark.matrix(guard_flag=True)
 def test_sampled_outside_the_vocab_is_never_read(combo, device):
     """Rows of 0..7 in a padded64 buffer whose gaps hold -99 (below every entry, so a misread
     counts the whole row in the rank); sampled ids V, -1 (row 1: the previous row's gap lies

@@ -21,7 +21,7 @@ from hypothesis import given, settings, strategies as st
 
 from samplecheck.harness.memcheck import (CHILD_ENV, child_environment, find_sanitizer, memcheck_command,
                                           reported_errors)
-from samplecheck.harness.plugin import reproduce_command
+from samplecheck.harness.reproduce import reproduce_command
 from samplecheck.harness.runner import prepare, run
 from samplecheck.inputs.drawing import draw_case
 from samplecheck.inputs.strategies import BUDGETS

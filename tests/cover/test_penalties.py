@@ -7,8 +7,10 @@ import pytest
 import torch
 from hypothesis import given, strategies as st
 
+from samplecheck.families.token_lists import FixedHistory, PenaltiesCase
 from samplecheck.harness.runner import prepare, reference, run
-from samplecheck.inputs.drawing import draw_case
+from samplecheck.inputs.drawing import draw_case, skip_unless_accepted
+from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.judging.checks import assert_bitwise_equal
 
 from samplecheck.oracles.penalties import round_sum_to_fp32
@@ -38,16 +40,17 @@ def test_round_sum_to_fp32(a, b, expected):
 @pytest.mark.parametrize("prompt, output", [(0, 0), (0, 3), (4, 0)])
 def test_empty_lists(combo, device, prompt, output):
     """An id list of width 0 is a no-op (no zero-size launch), and the other list alone
-    still penalises: the oracle's result."""
-    batch = 2
-    logits = torch.linspace(-2, 2, batch * 8, device=device).reshape(batch, 8).to(combo.dtype)
-    ids = [torch.arange(n, device=device).repeat(batch, 1) for n in (prompt, output)]
-    ones = torch.ones(batch, device=device)
-    args = {"prompt_token_ids": ids[0], "output_token_ids": ids[1], "repetition_penalty": 2 * ones,
-            "frequency_penalty": ones, "presence_penalty": ones}
-    original = logits.clone()
+    still penalises: the oracle's result. Every penalty is on (a backend implementing only
+    some of them, by its `accepts`, is skipped)."""
+    lists = FixedHistory(prompt=(tuple(range(prompt)),), output=(tuple(range(output)),))
+    case = PenaltiesCase(LogitsRecipe(batch=2, vocab=8, scale=2.0, seed=20484), lists, repetition=(2.0,),
+                         frequency=(1.0,), presence=(1.0,))
+    skip_unless_accepted(combo, case, "every penalty on")
+    placed, args = prepare(combo, case, device)
+    original = placed.view.clone()
     expected = reference(combo, original, args)
-    combo.info.check(original, run(combo, logits, args), expected, f"{combo.id}: {prompt} prompt, {output} output ids")
+    combo.info.check(original, run(combo, placed.view, args), expected,
+                     f"{combo.id}: {prompt} prompt, {output} output ids")
 
 
 @pytest.mark.matrix(kernel="penalties", knob="pairs_max_length")

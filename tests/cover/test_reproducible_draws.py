@@ -32,7 +32,7 @@ def test_nothing():
 def _draws(tmp_path, files: list[str]) -> list[str]:
     result = subprocess.run(
         [sys.executable, "-m", "pytest", *files, "-q", "-s", "-p", "no:cacheprovider", "-p", "no:xdist",
-         "--sc-device=cpu", "--sc-profile=ci", "-k", "test_draws"],
+         "-p", "samplecheck.harness.plugin", "--sc-device=cpu", "--sc-profile=ci", "-k", "test_draws"],
         cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     return [line for line in result.stdout.splitlines() if line.startswith("DRAW")]
@@ -68,7 +68,7 @@ def test_nightly_failure_replays_from_its_database_anywhere(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     first = _nightly([sys.executable, "-m", "pytest", "test_failing.py", "-q", "-p", "no:cacheprovider", "-p",
-                      "no:xdist", "--sc-device=cpu", "--sc-profile=nightly"], tmp_path,
+                      "no:xdist", "-p", "samplecheck.harness.plugin", "--sc-device=cpu", "--sc-profile=nightly"], tmp_path,
                      SAMPLECHECK_EXAMPLE_DB=str(tmp_path / "db"), SAMPLECHECK_NIGHTLY_EXAMPLES="300")
     assert first.returncode == 1, first.stdout[-3000:]
     lines = first.stdout.splitlines()

@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, strategies as st
 
 from samplecheck.oracles.top_k_top_p import top_k_top_p_reference
-from samplecheck.inputs.drawing import draw_case
+from samplecheck.inputs.drawing import draw_case, skip_unless_accepted
 from samplecheck.families.masking import TopKTopPCase, top_k_top_p_cases
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.harness.runner import prepare, run
@@ -23,8 +23,7 @@ TOP_P_ONLY = TopKTopPCase(LogitsRecipe(batch=2, vocab=100), None, (0.5,))
 @pytest.mark.matrix(kernel="top_k_top_p", dtypes=(torch.bfloat16,), layouts=("contig",))
 @given(data=st.data())
 def test_top_p_kept_mass(combo, device, budget, data):
-    if combo.backend.accepts is not None and not combo.backend.accepts(TOP_P_ONLY):
-        pytest.skip("the backend implements no top-p")
+    skip_unless_accepted(combo, TOP_P_ONLY, "top-p")
     case = draw_case(data, combo, top_k_top_p_cases(budget).filter(lambda c: c.p is not None))
     placed, args = prepare(combo, case, device)
     original = placed.view.clone()

@@ -60,7 +60,7 @@ def run(tmp_path, *options, tests: str = TESTS) -> str:
     (tmp_path / "conftest.py").write_text(textwrap.dedent(CONFTEST))
     (tmp_path / "test_stand_in.py").write_text(textwrap.dedent(tests))
     command = [sys.executable, "-m", "pytest", str(tmp_path), "--rootdir", str(tmp_path), "-p", "no:cacheprovider",
-               "--sc-device=cpu", "-rA", *options]
+               "-p", "samplecheck.harness.plugin", "--sc-device=cpu", "-rA", *options]
     result = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=300)
     return result.stdout + result.stderr
 

@@ -1,11 +1,12 @@
 """An implementation of samplecheck's top_k_top_p contract written outside its tree.
 
 It sorts each row once, derives the top-k and top-p cut values from the sorted row, and
-masks everything below the larger cut, in place. Verify it with:
+masks everything below the larger cut, in place; NaN reads as -inf, so a row where a filter
+is on drops it (docs/backends.md, "Edge values"). Verify it with:
 
-    pytest --sc-backend top_k_top_p=external_topk:top_k_top_p_mask --sc-backend-only
+    samplecheck test --backend top_k_top_p=external_topk:top_k_top_p_mask --backend-only
 
-(with this folder on PYTHONPATH), or install the package and drop the --sc-backend flag.
+(with this folder on PYTHONPATH), or install the package and drop the --backend flag.
 """
 
 import torch
@@ -37,18 +38,26 @@ def top_k_top_p_mask(logits: torch.Tensor, k: torch.Tensor | None = None,
     rows, vocab = logits.shape
     if rows == 0 or vocab == 0:
         return logits
-    ordered = logits.float().sort(dim=-1, descending=True).values
+    nan = logits.isnan()
+    values = logits.float().masked_fill(nan, float("-inf"))  # NaN reads as -inf: never counted, no mass
+    ordered = values.sort(dim=-1, descending=True).values
     cut = ordered[:, -1]
+    on = torch.zeros(rows, dtype=torch.bool, device=logits.device)  # rows where a filter is on
     if k is not None:
-        k_eff = torch.where((k > 0) & (k < vocab), k, vocab).long()
+        k_on = (k > 0) & (k < vocab)
+        k_eff = torch.where(k_on, k, vocab).long()
         cut = torch.maximum(cut, ordered.gather(1, (k_eff - 1)[:, None]).squeeze(1))
+        on |= k_on
     if p is not None:
+        # A row whose maximum is +inf (or that is all -inf) has NaN probabilities, so it keeps
+        # its first entry's value: exactly its +inf entries (or everything, all -inf).
         probs = torch.softmax(ordered.masked_fill(ordered < cut[:, None], float("-inf")), dim=-1)
         before = torch.cumsum(probs, dim=-1) - probs
         n_keep = (before < p[:, None]).sum(dim=-1).clamp(min=1)
         cut_p = ordered.gather(1, (n_keep - 1)[:, None]).squeeze(1)
         cut = torch.where(p < 1, torch.maximum(cut, cut_p), cut)
-    logits.masked_fill_(logits.float() < cut[:, None], float("-inf"))
+        on |= p < 1
+    logits.masked_fill_((values < cut[:, None]) | (nan & on[:, None]), float("-inf"))
     return logits
 
 

@@ -1,0 +1,136 @@
+"""The Hugging Face transformers pack (entry point `samplecheck.packs: transformers`):
+transformers' logits processors as backends of our records, called as `generate()` and
+continuous batching call them (samplecheck.backends.transformers_calls).
+
+`PACK` lists the (record, Backend) pairs with what each declares, as data: the conventions in
+which transformers legitimately differs from our strict contract (`semantics`), the cases a
+processor implements (`accepts`), the dtypes and layouts worth running (transformers computes
+on an fp32 copy of any input, so fp32 and bf16, contiguous and one strided layout, cover its
+behaviour at a fraction of the CPU time), and the defects found (docs/findings-transformers.md)
+as narrow strict xfails. `pack()` returns it where transformers 5 is installed and raises
+PackUnavailable elsewhere; nothing here imports transformers.
+
+Per-row parameters (the choice, for every record): `generate()` takes one value per parameter
+for its whole batch, so the adapters call a processor once per group of rows sharing their
+values, a batch of requests with one generation config; a processor holding per-request lists
+(bad words, biases, allowlists, stop ids) is called once per row. This judges every drawn case,
+mixed rows included, through transformers' own batched calls, instead of only cases whose rows
+share one value (an `accepts` of uniform rows would reject most drawn cases). Continuous
+batching's per-request processors take the whole batch with per-row values, as that engine does.
+"""
+
+import importlib.metadata
+import importlib.util
+
+import torch
+
+from samplecheck.backends.transformers_findings import (ADDITIVE_MASKS, CB_TOP_P, INF_ROWS, SAMPLING,
+                                                       satisfiable_allowlists)
+from samplecheck.harness import catalog
+from samplecheck.harness.packs import PackUnavailable
+from samplecheck.harness.registry import Backend, Mark
+from samplecheck.inputs.strategies import expand_pool
+
+MODULE = "samplecheck.backends.transformers_calls"
+MAJOR = 5  # the transformers release line these call sites are read from (scripts/setup.sh pins it)
+DTYPES = (torch.float32, torch.bfloat16)
+LAYOUTS = ("contig", "padded64")
+
+VALIDATED_UPSTREAM = tuple(Mark(
+    "skip", "transformers validates generation parameters in GenerationConfig and the processors' constructors; the "
+    "processors take validated values and raise nothing on bad ones", test=test) for test in catalog.BAD_VALUE_TESTS)
+FAR_LISTS = tuple(Mark(
+    "skip", "not measured for transformers: far id lists need 2**14 to 2**24 filler rows and 8-16 GiB of ids, and the "
+    "adapters build generate's per-row inputs on the host", test=test)
+    for test in (catalog.LARGE_LIST_OFFSETS, catalog.LARGE_LIST_OFFSETS_CHECKED))
+
+
+# --- memory bounds (bytes beyond the inputs, read from the processors' code) ---------------------
+# Entries alive at once per logit, with 25% over for the allocator, plus 1 MiB of O(B) state:
+# the fp32 copy generate makes (4) and the processor's result (4) in every call; torch.sort and
+# torch.topk as measured for the vLLM pack (about 4 e + 40 bytes per entry of e bytes).
+
+def _bound(per_entry: int):
+    def extra(logits, args) -> int:
+        return int(1.25 * per_entry * logits.size(0) * (logits.size(1) + 1)) + 2**20
+    return extra
+
+
+ELEMENTWISE = _bound(4 + 4 + 4 + 1)            # copy, result, a zero bias or pad column, a bool mask
+SORTING = _bound(4 + 4 + (4 * 4 + 40) + 4 + 4 + 1 + 1 + 4)  # copy, result, sort, softmax, cumsum, masks
+SAMPLING_BYTES = _bound(4 + 4 + (4 * 4 + 40) + 4 + 4 + 1 + 1 + 4 + 4)  # the masking, then the softmax drawn from
+
+
+# --- case filters (Backend.accepts) ---------------------------------------------------------------
+
+def repetition_only(case) -> bool:
+    """frequency and presence off (transformers has the repetition penalty only)"""
+    return all(f == 0 for f in case.frequency) and all(q == 0 for q in case.presence)
+
+
+def no_greedy_rows(case) -> bool:
+    """no T = 0 row (continuous batching's per-request temperature divides by it; greedy is a
+    batch-wide do_sample=False there)"""
+    return case.temperature is None or 0.0 not in expand_pool(case.temperature, case.logits.batch)
+
+
+def _backend(name: str, function: str, *, dtypes=DTYPES, memory=ELEMENTWISE, marks=(), **fields) -> Backend:
+    return Backend(name, f"{MODULE}:{function}", dtypes=dtypes, layouts=LAYOUTS, error_messages=False,
+                   extra_memory=memory, marks=VALIDATED_UPSTREAM + FAR_LISTS + tuple(marks), **fields)
+
+
+# transformers' top-p keeps x iff the fp32 cumulative mass of the ascending sort up to x exceeds
+# 1 - p: ties split by sort position (torch.sort is not stable), mass summed in fp32.
+SORTED_TOP_P = {"top_p_boundary": "strict_by_position"}
+# transformers gives NaN logits no meaning: generate's remedy is `remove_invalid_values`, which
+# rewrites them, and its sampling raises on them. Declared where a processor compares values.
+NAN_UNSPECIFIED = {"nan_policy": "row_unspecified"}
+OUT_OF_DOMAIN_OFF = ("the off-encoding property writes values outside this processor's domain: {}; its other off values "
+                     "are the adapter's mapping to what generate builds, and drawn cases hold them")
+CPU_DISTRIBUTION = Mark(
+    "skip", "~18k draws per row, each through generate's warpers on a repeated row, cost minutes on one CPU core; the "
+    "law of this path is torch.multinomial over softmax(transformers_top_k_top_p's output), which the masking "
+    "record's test_distribution checks on CPU; runs on --sc-device=cuda", test=catalog.DISTRIBUTION, device="cpu")
+
+PACK: tuple[tuple[str, Backend], ...] = (
+    ("temperature", _backend("transformers_temperature", "temperature")),
+    ("temperature", _backend("transformers_cb_temperature", "cb_temperature", accepts=no_greedy_rows, marks=(
+        Mark("skip", OUT_OF_DOMAIN_OFF.format("T = 0 (greedy is batch-wide in continuous batching)"),
+             test=catalog.OFF_ENCODINGS),))),
+    ("top_k_top_p", _backend("transformers_top_k_top_p", "top_k_top_p", memory=SORTING, marks=INF_ROWS,
+                             semantics={**SORTED_TOP_P, **NAN_UNSPECIFIED})),
+    ("top_k_top_p", _backend("transformers_cb_top_k_top_p", "cb_top_k_top_p", memory=SORTING, marks=CB_TOP_P,
+                             semantics={**SORTED_TOP_P, **NAN_UNSPECIFIED})),
+    ("top_k_top_p_sample", _backend("transformers_sample", "sample", memory=SAMPLING_BYTES,
+                                    marks=SAMPLING + (CPU_DISTRIBUTION,),
+                                    semantics={**SORTED_TOP_P, "random_stream": "own"})),
+    ("min_p", _backend("transformers_min_p", "min_p", memory=SORTING, marks=INF_ROWS,
+                       semantics={"min_p_softmax": "fp32", **NAN_UNSPECIFIED})),
+    # fp32 only: its cases are one in ten drawn (repetition_only), and the half-dtype store is the
+    # adapters' own, judged on the other backends.
+    ("penalties", _backend("transformers_repetition_penalty", "repetition_penalty", dtypes=(torch.float32,),
+                           accepts=repetition_only, marks=(
+        Mark("skip", OUT_OF_DOMAIN_OFF.format("a frequency penalty, which the output history's off value arms"),
+             test=catalog.OFF_ENCODINGS),))),
+    ("bad_words", _backend("transformers_bad_words", "bad_words", marks=ADDITIVE_MASKS, semantics=NAN_UNSPECIFIED)),
+    ("logit_bias", _backend("transformers_logit_bias", "logit_bias", accepts=satisfiable_allowlists,
+                            marks=ADDITIVE_MASKS, semantics=NAN_UNSPECIFIED)),
+)
+
+
+def unavailable() -> str | None:
+    """Why the pack cannot run here (None: it can)."""
+    if importlib.util.find_spec("transformers") is None:
+        return "transformers pack: transformers is not installed (bash scripts/setup.sh installs it)"
+    version = importlib.metadata.version("transformers")
+    if int(version.split(".")[0]) != MAJOR:
+        return f"transformers pack: transformers {version} is installed; the pack calls {MAJOR}.x's processors"
+    return None
+
+
+def pack() -> list[tuple[str, Backend]]:
+    """The pack's (record, backend) pairs; raises PackUnavailable without transformers 5."""
+    reason = unavailable()
+    if reason is not None:
+        raise PackUnavailable(reason)
+    return list(PACK)

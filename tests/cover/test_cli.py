@@ -1,0 +1,106 @@
+"""The `samplecheck` command: its flags become samplecheck's `--sc-` pytest options, the suite
+runs under samplecheck's own pytest configuration, every subcommand names itself, and a bad
+command or flag ends with a clear error naming it."""
+
+import configparser
+
+import pytest
+import torch
+
+from samplecheck.tools import cli, flags, suite
+
+SUBCOMMANDS = sorted(cli.COMMANDS)
+
+
+def _pytest_command(monkeypatch, argv: list[str]) -> list[str]:
+    """The pytest command `samplecheck ARGV` (test or gate) runs."""
+    ran = []
+    monkeypatch.setattr(suite, "run_pytest", lambda command, log=None: ran.append(command) or 0)
+    assert cli.main(argv) == 0
+    (command,) = ran
+    return command
+
+
+def test_flags_become_sc_options_and_the_rest_goes_to_pytest(monkeypatch):
+    command = _pytest_command(monkeypatch, [
+        "test", "--device=cpu", "--profile", "dev", "--backend", "top_k_top_p=acme.mask:top_k", "-k", "oracle",
+        "--backend=min_p=acme.mask:min_p", "--backend-only", "--allow-broken-plugins", "--mutant", "some_mutant",
+        "--stat-alpha", "1e-3", "--workers", "0", "--dev", "--", "-x"])
+    at = command.index("--sc-device=cpu")
+    assert command[at:] == [
+        "--sc-device=cpu", "--sc-profile=dev", "--sc-backend=top_k_top_p=acme.mask:top_k",
+        "--sc-backend=min_p=acme.mask:min_p", "--sc-backend-only", "--sc-allow-broken-plugins",
+        "--sc-mutant=some_mutant", "--sc-stat-alpha=0.001", "-k", "oracle", "--dev", "-x"], command
+
+
+def test_defaults_run_every_core_under_the_devices_profile(monkeypatch):
+    command = _pytest_command(monkeypatch, ["test", "--device", "cpu"])
+    assert command[command.index("--sc-device=cpu"):] == ["--sc-device=cpu", "--sc-profile=ci", "-n", "auto",
+                                                          "--dist", "worksteal"], command
+    assert flags.SuiteFlags(device="cuda").pytest_options() == ["--sc-device=cuda", "--sc-profile=gate"]
+
+
+def test_gate_runs_the_suite_under_the_gate_profile(monkeypatch, tmp_path):
+    command = _pytest_command(monkeypatch, ["gate", "--device=cpu", "--no-killtable", "--out", str(tmp_path),
+                                            "--backend-only", "--workers=1"])
+    assert {"--sc-profile=gate", "--sc-backend-only", "-n", "1"} <= set(command), command
+
+
+def test_the_suite_runs_under_samplecheck_configuration_alone(monkeypatch):
+    """-c names the ini file shipped in the package; --rootdir and --confcutdir the folder
+    holding the suite, so no ini file or conftest.py of the folders around it applies."""
+    command = _pytest_command(monkeypatch, ["test", "--device=cpu"])
+    root = str(suite.suite_root())
+    assert command[3:12] == [str(suite.suite_path()), "-c", str(suite.CONFIG), "--rootdir", root,
+                             "--confcutdir", root, "-p", "no:cacheprovider"], command
+    assert suite.suite_path().is_relative_to(suite.suite_root()) and (suite.suite_root() / "tests").is_dir()
+    ini = configparser.ConfigParser()
+    assert ini.read(suite.CONFIG) == [str(suite.CONFIG)]
+    assert ini.sections() == ["pytest"] and dict(ini["pytest"]) == {"addopts": "--strict-markers"}
+
+
+def test_help_lists_every_command():
+    assert cli.main(["--help"]) == 0
+
+
+def test_an_unknown_command_is_named_with_the_commands(capsys):
+    assert cli.main(["bogus"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown command 'bogus'" in err and all(name in err for name in cli.COMMANDS), err
+    assert cli.main([]) == 2
+
+
+@pytest.mark.parametrize("name", SUBCOMMANDS)
+def test_every_subcommand_names_itself_in_its_usage(name, capsys):
+    try:
+        status = cli.main([name, "--help"])
+    except SystemExit as done:  # argparse's --help
+        status = done.code
+    assert status == 0
+    assert capsys.readouterr().out.startswith(f"usage: samplecheck {name}"), name
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+@pytest.mark.parametrize("name", ["test", "gate", "sweep", "nightly", "flakiness", "killtable", "mutate",
+                                  "badinputs", "interactions", "behaviour"])
+def test_device_cuda_without_cuda_is_one_line_naming_the_flag(name, capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # mutate writes its output folder before it needs the device
+    with pytest.raises(SystemExit) as done:
+        cli.main([name, "--device=cuda"])
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"samplecheck {name}: error: --device=cuda: no CUDA device here"), err
+
+
+@pytest.mark.parametrize("argv, error", [
+    (["--stat-alpha", "2"], "argument --stat-alpha: must be a number in (0, 1), got '2'"),
+    (["--stat-alpha", "often"], "argument --stat-alpha: must be a number in (0, 1), got 'often'"),
+    (["--backend", "top_k_top_p"], "argument --backend: expected KERNEL=package.module:callable, got 'top_k_top_p'"),
+    (["--workers", "-1"], "argument --workers: must be auto or a count >= 0, got '-1'"),
+    (["--profile", "fast"], "argument --profile: invalid choice: 'fast'"),
+    (["--device", "tpu"], "argument --device: invalid choice: 'tpu'"),
+])
+def test_a_bad_flag_value_names_the_flag_and_its_range(argv, error, capsys):
+    with pytest.raises(SystemExit) as done:
+        cli.main(["test", *argv])
+    assert done.value.code == 2 and error in capsys.readouterr().err
