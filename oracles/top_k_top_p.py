@@ -167,6 +167,8 @@ def top_k_top_p_declared_reference(logits: torch.Tensor, k: torch.Tensor | None,
     if top_k_values != "input" and tie_policy != "keep_all_ties":
         raise ValueError(f"top_k_values={top_k_values!r} is defined with tie_policy='keep_all_ties' only")
     x = logits.detach().to(torch.float64)
+    nan = x.isnan()  # NaN reads as -inf and is masked wherever a filter is on (as the base rule)
+    x = x.masked_fill(nan, float("-inf"))
     batch, vocab = x.shape
     none = torch.zeros_like(x, dtype=torch.bool)
     no_count = torch.full((batch,), -1, dtype=torch.int64, device=x.device)
@@ -196,6 +198,8 @@ def top_k_top_p_declared_reference(logits: torch.Tensor, k: torch.Tensor | None,
         survivors = x.masked_fill(~kept, float("-inf"))
         row_max = survivors.max(dim=-1, keepdim=True).values
         weight = torch.exp(survivors - torch.where(torch.isfinite(row_max), row_max, 0.0))
+        # A row holding +inf: its +inf entries carry all the mass (as the base rule).
+        weight = torch.where(row_max == float("inf"), (survivors == float("inf")).to(weight.dtype), weight)
         mass = weight.sum(dim=-1, keepdim=True)
         above_mass = _mass_above_by_value(survivors, weight)
         limit = p.to(torch.float64)[:, None] * mass
@@ -221,6 +225,13 @@ def top_k_top_p_declared_reference(logits: torch.Tensor, k: torch.Tensor | None,
     if near.any():
         kth_alive = ((x == kth) & (kept | ambiguous)).any(dim=-1, keepdim=True)
         ambiguous |= near & kth_alive
+    on = torch.zeros(batch, dtype=torch.bool, device=x.device)
+    if k is not None:
+        on |= (k > 0) & (k < vocab)
+    if p is not None:
+        on |= p < 1
+    dropped = nan & on[:, None]
+    kept, ambiguous, group = kept & ~dropped, ambiguous & ~dropped, group & ~dropped
     if tie_policy == "exactly_k_lowest_index":
         return DeclaredMaskReference(kept, ambiguous, none, no_count)
     # Every member of the tied group shares the decision of the members chosen above.

@@ -85,8 +85,10 @@ def _backend(name: str, function: str, *, marks: tuple[Mark, ...] = (), capturab
     """A CUDA-only Backend for adapter `function` of samplecheck.backends.flashinfer.
     `capturable`: the adapter captures in a CUDA graph (every FlashInfer call does; an adapter
     that reads a value back to the host, as the bounded top-k path's `top_k_max` does, does
-    not). Its declared semantics are `SEMANTICS[function]` unless given."""
-    fields.setdefault("semantics", SEMANTICS.get(function, {}))
+    not). Its declared semantics are `SEMANTICS[function]` unless given; every adapter declares a
+    row holding NaN unspecified (FlashInfer gives such a row no contract and no signal from its
+    logits APIs: docs/findings.md, issue 6's lead 5)."""
+    fields.setdefault("semantics", {**SEMANTICS.get(function, {}), "nan_policy": "row_unspecified"})
     return Backend(name, f"{MODULE}:{function}", devices=("cuda",), marks=tuple(marks), capturable=capturable,
                    **fields)
 

@@ -272,6 +272,8 @@ FAR_LISTS_OUTSIDE_PACK = tuple(Mark(
     "V1's bad-words host loop over those rows outlasts the pack's 5-minute budget (run 27)",
     test=test) for test in (catalog.LARGE_LIST_OFFSETS, catalog.LARGE_LIST_OFFSETS_CHECKED))
 TORCH_PATH = {"tie_policy": "keep_all_ties", "top_p_boundary": "strict_by_position"}
+# vLLM's filters keep a NaN logit or rank it highest: a row holding NaN has no contract there.
+NAN_UNSPECIFIED = {"nan_policy": "row_unspecified"}
 
 
 EMPTY_TOP_K_ONLY = ("outside vLLM's calls: apply_top_k_only reads k.max(), which raises on 0 rows, and V1's sampler "
@@ -279,23 +281,42 @@ EMPTY_TOP_K_ONLY = ("outside vLLM's calls: apply_top_k_only reads k.max(), which
 P_ONE_MASKED = ("finding V2: V1 apply_top_k_top_p_pytorch masks tokens of a p = 1 (top-p off) row beside top-p rows "
                 "whose fp32 probability underflows (a gap of 104 nats or more: the off-encoding property's underflowing "
                 "row alone, in every batch of four rows or more)")
+def _far_rows_wrong(failure: str) -> bool:
+    """Finding V6's signature in test_large_offsets: an illegal memory access, or rows past
+    2**31 elements (or the elements after them) that differ from the contiguous copy's."""
+    return any(sign in failure for sign in ("illegal memory access", "rows 2**31 elements apart vs contiguous",
+                                            "elements after each row"))
+
+
+# A pin with a signature: a drawn case whose far rows give the kernel nothing to do (no bias,
+# no bad word there) passes; the strict pin is tests/cover/test_vllm_findings.py's reproducer.
 INT32_ROW_OFFSETS = Mark(
     "xfail", "finding V6: Model Runner V2's kernels address rows at token_idx * logits_stride in int32: rows past "
-    "2**31 elements read and write out of bounds (an illegal memory access)", test=catalog.LARGE_OFFSETS)
-NAN_ROW_ID = Mark(
-    "xfail", "finding V5: MRV2 gumbel_sample returns id V (a masked padding lane of its last block) for an all-NaN "
-    "row", test=catalog.NON_FINITE_NEVER_DRAWN, device="cuda")
+    "2**31 elements read and write out of bounds (an illegal memory access)", test=catalog.LARGE_OFFSETS,
+    witness=_far_rows_wrong)
+NAN_ROW = ("finding V5: MRV2 gumbel_sample returns id V (a masked padding lane of its last block) for an all-NaN "
+           "row")
+NAN_ROW_FINDINGS = (Mark("xfail", NAN_ROW, test=catalog.NON_FINITE_NEVER_DRAWN, device="cuda"),
+              Mark("xfail", NAN_ROW, test=catalog.EDGE_VALUES,
+                   witness=lambda failure: "ids out of [0," in failure or "ids outside [0," in failure))
 SKIPPED_TOP_P = ("finding V7: apply_top_k_top_p_triton's standalone top-p exponentiates against an estimated "
                  "max (mean + 10 std of the first 8192 logits); a row whose max lies over ~88 from it (one dominant "
                  "logit in a short row; a low temperature) gets sum 0 or inf, NaN probabilities, and no masking")
+INF_ROW_UNFILTERED = ("finding V10: a row holding +inf: V1's top-p keeps every entry (its softmax gives NaN), and the "
+                      "Triton top-k keeps every entry; with V7 in the Triton kernel's edge-value cases")
+# Pinned in test_edge_values by signature: a kept-set difference is the finding; another failure fails.
+INF_ROW_PIN = Mark("xfail", INF_ROW_UNFILTERED, test=catalog.EDGE_VALUES,
+                   witness=lambda failure: "kept set differs from the oracle" in failure)
 TRITON_TOP_P_FINDINGS = tuple(Mark("xfail", SKIPPED_TOP_P, test=test)
-                              for test in (catalog.ORACLE_EQUIVALENCE, catalog.OFF_ENCODINGS))
+                              for test in (catalog.ORACLE_EQUIVALENCE, catalog.OFF_ENCODINGS)) + (INF_ROW_PIN,)
 RANK_OF_NEG_INF = "finding V1: MRV2 _ranks_kernel counts its last block's masked lanes when the sampled logit is -inf"
 UNBOUNDED_TILE = ("finding V8 (vllm#46746, fixed upstream after the vendored commit): _topk_log_softmax_kernel's "
                   "tile is next_pow2(n + 1) lanes, one compile per size of n, minutes at n = V = 262144")
 STRIDED_COPY = ("finding V9: compute_topk_logprobs' torch.topk copies a strided logits view whole (a [B, V] buffer "
                 "in the logits' dtype per call: padded vocabularies), against MRV2's intent of no [B, V] logprobs memory")
 LOGPROBS_FINDINGS = (Mark("xfail", RANK_OF_NEG_INF, test=catalog.ORACLE_EQUIVALENCE),
+                     Mark("xfail", RANK_OF_NEG_INF, test=catalog.EDGE_VALUES,
+                          witness=lambda failure: "ranks (count of x >= x_sampled) differ" in failure),
                      Mark("xfail", STRIDED_COPY, test=catalog.MEMORY_BOUND, device="cuda"),
                      Mark("xfail", RANK_OF_NEG_INF, test=catalog.ALL_NEG_INF_ROW),
                      *(Mark("skip", UNBOUNDED_TILE, test=test)
@@ -345,20 +366,22 @@ PACK: tuple[tuple[str, Backend], ...] = (
     # keep exactly k (finding V3, pinned in tests/cover/test_vllm_findings.py).
     ("top_k_top_p", _backend("vllm_v1_triton", "v1_triton_top_k_top_p", dtypes=(torch.float32,),
                              fixed_vocabs=V1_TRITON_VOCABS, marks=TRITON_TOP_P_FINDINGS,
-                             semantics={"top_p_boundary": "pivot_search"})),
+                             semantics={"top_p_boundary": "pivot_search", **NAN_UNSPECIFIED})),
     ("top_k_top_p", _backend("vllm_v1_torch", "v1_torch_top_k_top_p", triton=False, dtypes=(torch.float32,),
-                             marks=(Mark("xfail", P_ONE_MASKED, test=catalog.OFF_ENCODINGS),), semantics=TORCH_PATH)),
+                             marks=(Mark("xfail", P_ONE_MASKED, test=catalog.OFF_ENCODINGS), INF_ROW_PIN),
+                             semantics={**TORCH_PATH, **NAN_UNSPECIFIED})),
     ("top_k_top_p", _backend("vllm_v1_torch_top_k_only", "v1_torch_top_k_only", triton=False, accepts=_top_k_only,
-                                       marks=(Mark("skip", EMPTY_TOP_K_ONLY, test=catalog.EMPTY_BATCH),))),
+                             marks=(Mark("skip", EMPTY_TOP_K_ONLY, test=catalog.EMPTY_BATCH),),
+                             semantics=NAN_UNSPECIFIED)),
     ("top_k_top_p_sample", _backend("vllm_v1_torch_sample", "v1_torch_sample", triton=False,
                                     semantics={**TORCH_PATH, "random_stream": "own"})),
     ("penalties", _backend("vllm_v1_penalties", "v1_penalties", triton=False, semantics={
         "division": "reciprocal", "frequency_rounding": "two", "compute_dtype": "logits_dtype"})),
     ("bad_words", _backend("vllm_v1_bad_words", "v1_bad_words")),
     ("temperature", _mrv2("vllm_mrv2_temperature", "mrv2_temperature", semantics={"division": "approximate"})),
-    ("gumbel_sample", _mrv2("vllm_mrv2_gumbel", "mrv2_gumbel_sample", marks=(NAN_ROW_ID,),
+    ("gumbel_sample", _mrv2("vllm_mrv2_gumbel", "mrv2_gumbel_sample", marks=NAN_ROW_FINDINGS,
                             semantics={"random_stream": "own"})),
-    ("min_p", _mrv2("vllm_mrv2_min_p", "mrv2_min_p")),
+    ("min_p", _mrv2("vllm_mrv2_min_p", "mrv2_min_p", semantics=NAN_UNSPECIFIED)),
     ("logit_bias", _mrv2("vllm_mrv2_logit_bias", "mrv2_logit_bias", accepts=_no_allowed_ids)),
     ("penalties", _mrv2("vllm_mrv2_penalties", "mrv2_penalties",
                         semantics={"division": "approximate", "frequency_rounding": "two"})),

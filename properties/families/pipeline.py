@@ -166,7 +166,9 @@ class Pipeline:
     def check(self, original, output, reference: PipelineReference, what):
         """Rows whose exact values before masking hold +inf or NaN (a bias or penalty that
         overflows the dtype) are outside min_p's, top-p's and logprobs' specification: there
-        only the values (unchanged or -inf) and the sampled id are checked."""
+        only the values (unchanged or -inf) and the sampled id are checked. A NaN among the values
+        is matched by any NaN (the value ops' IEEE arithmetic, NaN / T or NaN + b, fixes no
+        payload)."""
         sampled, processed, logprobs = output
         params, values = reference.params, reference.values
         specified = ~((values == float("inf")) | values.isnan()).any(dim=-1)

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import pytest
 
+from samplecheck.harness.findings import is_the_finding
 from samplecheck.harness.options import owns
 
 FAULT_DIR = "samplecheck_fault_dir"
@@ -152,8 +153,9 @@ def pytest_runtest_makereport(item, call):
     message = (f"kernel fault: this test left the CUDA context poisoned ({fault}); its own error: {own}. "
                "Every later CUDA call in this process would fail the same way")
     if getattr(item.config, "workerinput", None) is not None:
+        expected = getattr(report, "wasxfail", None) if is_the_finding(item, fault) else None
         _exit_worker(item, message + "; the worker was replaced and its remaining tests ran on a fresh one",
-                     xfail=getattr(report, "wasxfail", None))
+                     xfail=expected)
     report.outcome = "failed"
     report.longrepr = report.longrepr or message
     report.sections.append(("kernel fault", message))

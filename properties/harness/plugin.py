@@ -29,6 +29,7 @@ MARKERS = (
     "interpreter: runs under the Triton CPU interpreter too (select with -m interpreter)",
     "gpu: needs a CUDA device; skipped on CPU",
     "slow: nightly-sized; skipped outside the nightly profile",
+    "finding(witness, reason): a pinned finding's signature (samplecheck.harness.registry.Mark.witness)",
 )
 # A worker keeps at most this much GPU memory cached between tests: xdist workers share
 # the GPUs, and one worker's cache of a large test must not starve the others.
@@ -165,6 +166,25 @@ def pytest_runtest_call(item):
             item.user_properties.append(("gpu_peak_bytes", torch.cuda.max_memory_allocated()))
             if torch.cuda.memory_reserved() > CACHED_GPU_BYTES:
                 torch.cuda.empty_cache()
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item, call):
+    """A pin with a signature (`finding` marker): a failure without it fails, a pass passes."""
+    from samplecheck.harness.findings import is_the_finding, signature_pin
+
+    report = yield
+    pin = signature_pin(item) if call.when == "call" and owns(item.path) else None
+    if pin is None or not hasattr(report, "wasxfail"):
+        return report
+    if report.passed:  # the case did not reach the finding
+        del report.wasxfail
+    elif not is_the_finding(item, call.excinfo.exconly() if call.excinfo is not None else report.longreprtext):
+        del report.wasxfail
+        report.outcome = "failed"
+        report.sections.append(("pinned finding", f"this failure is not the pinned finding's signature: "
+                                                  f"{pin.kwargs['reason']}"))
+    return report
 
 
 def pytest_terminal_summary(terminalreporter):

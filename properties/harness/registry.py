@@ -36,20 +36,29 @@ class Mark:
     """A skip or strict xfail, as data: applies where every given field matches."""
 
     kind: str  # "skip" or "xfail"
-    reason: str
-    test: str | None = None
-    dtype: torch.dtype | None = None
-    layout: str | None = None
-    device: str | None = None
+    reason: str  # the finding or the reason, shown with the outcome
+    test: str | None = None  # the test (a samplecheck.harness.catalog name) it applies to; None: every test
+    dtype: torch.dtype | None = None  # the logits dtype it applies to; None: every dtype
+    layout: str | None = None  # the layout (samplecheck.inputs.layouts) it applies to; None: every layout
+    device: str | None = None  # "cpu" or "cuda"; None: both
+    # xfail only: the finding's signature, a predicate over a failure's exception (type and
+    # message) or fault. Without one the xfail is strict over the whole cell. With one, a failure
+    # that shows the signature is the expected failure, any other failure fails the test, and
+    # a pass passes: the drawn case did not reach the finding, whose own reproducer keeps it
+    # pinned strictly (samplecheck.harness.plugin applies it).
+    witness: Callable[[str], bool] | None = None
 
     def applies(self, test: str, dtype: torch.dtype, layout: str, device: str) -> bool:
         wanted = (self.test, self.dtype, self.layout, self.device)
         return all(w is None or w == v for w, v in zip(wanted, (test, dtype, layout, device)))
 
-    def as_pytest_mark(self):
+    def as_pytest_marks(self) -> tuple:
         if self.kind == "skip":
-            return pytest.mark.skip(reason=self.reason)
-        return pytest.mark.xfail(reason=self.reason, strict=True)
+            return (pytest.mark.skip(reason=self.reason),)
+        if self.witness is None:
+            return (pytest.mark.xfail(reason=self.reason, strict=True),)
+        return (pytest.mark.xfail(reason=self.reason, strict=False),
+                pytest.mark.finding(witness=self.witness, reason=self.reason))
 
 
 def beyond_memory_bound(reason: str) -> Mark:
@@ -398,7 +407,8 @@ def _marks(combo: Combo, test: str, device: str) -> list:
 
     declared = [pytest.mark.skip(reason=f"backend {backend.name} {reason}")
                 for skipped, reason in axis_marks(combo.info.name, backend.semantics) if skipped == test]
-    return declared + [m.as_pytest_mark() for m in backend.marks if m.applies(test, combo.dtype, combo.layout, device)]
+    return declared + [pytest_mark for m in backend.marks if m.applies(test, combo.dtype, combo.layout, device)
+                       for pytest_mark in m.as_pytest_marks()]
 
 
 def error_cases(device: str) -> list:
@@ -408,8 +418,9 @@ def error_cases(device: str) -> list:
         for backend in info.backends:
             marks = [] if device in backend.devices else [
                 pytest.mark.skip(reason=f"backend {backend.name} runs on {', '.join(backend.devices)}")]
-            marks += [m.as_pytest_mark() for m in backend.marks
-                      if m.dtype is None and m.layout is None and m.applies(ERROR_INPUTS, None, None, device)]
+            marks += [pytest_mark for m in backend.marks
+                      if m.dtype is None and m.layout is None and m.applies(ERROR_INPUTS, None, None, device)
+                      for pytest_mark in m.as_pytest_marks()]
             for error in info.error_inputs:
                 if error.knob is not None and error.knob not in backend.knobs:
                     continue

@@ -18,7 +18,7 @@ from hypothesis import assume, event, strategies as st
 
 from samplecheck.harness.registry import Combo
 from samplecheck.harness.runner import poison_for
-from samplecheck.inputs.drawing import accepted
+from samplecheck.inputs.drawing import accepted, accepted_cases
 from samplecheck.inputs.layouts import Placed, place
 from samplecheck.inputs.tensor_tree import map_tensors, tensors_of
 from samplecheck.inputs.recipes import materialize
@@ -106,7 +106,7 @@ def draw_fresh_inputs(data, combo: Combo, case, strategy, device) -> CallInputs:
     values = materialize(recipe, combo.dtype, device)
     placed = place(values, combo.layout, poison_for(dataclasses.replace(case, logits=recipe), combo.dtype))
     args = combo.info.make_args(case, placed.view)
-    other = data.draw(strategy.filter(lambda c: accepted(combo, c)), label="fresh parameters")
+    other = data.draw(accepted_cases(combo, strategy), label="fresh parameters")
     if other.logits == case.logits:
         candidate = combo.info.make_args(other, placed.view)
         if signature(candidate) == signature(args):

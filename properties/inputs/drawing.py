@@ -7,6 +7,11 @@ file named by the environment variable SAMPLECHECK_REGRESSIONS), are attached to
 template as `@example(data=Replay(...))`; a replay that does not match the running combo is
 rejected with `assume`, which Hypothesis allows for explicit examples. Each case reports
 what it covers with `hypothesis.event()` (`samplecheck.inputs.coverage`).
+
+A backend that declares `accepts` implements only the cases it accepts: `draw_case` draws
+only those, and a property that builds or alters a call itself (rows off, lists padded, rows
+cut or added, a case written out) asks `accepted` about it, or skips with
+`skip_unless_accepted`.
 """
 
 import importlib.util
@@ -55,6 +60,11 @@ def accepted(combo: Combo, case, logits: torch.Tensor | None = None, args: dict 
     return bool(accepts(case))
 
 
+def accepted_cases(combo: Combo, strategy):
+    """`strategy` drawing only the cases the combo's backend accepts."""
+    return strategy if combo.backend.accepts is None else strategy.filter(lambda case: accepted(combo, case))
+
+
 def skip_unless_accepted(combo: Combo, case, what: str, logits: torch.Tensor | None = None,
                          args: dict | None = None) -> None:
     """Skip the test (a cell that builds or alters its call itself) where the backend does not
@@ -74,7 +84,7 @@ def draw_case(data, combo: Combo, strategy):
         case = r.case
         assume(accepted(combo, case))
     else:
-        case = data.draw(strategy.filter(lambda c: accepted(combo, c)), label="case")
+        case = data.draw(accepted_cases(combo, strategy), label="case")
     ExampleCounter.count += 1
     for label in case_events(combo, case):
         event(label)

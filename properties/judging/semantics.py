@@ -115,8 +115,9 @@ AXES = {axis.name: axis for axis in (
         "contract": "NaN logits as docs/backends.md states (NaN reads as -inf where values are compared: never "
                     "counted, kept by a filter that is on, or drawn; elementwise ops keep a NaN, any NaN; bad words "
                     "overwrite a banned NaN), judged against the oracle",
-        "row_unspecified": "a row holding NaN has an unspecified result: test_edge_values leaves it unjudged; every "
-                           "other row of the call is still judged against the oracle"},
+        "row_unspecified": "a row holding NaN has an unspecified result: the properties that write NaN into rows "
+                           "(test_edge_values, test_gumbel's) leave it unjudged; every other row of the call is "
+                           "still judged against the oracle"},
         "what a row holding NaN gives"),
 )}
 # Axes that choose which rows a property judges, with no oracle branch.

@@ -10,6 +10,7 @@ option clashes with them:
     --backend KERNEL=MOD:FN     -> --sc-backend (repeatable)
     --backend-only              -> --sc-backend-only
     --allow-broken-plugins      -> --sc-allow-broken-plugins
+    --packs all|none|NAME,...   -> --sc-packs (default all: every installed pack)
     --mutant NAME               -> --sc-mutant
     --stat-alpha A              -> --sc-stat-alpha
 """
@@ -32,6 +33,7 @@ class SuiteFlags:
     backends: tuple[str, ...] = ()
     backend_only: bool = False
     allow_broken_plugins: bool = False
+    packs: str = "all"
     mutant: str | None = None
     stat_alpha: float | None = None
 
@@ -45,6 +47,7 @@ class SuiteFlags:
         options += [f"--sc-backend={backend}" for backend in self.backends]
         options += ["--sc-backend-only"] if self.backend_only else []
         options += ["--sc-allow-broken-plugins"] if self.allow_broken_plugins else []
+        options += [f"--sc-packs={self.packs}"] if self.packs != "all" else []
         options += [f"--sc-mutant={self.mutant}"] if self.mutant else []
         options += [f"--sc-stat-alpha={self.stat_alpha:g}"] if self.stat_alpha is not None else []
         return options
@@ -77,6 +80,9 @@ def add_suite_flags(parser: argparse.ArgumentParser, *, profile: bool = True, ba
                                  "with only the properties that judge them")
         parser.add_argument("--allow-broken-plugins", action="store_true",
                             help="report a plug-in that fails to load and skip its tests, instead of failing the run")
+        parser.add_argument("--packs", default="all", type=_packs, metavar="all|none|NAME,...",
+                            help="which installed packs (third-party engines' kernels, docs/packs.md) are plugged "
+                                 "(default all)")
     if mutant:
         parser.add_argument("--mutant", default=None, metavar="NAME",
                             help="run the suite against this mutant of our kernels alone "
@@ -109,6 +115,7 @@ def suite_flags(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Su
                       backends=tuple(getattr(args, "backends", ())),
                       backend_only=getattr(args, "backend_only", False),
                       allow_broken_plugins=getattr(args, "allow_broken_plugins", False),
+                      packs=getattr(args, "packs", "all"),
                       mutant=getattr(args, "mutant", None), stat_alpha=getattr(args, "stat_alpha", None))
 
 
@@ -125,6 +132,12 @@ def _backend(text: str) -> str:
     if not BACKEND.fullmatch(text):
         raise argparse.ArgumentTypeError(f"expected KERNEL=package.module:callable, got {text!r}")
     return text
+
+
+def _packs(text: str) -> str:
+    if text in ("all", "none") or all(re.fullmatch(r"[\w.-]+", name) for name in text.split(",")):
+        return text
+    raise argparse.ArgumentTypeError(f"must be all, none or comma-separated pack names, got {text!r}")
 
 
 def _alpha(text: str) -> float:

@@ -1,85 +1,86 @@
-"""The verification sweep: every generic property over the whole registry, as one table.
+"""The verification sweep of the kernels: the properties that judge backends, over every cell
+(kernel x backend x dtype x layout) that can run on this device, as one table.
 
     samplecheck sweep [--device auto|cpu|cuda] [--profile ci|gate|nightly|dev] [--backend KERNEL=MOD:FN ...]
                       [--backend-only] [--allow-broken-plugins] [--mutant NAME] [--stat-alpha A]
-                      [--workers N] [--report FILE.md] [[--] PYTEST ARGS ...]
+                      [--workers N] [--log FILE] [--report FILE.md] [[--] PYTEST ARGS ...]
 
-Runs tests/cover through pytest (so the sweep and the test suite share one code path and
-samplecheck's pytest configuration) and prints kernel x backend x dtype x layout with each
-property's outcome, the number of examples run, and the time taken. Exits with pytest's status.
+Runs samplecheck's suite through pytest under its own configuration, keeping the tests that
+judge backends (the selection --backend-only applies; samplecheck.tools.sweep_selection) whose
+backends run on this device. pytest's output goes to the log (--log; its path is printed);
+the screen shows one progress line, then the report (samplecheck.tools.sweep_report): each
+cell's outcome per property, examples run and time. Exits with pytest's status.
 """
 
 import argparse
-import re
+import os
 import sys
+import tempfile
 import time
-from collections import defaultdict
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from samplecheck.harness import catalog
 from samplecheck.harness.registry import declarations
 from samplecheck.tools import flags
 from samplecheck.tools.suite import config_args, suite_path
+from samplecheck.tools.sweep_report import SweepReport
+from samplecheck.tools.sweep_selection import elsewhere
 
-COLUMNS = tuple(name.removeprefix("test_") for name in (
-    catalog.ORACLE_EQUIVALENCE, catalog.STRIDED_BITWISE, catalog.ROW_ISOLATION, catalog.DETERMINISTIC, catalog.OFF_ENCODINGS,
-    catalog.EXACT_DISTRIBUTION, catalog.DISTRIBUTION, catalog.MEMORY_BOUND))
-SYMBOL = {"passed": "pass", "failed": "FAIL", "skipped": "skip", "xfailed": "xfail", "xpassed": "XPASS"}
+SELECTION = "samplecheck.tools.sweep_selection"
+# pytest statuses with no table to show (interrupted, internal error, usage error, nothing
+# collected): the screen gets the log's last lines instead.
+NO_TABLE = (2, 3, 4, 5)
+LOG_TAIL = 25
 
 
-class SweepReport:
-    """Collects pytest reports into rows keyed by the combo id in the test's brackets."""
+def default_log() -> Path:
+    return Path(tempfile.gettempdir()) / f"samplecheck-sweep-{time.strftime('%Y%m%d-%H%M%S')}.log"
 
-    def __init__(self):
-        self.cells = defaultdict(dict)  # combo id -> property -> outcome
-        self.examples = defaultdict(int)
-        self.seconds = defaultdict(float)
-        self.other = defaultdict(int)
-        self.failures = []
 
-    def pytest_runtest_logreport(self, report):
-        if report.when != "call" and not (report.when == "setup" and report.outcome != "passed"):
+@contextmanager
+def output_to(log: Path):
+    """Inside, file descriptors 1 and 2 of this process and the processes it starts (pytest-xdist's
+    workers) write to `log`; yields a line-buffered stream to the screen they wrote to before."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    screen = os.fdopen(os.dup(saved[0]), "w", buffering=1)
+    with log.open("w") as out:
+        os.dup2(out.fileno(), 1)
+        os.dup2(out.fileno(), 2)
+        try:
+            yield screen
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            for fd, kept in zip((1, 2), saved):
+                os.dup2(kept, fd)
+                os.close(kept)
+            screen.close()
+
+
+class Progress:
+    """One progress line: rewritten in place on a terminal, else printed at each tenth done."""
+
+    def __init__(self, screen, started: float):
+        self.screen, self.started = screen, started
+        self.tty = screen.isatty()
+        self.shown = -1
+
+    def __call__(self, done: int, total: int, failed: int) -> None:
+        tenth = 10 * done // total if total else 0
+        if not self.tty and tenth == self.shown:
             return
-        outcome = "xfailed" if hasattr(report, "wasxfail") and report.skipped else report.outcome
-        if hasattr(report, "wasxfail") and report.passed:
-            outcome = "xpassed"
-        match = re.search(r"::test_(\w+)\[(.+)\]$", report.nodeid)
-        if match and match.group(1) in COLUMNS:
-            prop, combo = match.groups()
-            self.cells[combo][prop] = outcome
-            self.examples[combo] += dict(report.user_properties).get("examples", 0)
-            self.seconds[combo] += report.duration
-        else:
-            self.other[outcome] += 1
-        if outcome in ("failed", "xpassed"):
-            self.failures.append(report.nodeid)
+        self.shown = tenth
+        line = (f"sweep: {done}/{total or '?'} tests, {failed} failed, "
+                f"{time.monotonic() - self.started:.0f} s")
+        self.screen.write(f"\r{line}\x1b[K" if self.tty else line + "\n")
 
-    def table(self) -> str:
-        header = ("kernel", "backend", "dtype", "layout") + COLUMNS + ("examples", "time")
-        rows = []
-        for combo in sorted(self.cells):
-            kernel, backend, dtype, layout = combo.rsplit("-", 3) if combo.count("-") == 3 else _split(combo)
-            outcomes = tuple(SYMBOL.get(self.cells[combo].get(c), "-") for c in COLUMNS)
-            rows.append((kernel, backend, dtype, layout) + outcomes
-                        + (str(self.examples[combo]), f"{self.seconds[combo]:.1f}s"))
-        widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
-        lines = ["| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |",
-                 "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
-        lines += ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |" for r in rows]
-        other = ", ".join(f"{n} {SYMBOL.get(k, k)}" for k, n in sorted(self.other.items()))
-        lines.append(f"\nOther tests (error inputs, plug-ins, statistics, rounding): {other or 'none'}")
-        if self.failures:
-            lines.append("Failures (rerun one with the command printed in its 'reproduce' section):")
-            lines += [f"  {f}" for f in self.failures]
-        return "\n".join(lines)
-
-
-def _split(combo: str):
-    """kernel-backend-dtype-layout where the layout itself may contain '-' (never does today)."""
-    kernel, backend, dtype, layout = combo.split("-", 3)
-    return kernel, backend, dtype, layout
+    def end(self) -> None:
+        if self.tty and self.shown >= 0:
+            self.screen.write("\n")
 
 
 def main(argv=None) -> int:
@@ -87,24 +88,34 @@ def main(argv=None) -> int:
                           epilog="Arguments not listed here go to pytest.")
     flags.add_suite_flags(parser)
     flags.add_workers(parser)
-    parser.add_argument("--report", type=Path, default=None, help="also write the table to this Markdown file")
+    parser.add_argument("--log", type=Path, default=None,
+                        help="where pytest's output goes (default: samplecheck-sweep-DATE-TIME.log in the temp folder)")
+    parser.add_argument("--report", type=Path, default=None, help="also write the report to this Markdown file")
     args, rest = parser.parse_known_args(argv)
     chosen = flags.suite_flags(parser, args)
     device, profile = chosen.device, chosen.resolved_profile
-    report = SweepReport()
-    command = [str(suite_path()), *config_args(), *chosen.pytest_options(), "-q", "-p", "no:cacheprovider"]
+    log = (args.log or default_log()).resolve()
+    command = [str(suite_path()), *config_args(), *chosen.pytest_options(), "-p", SELECTION, "-p", "no:cacheprovider",
+               "-ra"]
     if args.workers != "0":
-        command += ["-n", args.workers]
+        command += ["-n", args.workers, "--dist", "worksteal"]
+    print(f"sweep on {device}, profile {profile}: pytest's output goes to {log}", flush=True)
     started = time.monotonic()
-    status = pytest.main(command + flags.pytest_args(rest), plugins=[report])
-    title = (f"Sweep on {device} (profile {profile}), {time.monotonic() - started:.0f} s wall, "
-             f"pytest exit status {int(status)}")
-    declared = "\n".join(declarations())  # the backends tested and what each declared
-    text = f"{title}\n\n```\n{declared}\n```\n\n{report.table()}\n"
-    print("\n" + text)
+    with output_to(log) as screen:
+        progress = Progress(screen, started)
+        report = SweepReport(device, progress)
+        status = int(pytest.main(command + flags.pytest_args(rest), plugins=[report]))
+        progress.end()
+    if status in NO_TABLE:
+        print(f"pytest exit status {status}; the log's last lines ({log}):")
+        print("".join(log.read_text(errors="replace").splitlines(keepends=True)[-LOG_TAIL:]))
+    title = (f"Sweep on {device} (profile {profile}): {report.done} tests, {time.monotonic() - started:.0f} s wall, "
+             f"pytest exit status {status}. pytest's output: {log}")
+    text = report.text(title, declarations(), elsewhere(device))
+    print("\n" + text, end="")
     if args.report:
         args.report.write_text(text)
-    return int(status)
+    return status
 
 
 if __name__ == "__main__":

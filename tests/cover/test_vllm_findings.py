@@ -1,5 +1,5 @@
 """Minimal regression cases of the defects the vLLM pack found in vLLM's kernels
-(docs/findings-vllm.md, V1 to V5 and V7 to V9; V6, int32 row offsets, is pinned by test_large_offsets' marks),
+(docs/findings-vllm.md, V1 to V9; V6, int32 row offsets, also by test_large_offsets' pin with a signature),
 each a strict xfail that turns red when vLLM fixes it.
 Each states our contract on a hand-sized input and calls the pack's adapter; skipped
 without a vLLM source (samplecheck.backends.vllm_source)."""
@@ -47,6 +47,25 @@ def test_v3_triton_top_k_keeps_exactly_k_of_a_tied_row(device):
     logits = torch.zeros(1, 8, device=device)
     out = vllm.v1_triton_top_k_top_p(logits, torch.tensor([2], device=device), None)
     assert int((out > NEG_INF).sum()) == 2
+
+
+@pytest.mark.gpu
+@pytest.mark.xfail(strict=True, reason="finding V6: Model Runner V2's kernels address rows at token_idx * "
+                                       "logits_stride in int32: rows past 2**31 elements are out of bounds")
+def test_v6_temperature_of_a_row_past_2_31_elements(device):
+    """Three bf16 rows of 1024 logits, 2**30 + 1024 elements apart (the last starts past
+    element 2**31, the stride fits int32), temperature 2 on each: every row is the contiguous
+    copy's, bitwise (vLLM: an illegal memory access, or the last row untouched)."""
+    stride, vocab = 2**30 + 1024, 1024
+    buffer = torch.zeros(2 * stride + vocab, dtype=torch.bfloat16, device=device)
+    far = buffer.as_strided((3, vocab), (stride, 1))
+    values = torch.randn(3, vocab, generator=torch.Generator().manual_seed(6)).to(device, torch.bfloat16)
+    far.copy_(values)
+    temperature = torch.full((3,), 2.0, device=device)
+    expected = vllm.mrv2_temperature(values.clone(), temperature)
+    output = vllm.mrv2_temperature(far, temperature)
+    torch.cuda.synchronize()
+    assert torch.equal(output, expected)
 
 
 @pytest.mark.gpu

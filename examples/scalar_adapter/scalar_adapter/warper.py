@@ -1,0 +1,16 @@
+"""A stand-in for a logits-processor API that takes one scalar per call and returns a new
+tensor, shaped as Hugging Face's `TemperatureLogitsWarper(t)(input_ids, scores)`: the
+constructor takes the scalar and rejects values the API does not support; the call returns
+`scores / t`, a new tensor, and leaves `scores` as it was."""
+
+import torch
+
+
+class TemperatureWarper:
+    def __init__(self, temperature: float):
+        if not isinstance(temperature, float) or not temperature > 0:
+            raise ValueError(f"temperature must be a float > 0, got {temperature!r}")
+        self.temperature = temperature
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        return scores / self.temperature
