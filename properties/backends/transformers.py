@@ -7,32 +7,38 @@ which transformers legitimately differs from our strict contract (`semantics`), 
 processor implements (`accepts`), the dtypes and layouts worth running (transformers computes
 on an fp32 copy of any input, so fp32 and bf16, contiguous and one strided layout, cover its
 behaviour at a fraction of the CPU time), and the defects found (docs/findings-transformers.md)
-as narrow strict xfails. `pack()` returns it where transformers 5 is installed and raises
-PackUnavailable elsewhere; nothing here imports transformers.
+as narrow strict xfails and skips. `pack()` returns it, declared for the run's device, where
+transformers 5.24 or a later 5.x is installed, and raises PackUnavailable elsewhere; nothing
+here imports transformers.
 
 Per-row parameters (the choice, for every record): `generate()` takes one value per parameter
-for its whole batch, so the adapters call a processor once per group of rows sharing their
-values, a batch of requests with one generation config; a processor holding per-request lists
-(bad words, biases, allowlists, stop ids) is called once per row. This judges every drawn case,
-mixed rows included, through transformers' own batched calls, instead of only cases whose rows
-share one value (an `accepts` of uniform rows would reject most drawn cases). Continuous
-batching's per-request processors take the whole batch with per-row values, as that engine does.
+(one bad-words list, one bias dict, ...) for its whole batch, so the adapters call a processor
+once per group of rows sharing their values, as a batch of requests with one generation config.
+This judges every drawn case, mixed rows included, through transformers' own batched calls,
+instead of only cases whose rows share one value (an `accepts` of uniform rows would reject
+most drawn cases). Continuous batching's per-request processors take the whole batch with
+per-row values, as that engine does.
 """
 
+import dataclasses
 import importlib.metadata
 import importlib.util
+import os
 
 import torch
 
-from samplecheck.backends.transformers_findings import (ADDITIVE_MASKS, CB_TOP_P, INF_ROWS, SAMPLING,
-                                                       satisfiable_allowlists)
+from samplecheck.backends.transformers_findings import (ADDITIVE_MASKS, ALLOWLIST_MASKS, CB_TOP_P, INF_ROWS,
+                                                       SAMPLING, no_reciprocal_overflow, satisfiable_allowlists)
 from samplecheck.harness import catalog
 from samplecheck.harness.packs import PackUnavailable
 from samplecheck.harness.registry import Backend, Mark
 from samplecheck.inputs.strategies import expand_pool
 
 MODULE = "samplecheck.backends.transformers_calls"
-MAJOR = 5  # the transformers release line these call sites are read from (scripts/setup.sh pins it)
+# The transformers releases whose call sites the adapters follow (scripts/setup.sh installs them):
+# 5.x from 5.24, the release they were read from and run with (5.17's repetition penalty, for one,
+# takes no per-row padding).
+VERSIONS = ((5, 24), (6, 0))
 DTYPES = (torch.float32, torch.bfloat16)
 LAYOUTS = ("contig", "padded64")
 
@@ -85,8 +91,8 @@ SORTED_TOP_P = {"top_p_boundary": "strict_by_position"}
 # transformers gives NaN logits no meaning: generate's remedy is `remove_invalid_values`, which
 # rewrites them, and its sampling raises on them. Declared where a processor compares values.
 NAN_UNSPECIFIED = {"nan_policy": "row_unspecified"}
-OUT_OF_DOMAIN_OFF = ("the off-encoding property writes values outside this processor's domain: {}; its other off values "
-                     "are the adapter's mapping to what generate builds, and drawn cases hold them")
+OUT_OF_DOMAIN_OFF = ("the off-encoding property writes values outside this processor's domain: {}; its other off "
+                     "values are the adapter's mapping to what generate builds, and drawn cases hold them")
 CPU_DISTRIBUTION = Mark(
     "skip", "~18k draws per row, each through generate's warpers on a repeated row, cost minutes on one CPU core; the "
     "law of this path is torch.multinomial over softmax(transformers_top_k_top_p's output), which the masking "
@@ -101,7 +107,8 @@ PACK: tuple[tuple[str, Backend], ...] = (
                              semantics={**SORTED_TOP_P, **NAN_UNSPECIFIED})),
     ("top_k_top_p", _backend("transformers_cb_top_k_top_p", "cb_top_k_top_p", memory=SORTING, marks=CB_TOP_P,
                              semantics={**SORTED_TOP_P, **NAN_UNSPECIFIED})),
-    ("top_k_top_p_sample", _backend("transformers_sample", "sample", memory=SAMPLING_BYTES,
+    # fp32 only: it samples from an fp32 copy, whose bf16 values the masking backends above judge.
+    ("top_k_top_p_sample", _backend("transformers_sample", "sample", dtypes=(torch.float32,), memory=SAMPLING_BYTES,
                                     marks=SAMPLING + (CPU_DISTRIBUTION,),
                                     semantics={**SORTED_TOP_P, "random_stream": "own"})),
     ("min_p", _backend("transformers_min_p", "min_p", memory=SORTING, marks=INF_ROWS,
@@ -114,8 +121,30 @@ PACK: tuple[tuple[str, Backend], ...] = (
              test=catalog.OFF_ENCODINGS),))),
     ("bad_words", _backend("transformers_bad_words", "bad_words", marks=ADDITIVE_MASKS, semantics=NAN_UNSPECIFIED)),
     ("logit_bias", _backend("transformers_logit_bias", "logit_bias", accepts=satisfiable_allowlists,
-                            marks=ADDITIVE_MASKS, semantics=NAN_UNSPECIFIED)),
+                            marks=ALLOWLIST_MASKS, semantics=NAN_UNSPECIFIED)),
 )
+
+
+# On CUDA, torch divides a tensor by a Python float as a product with the float's fp32 reciprocal
+# (its CUDA division kernel's scalar path); on CPU it divides (IEEE). TemperatureLogitsWarper and
+# RepetitionPenaltyLogitsProcessor divide by their Python float, so on CUDA they declare that
+# arithmetic (temperature: `approximate`, the record has no reciprocal branch; penalties: the exact
+# `reciprocal` model), and their cases leave out the values whose reciprocal overflows (T6).
+ON_CUDA = {
+    "transformers_temperature": {"division": "approximate"},
+    "transformers_repetition_penalty": {"division": "reciprocal"},
+}
+
+
+def _on_cuda(backend: Backend) -> Backend:
+    if backend.name not in ON_CUDA:
+        return backend
+    accepts = backend.accepts
+
+    def cuda_cases(case) -> bool:
+        return (accepts is None or accepts(case)) and no_reciprocal_overflow(case)
+    cuda_cases.__doc__ = "; ".join(f.__doc__.splitlines()[0] for f in (accepts, no_reciprocal_overflow) if f)
+    return dataclasses.replace(backend, semantics={**backend.semantics, **ON_CUDA[backend.name]}, accepts=cuda_cases)
 
 
 def unavailable() -> str | None:
@@ -123,14 +152,19 @@ def unavailable() -> str | None:
     if importlib.util.find_spec("transformers") is None:
         return "transformers pack: transformers is not installed (bash scripts/setup.sh installs it)"
     version = importlib.metadata.version("transformers")
-    if int(version.split(".")[0]) != MAJOR:
-        return f"transformers pack: transformers {version} is installed; the pack calls {MAJOR}.x's processors"
+    (low, high), release = VERSIONS, tuple(int(part) for part in version.split(".")[:2])
+    if not low <= release < high:
+        return (f"transformers pack: transformers {version} is installed; the pack calls the processors of "
+                f"{low[0]}.{low[1]} up to {high[0]}.0")
     return None
 
 
 def pack() -> list[tuple[str, Backend]]:
-    """The pack's (record, backend) pairs; raises PackUnavailable without transformers 5."""
+    """The pack's (record, backend) pairs, as declared for the run's device; raises
+    PackUnavailable without a transformers release in VERSIONS."""
     reason = unavailable()
     if reason is not None:
         raise PackUnavailable(reason)
-    return list(PACK)
+    if os.environ.get("TRITON_INTERPRET") == "1":  # a CPU run (docs/packs.md: set before packs are called)
+        return list(PACK)
+    return [(kernel, _on_cuda(backend)) for kernel, backend in PACK]

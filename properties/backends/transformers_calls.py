@@ -10,11 +10,11 @@ output out; in between, only what transformers' own call site does:
 - Continuous batching (`generation/continuous_batching`) runs the same fp32 copy through its
   per-request processors, which take one value per row as a float32 (viewed int32) tensor.
 
-Per-row parameters: one `generate()` call takes one value per parameter for its whole batch,
-so the rows that share their values are one call, as a batch of requests sharing a
-generation config (`_groups`). Processors whose state is per request (bad words, bias,
-allowlists, stop ids: one list per call in transformers) are called once per row, a batch of
-one request. The continuous-batching adapters take the whole batch, as that engine does.
+Per-row parameters: one `generate()` call takes one value per parameter for its whole batch
+(a temperature, a bad-words list, a bias dict, ...), so the rows that share their values (and,
+where the processor reads it, their history) are one call, as a batch of requests sharing a
+generation config (`_groups`). The continuous-batching adapters take the whole batch, as that
+engine does.
 
 "Off" values map to what generate builds: no temperature warper at T = 1 or for greedy
 rows (T = 0), no top-k warper at k <= 0 (transformers' top_k = 0; it rejects -1), no top-p
@@ -24,6 +24,7 @@ transformers is imported on first call (`_hf`), never at import of this module.
 """
 
 import functools
+import math
 
 import torch
 
@@ -160,53 +161,56 @@ def repetition_penalty(logits, *, prompt_token_ids, output_token_ids, repetition
 
 
 def bad_words(logits, *, bad_words, output_token_ids):
-    """`NoBadWordsLogitsProcessor(words)` per row with a word (no EOS id given: generate drops
-    a single-token word equal to the model's EOS), its `input_ids` the row's output before
-    its first -1 (a prompt given as embeddings: generate's input_ids hold only the output)."""
+    """`NoBadWordsLogitsProcessor(words)` per group of rows sharing their words and their
+    output before its first -1 (their `input_ids`: a prompt given as embeddings, so generate's
+    input_ids hold only the output); no EOS id given (generate drops a single-token word equal
+    to the model's EOS)."""
     device = logits.device
-    for row, (words, past) in enumerate(zip(bad_words.tolist(), output_token_ids.tolist())):
-        words = [w for w in map(_prefix, words) if w]
+    keys = [(tuple(tuple(w) for w in map(_prefix, words) if w), tuple(_prefix(past)))
+            for words, past in zip(bad_words.tolist(), output_token_ids.tolist())]
+    for (words, past), rows in _groups(keys).items():
         if words:
-            ids = torch.tensor([_prefix(past)], dtype=torch.long, device=device).view(1, -1)
-            _run(logits, [row], ids, [_hf().NoBadWordsLogitsProcessor(words)])
+            ids = torch.tensor([past] * len(rows), dtype=torch.long, device=device).view(len(rows), len(past))
+            _run(logits, rows, ids, [_hf().NoBadWordsLogitsProcessor([list(w) for w in words])])
     return logits
 
 
-def _lists(ids: torch.Tensor | None, batch: int) -> list[list[int]]:
-    return [[] for _ in range(batch)] if ids is None else [_prefix(row) for row in ids.tolist()]
+def _lists(ids: torch.Tensor | None, batch: int) -> list[tuple[int, ...]]:
+    return [()] * batch if ids is None else [tuple(_prefix(row)) for row in ids.tolist()]
 
 
 PROMPT = 3  # prompt tokens before the output: min_new_tokens counts past them
 
 
+def _allowed(ids: tuple[int, ...], batch_id: int, sent: torch.Tensor) -> list[int]:
+    """prefix_allowed_tokens_fn: the same allowed ids for every row of the call."""
+    return list(ids)
+
+
 def logit_bias(logits, *, allowed_token_ids=None, logit_bias_ids=None, logit_bias_values=None,
                stop_token_ids=None, min_tokens=None, output_len=None):
-    """Per row, generate's processors in generate's order: `SequenceBiasLogitsProcessor` with
-    one-token sequences {(id,): bias}, `MinNewTokensLengthLogitsProcessor` (the stop ids as EOS
-    ids, min_new_tokens = min_tokens, input_ids of PROMPT + output_len tokens), then
-    `PrefixConstrainedLogitsProcessor` whose function returns the row's allowed ids."""
-    batch, vocab = logits.shape
-    allowed = _lists(allowed_token_ids, batch)
+    """Per group of rows sharing all their parameters, generate's processors in generate's
+    order: `SequenceBiasLogitsProcessor` with one-token sequences {(id,): bias},
+    `MinNewTokensLengthLogitsProcessor` (the stop ids as EOS ids, min_new_tokens = min_tokens,
+    input_ids of PROMPT + output_len tokens), then `PrefixConstrainedLogitsProcessor` whose
+    function returns the allowed ids."""
+    batch = logits.size(0)
     bias_ids = _lists(logit_bias_ids, batch)
-    biases = [[]] * batch if logit_bias_values is None else logit_bias_values.tolist()
-    stops = _lists(stop_token_ids, batch)
-    mins = [0] * batch if min_tokens is None else min_tokens.tolist()
-    done = [0] * batch if output_len is None else output_len.tolist()
+    values = [()] * batch if logit_bias_values is None else logit_bias_values.tolist()
+    # the sign of a zero bias kept in the key: l + -0.0 and l + 0.0 differ at l = -0.0
+    biases = [tuple((i, b, math.copysign(1.0, b)) for i, b in zip(ids, row)) for ids, row in zip(bias_ids, values)]
+    keys = zip(_lists(allowed_token_ids, batch), biases, _lists(stop_token_ids, batch),
+               _row_values(min_tokens, batch), _row_values(output_len, batch))
     hf = _hf()
-    for row in range(batch):
-        processors = []
-        if bias_ids[row]:
-            processors.append(hf.SequenceBiasLogitsProcessor(
-                [[[i], b] for i, b in zip(bias_ids[row], biases[row])]))
-        if stops[row] and mins[row] > 0:
-            processors.append(hf.MinNewTokensLengthLogitsProcessor(PROMPT, mins[row], stops[row],
-                                                                   device=logits.device))
-        if allowed[row]:
-            processors.append(hf.PrefixConstrainedLogitsProcessor(
-                functools.partial(lambda ids, batch_id, sent: ids, allowed[row]), num_beams=1))
+    for (allowed, bias, stops, least, done), rows in _groups(list(keys)).items():
+        processors = [hf.SequenceBiasLogitsProcessor([[[i], b] for i, b, _ in bias])] if bias else []
+        if stops and (least or 0) > 0:
+            processors.append(hf.MinNewTokensLengthLogitsProcessor(PROMPT, least, list(stops), device=logits.device))
+        if allowed:
+            processors.append(hf.PrefixConstrainedLogitsProcessor(functools.partial(_allowed, allowed), num_beams=1))
         # only input_ids' length is read (min_new_tokens); an expanded view holds no memory
-        ids = torch.zeros((1, 1), dtype=torch.long, device=logits.device).expand(1, PROMPT + done[row])
-        _run(logits, [row], ids, processors)
+        ids = torch.zeros((1, 1), dtype=torch.long, device=logits.device).expand(len(rows), PROMPT + (done or 0))
+        _run(logits, rows, ids, processors)
     return logits
 
 

@@ -374,7 +374,7 @@ PACK: tuple[tuple[str, Backend], ...] = (
                              marks=(Mark("skip", EMPTY_TOP_K_ONLY, test=catalog.EMPTY_BATCH),),
                              semantics=NAN_UNSPECIFIED)),
     ("top_k_top_p_sample", _backend("vllm_v1_torch_sample", "v1_torch_sample", triton=False,
-                                    semantics={**TORCH_PATH, "random_stream": "own"})),
+                                    semantics={**TORCH_PATH, **NAN_UNSPECIFIED, "random_stream": "own"})),
     ("penalties", _backend("vllm_v1_penalties", "v1_penalties", triton=False, semantics={
         "division": "reciprocal", "frequency_rounding": "two", "compute_dtype": "logits_dtype"})),
     ("bad_words", _backend("vllm_v1_bad_words", "v1_bad_words")),

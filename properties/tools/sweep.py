@@ -2,8 +2,8 @@
 (kernel x backend x dtype x layout) that can run on this device, as one table.
 
     samplecheck sweep [--device auto|cpu|cuda] [--profile ci|gate|nightly|dev] [--backend KERNEL=MOD:FN ...]
-                      [--backend-only] [--allow-broken-plugins] [--mutant NAME] [--stat-alpha A]
-                      [--workers N] [--log FILE] [--report FILE.md] [[--] PYTEST ARGS ...]
+                      [--backend-only] [--allow-broken-plugins] [--packs all|none|NAME,...] [--mutant NAME]
+                      [--stat-alpha A] [--workers N] [--log FILE] [--report FILE.md] [[--] PYTEST ARGS ...]
 
 Runs samplecheck's suite through pytest under its own configuration, keeping the tests that
 judge backends (the selection --backend-only applies; samplecheck.tools.sweep_selection) whose
@@ -22,15 +22,14 @@ from pathlib import Path
 
 import pytest
 
-from samplecheck.harness.registry import declarations
+from samplecheck.harness.registry import REGISTRY, declarations
 from samplecheck.tools import flags
 from samplecheck.tools.suite import config_args, suite_path
-from samplecheck.tools.sweep_report import SweepReport
-from samplecheck.tools.sweep_selection import elsewhere
+from samplecheck.tools.sweep_report import SweepReport, elsewhere
 
 SELECTION = "samplecheck.tools.sweep_selection"
-# pytest statuses with no table to show (interrupted, internal error, usage error, nothing
-# collected): the screen gets the log's last lines instead.
+# pytest statuses that leave the table empty (interrupted, internal error, usage error, nothing
+# collected): the screen also gets the log's last lines, which say why.
 NO_TABLE = (2, 3, 4, 5)
 LOG_TAIL = 25
 
@@ -96,7 +95,7 @@ def main(argv=None) -> int:
     device, profile = chosen.device, chosen.resolved_profile
     log = (args.log or default_log()).resolve()
     command = [str(suite_path()), *config_args(), *chosen.pytest_options(), "-p", SELECTION, "-p", "no:cacheprovider",
-               "-ra"]
+               "-ra", "--durations=20"]
     if args.workers != "0":
         command += ["-n", args.workers, "--dist", "worksteal"]
     print(f"sweep on {device}, profile {profile}: pytest's output goes to {log}", flush=True)
@@ -109,9 +108,10 @@ def main(argv=None) -> int:
     if status in NO_TABLE:
         print(f"pytest exit status {status}; the log's last lines ({log}):")
         print("".join(log.read_text(errors="replace").splitlines(keepends=True)[-LOG_TAIL:]))
-    title = (f"Sweep on {device} (profile {profile}): {report.done} tests, {time.monotonic() - started:.0f} s wall, "
-             f"pytest exit status {status}. pytest's output: {log}")
-    text = report.text(title, declarations(), elsewhere(device))
+    tests = f"{report.done} test{'s' if report.done != 1 else ''}"
+    title = [f"Sweep on {device} (profile {profile}): {tests} in {time.monotonic() - started:.0f} s, pytest exit "
+             f"status {status}", f"pytest's output (failures, skip reasons, slowest tests): {log}"]
+    text = report.text(title, declarations(), elsewhere(REGISTRY.values(), device))
     print("\n" + text, end="")
     if args.report:
         args.report.write_text(text)

@@ -14,18 +14,23 @@ from collections import defaultdict
 import pytest
 
 from samplecheck.harness import catalog
+from samplecheck.harness.registry import DTYPE_NAMES
 
 COLUMNS = tuple(name.removeprefix("test_") for name in (
     catalog.ORACLE_EQUIVALENCE, catalog.STRIDED_BITWISE, catalog.ROW_ISOLATION, catalog.DETERMINISTIC,
     catalog.OFF_ENCODINGS, catalog.EXACT_DISTRIBUTION, catalog.DISTRIBUTION, catalog.MEMORY_BOUND))
+# Column headings: short, so that a row fits a terminal; the legend spells each one out.
+HEADING = {"oracle_equivalence": "oracle", "strided_bitwise": "strided", "row_isolation": "isolated",
+           "deterministic": "determ", "off_encodings": "off", "exact_distribution": "law",
+           "distribution": "sampled", "memory_bound": "memory"}
 SYMBOL = {"passed": "pass", "failed": "FAIL", "skipped": "skip", "xfailed": "xfail", "xpassed": "XPASS"}
 WIDTH = 100
 LEGEND = (
     "Legend:",
     "  pass   the property held; FAIL: it did not",
     "  xfail  a finding the backend declares failed as declared; XPASS: it no longer fails (strict: the run fails)",
-    "  skip   the property applies to this cell and was skipped (a backend's declaration, or an example set "
-    "sized for the nightly); the log names the reason",
+    "  skip   the property applies to this cell and was skipped here (declared by the backend or record, e.g. "
+    "too slow for the interpreter, or an example set sized for the nightly); the log names the reason",
     "  -      the property does not apply to this cell and was not collected: it compares the other layouts "
     "with contig, runs on some layouts or dtypes only, or needs what the record lacks (a law, a sampler, off "
     "encodings)",
@@ -91,7 +96,7 @@ class SweepReport:
 
     def table(self) -> list[str]:
         columns = self.columns()
-        header = ("kernel", "backend", "dtype", "layout") + columns + ("examples", "time")
+        header = ("kernel", "backend", "dtype", "layout") + tuple(HEADING[c] for c in columns) + ("examples", "time")
         rows = [split_cell(cell) + tuple(SYMBOL.get(self.cells[cell].get(c), "-") for c in columns)
                 + (str(self.examples[cell]), f"{self.seconds[cell]:.1f}s") for cell in sorted(self.cells)]
         widths = [max(len(row[i]) for row in rows + [header]) for i in range(len(header))]
@@ -99,15 +104,19 @@ class SweepReport:
                  "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
                 + ["| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |" for row in rows])
 
-    def text(self, title: str, declarations: list[str], elsewhere: list[str]) -> str:
-        """The report: `title`, the `declarations` lines (wrapped), the table and its legend,
-        the cells and properties that cannot run here (`elsewhere`: `kernel/backend (devices)`),
-        the other tests' counts and the failures."""
-        lines = [title, "", "```"] + wrap(declarations) + ["```", ""] + self.table() + [""] + wrap(LEGEND, hang=7)
+    def text(self, title: list[str], declarations: list[str], elsewhere: list[str]) -> str:
+        """The report: the `title` and `declarations` lines (wrapped), the table and its legend,
+        the backends and cells that cannot run here (`elsewhere`, entries of the function
+        below) and the GPU-only properties on CPU, the other tests' counts and the failures."""
+        headings = ", ".join(f"{HEADING[c]} = test_{c}" for c in self.columns())
+        lines = (wrap(title) + ["", "```"] + wrap(declarations) + ["```", ""] + self.table() + [""]
+                 + wrap(LEGEND + (f"  Columns: {headings}.",), hang=7))
         if elsewhere:
-            lines += wrap([f"Not run on {self.device} (the backend runs elsewhere): {', '.join(elsewhere)}."])
+            lines += wrap([f"Not run on {self.device}, so no rows (the backend runs elsewhere, or does not declare "
+                           f"those cells): {'; '.join(elsewhere)}."])
         if self.gpu_only:
-            lines += wrap([f"Not run on cpu (GPU-only properties, marker gpu): {', '.join(sorted(self.gpu_only))}."])
+            gpu_only = ", ".join(sorted(self.gpu_only))
+            lines += wrap([f"Not run on cpu (GPU-only properties, marker gpu): {gpu_only}."])
         counts = ", ".join(f"{n} {SYMBOL.get(k, k)}" for k, n in sorted(self.other.items())) or "none"
         lines += wrap([f"Other properties judging these backends (error inputs, bad inputs, edge values, empty "
                        f"batch, kernel-specific): {counts}."])
@@ -115,6 +124,25 @@ class SweepReport:
             lines.append("Failures (each one's 'reproduce' section in the log reruns it):")
             lines += [f"  {nodeid}" for nodeid in self.failures]
         return "\n".join(lines) + "\n"
+
+
+def elsewhere(records, device: str) -> list[str]:
+    """What the sweep leaves out of `records` (KernelInfo) on `device`, one entry per backend:
+    `kernel/backend (runs on DEVICES)` for one that never runs here, `kernel/backend (not
+    declared: ...)` for the record's dtypes and layouts it does not declare."""
+    entries = []
+    for info in records:
+        for backend in info.backends:
+            if device not in backend.devices:
+                entries.append(f"{info.name}/{backend.name} (runs on {','.join(backend.devices)})")
+                continue
+            dtypes = info.dtypes if backend.dtypes is None else backend.dtypes
+            layouts = info.layouts if backend.layouts is None else backend.layouts
+            missing = [DTYPE_NAMES[d] for d in info.dtypes if d not in dtypes]
+            missing += [layout for layout in info.layouts if layout not in layouts]
+            if missing:
+                entries.append(f"{info.name}/{backend.name} (not declared: {', '.join(missing)})")
+    return entries
 
 
 def split_cell(cell: str) -> tuple[str, str, str, str]:
@@ -130,5 +158,6 @@ def wrap(lines, width: int = WIDTH, hang: int = 4) -> list[str]:
     wrapped = []
     for line in lines:
         indent = " " * (len(line) - len(line.lstrip()) + hang)
-        wrapped += textwrap.wrap(line, width, subsequent_indent=indent, break_on_hyphens=False) or [""]
+        wrapped += textwrap.wrap(line, width, subsequent_indent=indent, break_long_words=False,
+                                 break_on_hyphens=False) or [""]
     return wrapped

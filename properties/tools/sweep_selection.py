@@ -2,35 +2,36 @@
 pytest-xdist's workers, which collect, load it too).
 
 Of samplecheck's tests it keeps those that judge backends (`judges_backends`: the selection
-`--sc-backend-only` applies) and, of those, the ones whose backends run on the run's device;
-the rest are deselected, not run. `elsewhere` names the cells left out for their device, for
-the sweep's report. Tests marked `gpu` stay collected: the suite's plugin skips them on CPU,
-and the report names them. Loaded before the suite's plugin chooses the device, this module
-imports the registry (and so torch) only when its hooks run.
+`--sc-backend-only` applies) and, of those, the ones whose backends run on the run's device,
+in a dtype and layout the backend declares; the rest are deselected, not run (the sweep's
+report names the backends and cells left out). Tests marked `gpu` stay collected: the suite's
+plugin skips them on CPU, and the report names them. Loaded before the suite's plugin chooses
+the device, this module imports the registry (and so torch) only when its hooks run.
 """
 
 from samplecheck.harness.options import owns
 
 
-def backends_of(item) -> list:
-    """The backends the registry parametrized `item` with (a `Combo`'s, or one inside a tuple
-    parameter: an error case, a bad-input entry)."""
-    from samplecheck.harness.registry import Backend, Combo
-
-    found = []
-    for value in getattr(getattr(item, "callspec", None), "params", {}).values():
-        if isinstance(value, Combo):
-            found.append(value.backend)
-        elif isinstance(value, tuple):
-            found += [v for v in value if isinstance(v, Backend)]
-    return found
-
-
 def runs_here(item, device: str) -> bool:
-    """Whether `item` judges backends and every backend it names runs on `device`."""
+    """Whether `item` judges backends, every backend it names runs on `device`, and its cell
+    (a `Combo`'s dtype and layout) is one its backend declares."""
+    from samplecheck.harness.registry import Backend, Combo
     from samplecheck.harness.selection import judges_backends
 
-    return judges_backends(item) and all(device in backend.devices for backend in backends_of(item))
+    if not judges_backends(item):
+        return False
+    for value in getattr(getattr(item, "callspec", None), "params", {}).values():
+        if isinstance(value, Combo) and not declares(value.backend, device, value.dtype, value.layout):
+            return False
+        if isinstance(value, tuple) and any(isinstance(v, Backend) and device not in v.devices for v in value):
+            return False
+    return True
+
+
+def declares(backend, device: str, dtype, layout: str) -> bool:
+    """Whether `backend` runs on `device` and declares `dtype` and `layout` (undeclared: all)."""
+    return (device in backend.devices and (backend.dtypes is None or dtype in backend.dtypes)
+            and (backend.layouts is None or layout in backend.layouts))
 
 
 def pytest_collection_modifyitems(config, items):
@@ -41,10 +42,3 @@ def pytest_collection_modifyitems(config, items):
         dropped = set(left_out)
         items[:] = [item for item in items if item not in dropped]
 
-
-def elsewhere(device: str) -> list[str]:
-    """`kernel/backend (devices)` of each registered backend that never runs on `device`."""
-    from samplecheck.harness.registry import REGISTRY
-
-    return [f"{info.name}/{backend.name} ({','.join(backend.devices)})"
-            for info in REGISTRY.values() for backend in info.backends if device not in backend.devices]
