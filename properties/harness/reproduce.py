@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from samplecheck.harness.options import owns
+from samplecheck.harness.options import EVERY_TEST, SUITE_PLUGIN, owns
 from samplecheck.harness.profiles import EXAMPLE_DB_ENV, NIGHTLY, nightly_database, profile_name
 from samplecheck.harness.seeds import SEED
 from samplecheck.tools.suite import config_args
@@ -29,7 +29,8 @@ def reproduce_command(item, test: str | None = None) -> list[str]:
     test = test or f"{item.path}::{item.nodeid.split('::', 1)[1]}"
     profile = profile_name(config)
     database = ["env", f"{EXAMPLE_DB_ENV}={nightly_database()}"] if profile == NIGHTLY else []
-    command = database + [sys.executable, "-m", "pytest", test, *config_args(), "-p", "no:xdist",
+    claimed = ["-p", SUITE_PLUGIN] if EVERY_TEST["claimed"] else []  # a run that asked for it by name
+    command = database + [sys.executable, "-m", "pytest", test, *config_args(), *claimed, "-p", "no:xdist",
                           f"--sc-device={config.samplecheck_device.type}", f"--sc-profile={profile}"]
     if config.getoption("--sc-stat-alpha"):
         command.append(f"--sc-stat-alpha={config.getoption('--sc-stat-alpha'):g}")

@@ -30,7 +30,7 @@ from samplecheck.tools import flags
 COMMANDS = {
     "test": "the property suite over every registered backend (pytest; extra arguments go to pytest)",
     "gate": "the PR gate: the suite under the gate profile, then the mutant kill table",
-    "sweep": "the suite as one table: kernel x backend x dtype x layout x property",
+    "sweep": "the verification sweep: the properties that judge backends, on the cells that run here, as one table",
     "killtable": "every mutant of our kernels against the suite: which property kills it, and when",
     "behaviour": "how much a bf16 in-place sampler changes the sampled law against an fp32 copy",
     "calibration": "measured false-alarm rate and power of the sampling check",
