@@ -75,8 +75,12 @@ def suite_folder() -> Path | None:
 def owns(path) -> bool:
     """Whether `path` (a test file or folder) is in samplecheck's suite, or the run asked for
     samplecheck on every test."""
-    if EVERY_TEST["claimed"]:
-        return True
+    return EVERY_TEST["claimed"] or _in_suite_folder(str(path))
+
+
+@functools.cache
+def _in_suite_folder(path: str) -> bool:
+    """`owns` without the claim, once per path: every hook of every test asks it."""
     folder = suite_folder()
     return folder is not None and Path(path).resolve().is_relative_to(folder)
 
