@@ -172,17 +172,19 @@ def penalties_model_reference(logits: torch.Tensor, *, prompt_token_ids: torch.T
         x = step(torch.where(x > 0, x / scale, x * scale))
     else:
         x = step(x * torch.where(x > 0, 1.0 / scale, scale))
-    repeated = x
+    largest = x.abs()  # the largest intermediate of each entry, for the bound of `approximate`
     if frequency_rounding == "two":
         x = step(x - f * counts.to(torch.float32))
+        largest = torch.maximum(largest, x.abs())
         x = step(x - q * (counts > 0).to(torch.float32))
     else:
         seen = counts > 0
         x = torch.where(seen, round_sum_to_fp32(x.double(), -f.double() * counts), x.double()).float()
+        largest = torch.maximum(largest, x.abs())
         x = step(torch.where(seen, round_sum_to_fp32(x.double(), -q.double().expand_as(x)), x.double()).float())
     expected = torch.where(active, x.to(logits.dtype), logits.detach())
     bound = None
     if division == "approximate":
-        bound = torch.where(active & present, 5 * ulp32(torch.maximum(repeated.abs(), x.abs()).double())
+        bound = torch.where(active & present, 5 * ulp32(torch.maximum(largest, x.abs()).double())
                             + ulp(expected).nan_to_num(0.0), 0.0)
     return ModelPenaltiesReference(expected=expected, touched=active, counts=counts, bound=bound)

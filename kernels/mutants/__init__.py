@@ -22,6 +22,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from samplecheck.harness import catalog
+
 
 @dataclass(frozen=True)
 class Mutant:
@@ -35,6 +37,9 @@ class Mutant:
     ref: str
     devices: tuple[str, ...] = ("cpu", "cuda")  # where the patch changes behaviour
     then: tuple[tuple[str, str], ...] = ()  # further (find, replace) edits, applied in order
+    # The property (its test name, samplecheck.harness.catalog) known to kill it: the kill table
+    # runs that property's file first, then the others, stopping at the first kill.
+    killed_by: str = catalog.ORACLE_EQUIVALENCE
 
     def patched_source(self) -> str:
         source = Path(importlib.util.find_spec(self.module).origin).read_text()

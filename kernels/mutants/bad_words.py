@@ -1,5 +1,6 @@
 """Mutants of the bad_words kernel."""
 
+from samplecheck.harness import catalog
 from samplecheck.kernels.mutants import Mutant
 
 MUTANTS = (
@@ -63,5 +64,6 @@ MUTANTS = (
         replace='token_ids_describer("bad_words", bad_words.clamp(max=0), vocab)',
         description="bad-word ids >= V are not rejected: the kernel stores -inf at row * stride + id, past the row",
         ref="vllm#48824 (open): MRV2 _bad_words_kernel stores at the banned id without a bounds check",
+        killed_by=catalog.ERROR_INPUTS,
     ),
 )

@@ -1,5 +1,6 @@
 """Mutants of the allowed_token_ids / logit_bias / min_tokens kernel."""
 
+from samplecheck.harness import catalog
 from samplecheck.kernels.mutants import Mutant
 
 _MODULE, _ENTRY = "samplecheck.kernels.logit_bias", "apply_logit_bias"
@@ -28,6 +29,7 @@ MUTANTS = (
         replace="",
         description="allowed_token_ids are not validated: an id >= V addresses the next row or the gap",
         ref="GHSA-wr27-mx79-rg6c / vllm#49080: MRV2 _bias_kernel indexes row * stride + id unchecked",
+        killed_by=catalog.ERROR_INPUTS,
     ),
     Mutant(
         name="logit_bias_allowed_restore_last", kernel="logit_bias", module=_MODULE, entry=_ENTRY,

@@ -1,5 +1,6 @@
 """Mutants of the top_k_top_p kernel."""
 
+from samplecheck.harness import catalog
 from samplecheck.kernels.mutants import Mutant
 
 MUTANTS = (
@@ -33,6 +34,7 @@ MUTANTS = (
         description="row offset row * row_stride computed in int32: wraps once it passes 2**31 elements",
         ref="fault class: an int32 offset overflow at large B x V (issue 5); GPU-only (needs a > 4 GiB buffer)",
         devices=("cuda",),
+        killed_by=catalog.LARGE_OFFSETS,
     ),
     Mutant(
         name="torch_masked_fill_zero", kernel="top_k_top_p",

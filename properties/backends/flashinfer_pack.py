@@ -13,8 +13,8 @@ import importlib.util
 
 import torch
 
-from samplecheck.backends.flashinfer_findings import (EXACT_K_TIES, HALF_SOFTMAX, MISALIGNED_SOFTMAX, SHORT_NUCLEUS,
-                                                     UNREPEATABLE_HALF, contiguity_marks)
+from samplecheck.backends.flashinfer_findings import (EXACT_K_TIES, HALF_SOFTMAX, INF_ROW_MASKED, MISALIGNED_SOFTMAX,
+                                                     SHORT_NUCLEUS, UNREPEATABLE_HALF, contiguity_marks)
 from samplecheck.harness.packs import PackUnavailable
 from samplecheck.harness.registry import Backend, Mark, beyond_memory_bound
 from samplecheck.inputs.strategies import expand_pool
@@ -104,9 +104,9 @@ PACK: tuple[tuple[str, Backend], ...] = (
     ("top_k_top_p", _backend("flashinfer_top_k_mask_logits", "top_k_mask_logits", accepts=top_k_only,
                              marks=(OUT_OF_PLACE,) + contiguity_marks(distribution=True))),
     ("top_k_top_p", _backend("flashinfer_top_k_renorm_probs", "top_k_renorm_probs", accepts=top_k_only_probs,
-                             marks=(OUT_OF_PLACE,))),
+                             marks=(OUT_OF_PLACE,) + INF_ROW_MASKED)),
     ("top_k_top_p", _backend("flashinfer_top_p_renorm_probs", "top_p_renorm_probs", accepts=top_p_only_probs,
-                             marks=(OUT_OF_PLACE,) + SHORT_NUCLEUS)),
+                             marks=(OUT_OF_PLACE,) + SHORT_NUCLEUS + INF_ROW_MASKED)),
     # Sampling APIs: F3 (contiguity), F4 (bf16/fp16 softmax), F8 (repeatability) and F11 (the
     # fast path's exact-k ties) as strict xfails, F7 (layout) as a skip.
     ("top_k_top_p_sample", _backend("flashinfer_logits_top_k_first", "top_k_top_p_sampling_from_logits_top_k_first",
@@ -138,13 +138,18 @@ def topk_module_ready() -> bool:
     return spec.aot_path.exists() or spec.jit_library_path.exists()
 
 
+def cuda_present() -> bool:
+    """Whether torch sees a CUDA device (FlashInfer's kernels run on CUDA only)."""
+    return torch.cuda.is_available()
+
+
 def pack() -> list[tuple[str, Backend]]:
     """The pack's (record, backend) pairs, the fast-path backend skipped with TOPK_MODULE_HINT
     where the `topk` module is not built; raises PackUnavailable where flashinfer is not
     installed or torch sees no CUDA device."""
     if importlib.util.find_spec("flashinfer") is None:
         raise PackUnavailable(INSTALL_HINT)
-    if not torch.cuda.is_available():
+    if not cuda_present():
         raise PackUnavailable(NO_CUDA)
     topk_skip = () if topk_module_ready() else (Mark("skip", TOPK_MODULE_HINT),)
     return [(kernel, dataclasses.replace(backend, marks=topk_skip + backend.marks) if backend.name == BOUNDED

@@ -8,6 +8,7 @@ import torch
 from samplecheck.harness import catalog
 from samplecheck.harness.registry import Mark
 from samplecheck.inputs.strategies import expand_pool
+from samplecheck.judging.edge_values import kept_set_differs_in_rows_holding
 
 UNMASKED_ALLOWLIST = "finding T1: PrefixConstrainedLogitsProcessor sets an allowlist left all -inf to 0"
 INF_MINUS_INF = ("finding T2: NoBadWordsLogitsProcessor and PrefixConstrainedLogitsProcessor mask by adding -inf, so "
@@ -27,8 +28,7 @@ ADDITIVE_MASKS = (Mark("xfail", INF_MINUS_INF, test=catalog.EDGE_VALUES,
 # An edge row of -inf over a row with an allowlist shows T1 there (drawn cases leave it out).
 ALLOWLIST_MASKS = (Mark("xfail", INF_MINUS_INF + "; and " + UNMASKED_ALLOWLIST, test=catalog.EDGE_VALUES,
                         witness=lambda failure: "(nan, -inf)" in failure or "(0.0, -inf)" in failure),)
-INF_ROWS = (Mark("xfail", INF_ROW_UNFILTERED, test=catalog.EDGE_VALUES,
-                 witness=lambda failure: "kept set differs from the oracle" in failure and "value='+inf'" in failure),)
+INF_ROWS = (Mark("xfail", INF_ROW_UNFILTERED, test=catalog.EDGE_VALUES, witness=kept_set_differs_in_rows_holding("+inf")),)
 CB_TOP_P = INF_ROWS + (Mark("xfail", P_ONE_MASKED, test=catalog.OFF_ENCODINGS),)
 SAMPLING = tuple(Mark("xfail", SAMPLING_RAISES, test=test, witness=lambda failure: any(
     sign in failure for sign in ("probability tensor contains", "device-side assert")))

@@ -19,32 +19,57 @@ from samplecheck.kernels.logprobs import Logprobs
 from samplecheck.harness import catalog
 from samplecheck.harness.packs import PackUnavailable
 from samplecheck.harness.registry import Backend, Mark
+from samplecheck.inputs.strategies import expand_pool
+from samplecheck.judging.edge_values import kept_set_differs_in_rows_holding
 
 MODULE = "samplecheck.backends.vllm"
 
 
 def _vllm_k(k: torch.Tensor | None, vocab: int) -> torch.Tensor | None:
-    """vLLM's top-k encoding: int32, V where top-k is off (k <= 0 or k >= V)."""
+    """vLLM's top-k argument: int32, V where top-k is off (k <= 0 or k >= V); None when no
+    row uses top-k (SamplingMetadata's no_top_k)."""
     if k is None:
         return None
-    return torch.where((k <= 0) | (k >= vocab), vocab, k).to(torch.int32)
+    k = torch.where((k <= 0) | (k >= vocab), vocab, k).to(torch.int32)
+    return None if bool((k == vocab).all()) else k
+
+
+def _vllm_p(p: torch.Tensor | None) -> torch.Tensor | None:
+    """vLLM's top-p argument: None when no row uses top-p (every p 1: no_top_p)."""
+    return None if p is None or bool((p == 1).all()) else p
+
+
+def _any(*values: torch.Tensor | None, off: float) -> bool:
+    """Whether some row of some per-row tensor is not `off`: vLLM's host code launches an op
+    only for a batch where a request uses it."""
+    return any(v is not None and bool((v != off).any()) for v in values)
 
 
 # --- V1 (vllm/v1/sample/ops) ------------------------------------------------------------------
 
 def v1_triton_top_k_top_p(logits, k=None, p=None):
-    """`apply_top_k_top_p_triton` (fp32 logits; vLLM dispatches it for batch >= 8 on GPU)."""
-    return src.module("v1_topk_topp_triton").apply_top_k_top_p_triton(logits, _vllm_k(k, logits.size(1)), p)
+    """`apply_top_k_top_p_triton` (fp32 logits; vLLM dispatches it for batch >= 8 on GPU), not
+    called when neither filter is used (vLLM's dispatcher returns first)."""
+    k, p = _vllm_k(k, logits.size(1)), _vllm_p(p)
+    if k is None and p is None:
+        return logits
+    return src.module("v1_topk_topp_triton").apply_top_k_top_p_triton(logits, k, p)
 
 
 def v1_torch_top_k_top_p(logits, k=None, p=None):
-    """`apply_top_k_top_p_pytorch` (the sort path; vLLM's path for small batches)."""
-    return src.module("v1_topk_topp_sampler").apply_top_k_top_p_pytorch(logits, _vllm_k(k, logits.size(1)), p)
+    """`apply_top_k_top_p_pytorch` (the sort path; vLLM's path for small batches), not called
+    when neither filter is used."""
+    k, p = _vllm_k(k, logits.size(1)), _vllm_p(p)
+    if k is None and p is None:
+        return logits
+    return src.module("v1_topk_topp_sampler").apply_top_k_top_p_pytorch(logits, k, p)
 
 
 def v1_torch_top_k_only(logits, k=None, p=None):
-    """`apply_top_k_only` (top-k by torch.topk, no sort; taken when CPU syncs are allowed)."""
-    return src.module("v1_topk_topp_sampler").apply_top_k_only(logits, _vllm_k(k, logits.size(1)))
+    """`apply_top_k_only` (top-k by torch.topk, no sort; taken when CPU syncs are allowed), not
+    called when no row uses top-k."""
+    k = _vllm_k(k, logits.size(1))
+    return logits if k is None else src.module("v1_topk_topp_sampler").apply_top_k_only(logits, k)
 
 
 def v1_torch_sample(logits, *, k=None, p=None, seed: int):
@@ -53,7 +78,9 @@ def v1_torch_sample(logits, *, k=None, p=None, seed: int):
     from (seed, row), as for seeded requests."""
     sampler = src.module("v1_topk_topp_sampler")
     x = logits.to(torch.float32, copy=True)
-    x = sampler.apply_top_k_top_p_pytorch(x, _vllm_k(k, x.size(1)), p)
+    k, p = _vllm_k(k, x.size(1)), _vllm_p(p)
+    if k is not None or p is not None:
+        x = sampler.apply_top_k_top_p_pytorch(x, k, p)
     probs = x.softmax(dim=-1, dtype=torch.float32)
     generators = {row: torch.Generator(device=x.device).manual_seed((seed + row * 0x9E3779B9) % 2**63)
                   for row in range(x.size(0))}
@@ -63,26 +90,32 @@ def v1_torch_sample(logits, *, k=None, p=None, seed: int):
 def v1_penalties(logits, *, prompt_token_ids, output_token_ids, repetition_penalty, frequency_penalty,
                  presence_penalty):
     """`apply_all_penalties`: the prompt padded with V (vLLM's pad id; our -1 padding
-    mapped to it), the output as Python lists (vLLM turns its -1 placeholders into V)."""
+    mapped to it), the output as Python lists (vLLM turns its -1 placeholders into V); not
+    called when no row uses a penalty (SamplingMetadata's no_penalties)."""
     vocab = logits.size(1)
+    if not (_any(repetition_penalty, off=1.0) or _any(frequency_penalty, presence_penalty, off=0.0)):
+        return logits
     prompt = torch.where(prompt_token_ids == -1, vocab, prompt_token_ids).to(torch.int64)
     return src.module("v1_penalties").apply_all_penalties(
         logits, prompt, presence_penalty, frequency_penalty, repetition_penalty, output_token_ids.tolist())
 
 
 def v1_bad_words(logits, *, bad_words, output_token_ids):
-    """`apply_bad_words` with {row: [word, ...]} (empty words dropped) and the past lists."""
+    """`apply_bad_words` with {row: [word, ...]} (empty words dropped) and the past lists; not
+    called when no row has a word (the sampler calls it only for a non-empty mapping)."""
     words = {row: [w for w in src.prefixes(row_words) if w] for row, row_words in enumerate(bad_words)}
-    src.module("v1_bad_words").apply_bad_words(logits, {r: w for r, w in words.items() if w},
-                                               src.prefixes(output_token_ids))
+    words = {r: w for r, w in words.items() if w}
+    if words:
+        src.module("v1_bad_words").apply_bad_words(logits, words, src.prefixes(output_token_ids))
     return logits
 
 
 # --- Model Runner V2 (vllm/v1/worker/gpu/sample) ---------------------------------------------
 
 def mrv2_temperature(logits, temperature=None):
-    """`apply_temperature` (skipped by vLLM's host code when no row needs it)."""
-    if temperature is not None:
+    """`apply_temperature`, skipped by vLLM's host code when no row needs it (every
+    temperature 0, greedy, or 1)."""
+    if temperature is not None and bool(((temperature != 0) & (temperature != 1)).any()):
         slot = src.slots(logits.size(0), logits.device)
         src.module("mrv2_gumbel").apply_temperature(logits, slot, src.per_request(temperature, slot, 7.0))
     return logits
@@ -100,19 +133,22 @@ def mrv2_gumbel_sample(logits, *, seeds, positions, temperature=None):
 
 
 def mrv2_min_p(logits, min_p=None):
-    if min_p is not None:
+    """`apply_min_p`, skipped when no row uses min-p (every min_p 0)."""
+    if _any(min_p, off=0.0):
         slot = src.slots(logits.size(0), logits.device)
         src.module("mrv2_min_p").apply_min_p(logits, slot, src.per_request(min_p, slot, 0.5))
     return logits
 
 
-PROMPT_LEN = 5  # MRV2 positions count the prompt: pos = PROMPT_LEN + output_len
+PROMPT_LEN = 5  # MRV2 positions count the prompt: the last token of a row is at PROMPT_LEN + output_len - 1
 
 
 def mrv2_logit_bias(logits, *, allowed_token_ids=None, logit_bias_ids=None, logit_bias_values=None,
                     stop_token_ids=None, min_tokens=None, output_len=None):
     """`apply_logit_bias` with the state `LogitBiasState.add_request` builds: int32 id lists
-    and counts per slot, min_len = prompt_len + min_tokens, stop ids only when min_tokens > 0."""
+    and counts per slot, min_len = prompt_len + min_tokens, stop ids only when min_tokens > 0;
+    pos, as vLLM's sampler passes it, the position of the row's last token (prompt_len +
+    output_len - 1). Not launched when no request uses an allowlist, a bias or active stop ids."""
     batch, device = logits.size(0), logits.device
     slot = src.slots(batch, device)
     empty = [[] for _ in range(batch)]
@@ -130,9 +166,11 @@ def mrv2_logit_bias(logits, *, allowed_token_ids=None, logit_bias_ids=None, logi
     n_stop, stop = lists(stop_token_ids)
     mins = torch.zeros(batch, dtype=torch.int32, device=device) if min_tokens is None else min_tokens.to(torch.int32)
     n_stop = torch.where(mins > 0, n_stop, 0)
+    if not _any(n_allowed, n_bias, n_stop, off=0):
+        return logits
     done = torch.zeros(batch, dtype=torch.int64, device=device) if output_len is None else output_len.to(torch.int64)
     src.module("mrv2_logit_bias").apply_logit_bias(
-        logits, slot, PROMPT_LEN + done,
+        logits, slot, PROMPT_LEN + done - 1,
         src.per_request(n_allowed, slot, 0), src.per_request(allowed, slot, 0),
         src.per_request(n_bias, slot, 0), src.per_request(bias_ids, slot, 0), src.per_request(bias, slot, 0.0),
         src.per_request(PROMPT_LEN + mins, slot, 0), src.per_request(n_stop, slot, 0), src.per_request(stop, slot, 0))
@@ -151,8 +189,11 @@ def _token_history(prompt_rows, output_rows, batch, device):
 def mrv2_penalties(logits, *, prompt_token_ids, output_token_ids, repetition_penalty, frequency_penalty,
                    presence_penalty):
     """`bincount` then `apply_penalties` (no draft tokens: local positions 0). MRV2 stores
-    only real tokens, so the ids our contract ignores (-1, V) are left out of its history."""
+    only real tokens, so the ids our contract ignores (-1, V) are left out of its history.
+    Not launched when no request uses a penalty."""
     batch, vocab = logits.shape
+    if not (_any(repetition_penalty, off=1.0) or _any(frequency_penalty, presence_penalty, off=0.0)):
+        return logits
     device = logits.device
     slot = src.slots(batch, device)
 
@@ -304,11 +345,15 @@ SKIPPED_TOP_P = ("finding V7: apply_top_k_top_p_triton's standalone top-p expone
                  "logit in a short row; a low temperature) gets sum 0 or inf, NaN probabilities, and no masking")
 INF_ROW_UNFILTERED = ("finding V10: a row holding +inf: V1's top-p keeps every entry (its softmax gives NaN), and the "
                       "Triton top-k keeps every entry; with V7 in the Triton kernel's edge-value cases")
-# Pinned in test_edge_values by signature: a kept-set difference is the finding; another failure fails.
-INF_ROW_PIN = Mark("xfail", INF_ROW_UNFILTERED, test=catalog.EDGE_VALUES,
-                   witness=lambda failure: "kept set differs from the oracle" in failure)
+# Pinned in test_edge_values by signature: a kept-set difference in the rows holding +inf is the
+# finding; any other failure fails. In the Triton kernel V7 reaches rows of any kind (its domain,
+# the distance of a row's max from an estimate over its first 8192 logits, is not in the
+# failure), so there any kept-set difference is taken as the findings.
+INF_ROW_PIN = Mark("xfail", INF_ROW_UNFILTERED, test=catalog.EDGE_VALUES, witness=kept_set_differs_in_rows_holding("+inf"))
 TRITON_TOP_P_FINDINGS = tuple(Mark("xfail", SKIPPED_TOP_P, test=test)
-                              for test in (catalog.ORACLE_EQUIVALENCE, catalog.OFF_ENCODINGS)) + (INF_ROW_PIN,)
+                              for test in (catalog.ORACLE_EQUIVALENCE, catalog.OFF_ENCODINGS)) + (
+    Mark("xfail", INF_ROW_UNFILTERED, test=catalog.EDGE_VALUES,
+         witness=lambda failure: "kept set differs from the oracle" in failure),)
 RANK_OF_NEG_INF = "finding V1: MRV2 _ranks_kernel counts its last block's masked lanes when the sampled logit is -inf"
 UNBOUNDED_TILE = ("finding V8 (vllm#46746, fixed upstream after the vendored commit): _topk_log_softmax_kernel's "
                   "tile is next_pow2(n + 1) lanes, one compile per size of n, minutes at n = V = 262144")
@@ -341,10 +386,15 @@ def _top_k_only(case) -> bool:
     return case.p is None and case.k is not None
 
 
-def _no_allowed_ids(case) -> bool:
-    """no allowed-id lists: finding V4 (a race in _bias_kernel) makes their results
-    nondeterministic; pinned in tests/cover/test_vllm_findings.py"""
-    return case.allowed is None or not any(case.allowed)
+def _outside_v4_and_v11(case) -> bool:
+    """no allowed-id lists (finding V4) and no row at the end of its min_tokens (finding V11)
+
+    V4: a race in _bias_kernel makes allowlists' results nondeterministic. V11 (vllm#46243):
+    a row with stop ids, min_tokens > 0 and output_len == min_tokens keeps its stop ids masked,
+    one token too long. Both pinned in tests/cover/test_vllm_findings.py."""
+    no_allowed = case.allowed is None or not any(case.allowed)
+    stops = () if case.min_tokens is None else expand_pool(case.min_tokens, case.logits.batch)
+    return no_allowed and not any(ids and least > 0 and done == least for ids, least, done in stops)
 
 
 LOGPROBS_TILE_LIMIT = 2**15
@@ -360,32 +410,35 @@ def _bounded_logprobs_tile(case) -> bool:
 # compiles for its model's one size. Drawn here: its block edges (one block is 8192 wide), a
 # row shorter than a block, one past an odd number of blocks, and Qwen's real size.
 V1_TRITON_VOCABS = (1, 17, 8192, 8193, 65537, 151936)
+# The logits dtypes vLLM launches an op with (docs/call-sites.md): V1's sampler upcasts to fp32
+# before its ops, and MRV2's sampler works on an fp32 copy (its logprobs read the model's logits).
+FP32 = (torch.float32,)
 
 PACK: tuple[tuple[str, Backend], ...] = (
     # Keeps every tie at the k-th, as V1's torch path does; its own duplicate handling means to
     # keep exactly k (finding V3, pinned in tests/cover/test_vllm_findings.py).
-    ("top_k_top_p", _backend("vllm_v1_triton", "v1_triton_top_k_top_p", dtypes=(torch.float32,),
+    ("top_k_top_p", _backend("vllm_v1_triton", "v1_triton_top_k_top_p", dtypes=FP32,
                              fixed_vocabs=V1_TRITON_VOCABS, marks=TRITON_TOP_P_FINDINGS,
                              semantics={"top_p_boundary": "pivot_search", **NAN_UNSPECIFIED})),
-    ("top_k_top_p", _backend("vllm_v1_torch", "v1_torch_top_k_top_p", triton=False, dtypes=(torch.float32,),
+    ("top_k_top_p", _backend("vllm_v1_torch", "v1_torch_top_k_top_p", triton=False, dtypes=FP32,
                              marks=(Mark("xfail", P_ONE_MASKED, test=catalog.OFF_ENCODINGS), INF_ROW_PIN),
                              semantics={**TORCH_PATH, **NAN_UNSPECIFIED})),
-    ("top_k_top_p", _backend("vllm_v1_torch_top_k_only", "v1_torch_top_k_only", triton=False, accepts=_top_k_only,
+    ("top_k_top_p", _backend("vllm_v1_torch_top_k_only", "v1_torch_top_k_only", triton=False, dtypes=FP32, accepts=_top_k_only,
                              marks=(Mark("skip", EMPTY_TOP_K_ONLY, test=catalog.EMPTY_BATCH),),
                              semantics=NAN_UNSPECIFIED)),
     ("top_k_top_p_sample", _backend("vllm_v1_torch_sample", "v1_torch_sample", triton=False,
                                     semantics={**TORCH_PATH, **NAN_UNSPECIFIED, "random_stream": "own"})),
-    ("penalties", _backend("vllm_v1_penalties", "v1_penalties", triton=False, semantics={
+    ("penalties", _backend("vllm_v1_penalties", "v1_penalties", triton=False, dtypes=FP32, semantics={
         "division": "reciprocal", "frequency_rounding": "two", "compute_dtype": "logits_dtype"})),
-    ("bad_words", _backend("vllm_v1_bad_words", "v1_bad_words")),
-    ("temperature", _mrv2("vllm_mrv2_temperature", "mrv2_temperature", semantics={"division": "approximate"})),
+    ("bad_words", _backend("vllm_v1_bad_words", "v1_bad_words", dtypes=FP32)),
+    ("temperature", _mrv2("vllm_mrv2_temperature", "mrv2_temperature", dtypes=FP32, semantics={"division": "approximate"})),
     ("gumbel_sample", _mrv2("vllm_mrv2_gumbel", "mrv2_gumbel_sample", marks=NAN_ROW_FINDINGS,
                             semantics={"random_stream": "own"})),
-    ("min_p", _mrv2("vllm_mrv2_min_p", "mrv2_min_p", semantics=NAN_UNSPECIFIED)),
-    ("logit_bias", _mrv2("vllm_mrv2_logit_bias", "mrv2_logit_bias", accepts=_no_allowed_ids)),
-    ("penalties", _mrv2("vllm_mrv2_penalties", "mrv2_penalties",
+    ("min_p", _mrv2("vllm_mrv2_min_p", "mrv2_min_p", dtypes=FP32, semantics=NAN_UNSPECIFIED)),
+    ("logit_bias", _mrv2("vllm_mrv2_logit_bias", "mrv2_logit_bias", dtypes=FP32, accepts=_outside_v4_and_v11)),
+    ("penalties", _mrv2("vllm_mrv2_penalties", "mrv2_penalties", dtypes=FP32,
                         semantics={"division": "approximate", "frequency_rounding": "two"})),
-    ("bad_words", _mrv2("vllm_mrv2_bad_words", "mrv2_bad_words")),
+    ("bad_words", _mrv2("vllm_mrv2_bad_words", "mrv2_bad_words", dtypes=FP32)),
     ("logprobs", _mrv2("vllm_mrv2_logprobs", "mrv2_logprobs", marks=LOGPROBS_FINDINGS,
                        accepts=_bounded_logprobs_tile, semantics={"layout_invariance": "summation_order"})),
 )

@@ -44,6 +44,8 @@ def add_options(parser) -> None:
     group.addoption("--sc-backend-only", action="store_true",
                     help="test only the plugged implementations (--sc-backend, entry points, packs), with only "
                          "the properties that judge them")
+    group.addoption("--sc-cells", default=None, metavar="RECORD/BACKEND,...",
+                    help="only the tests that judge these (record, backend) pairs (samplecheck gate --changed)")
     group.addoption("--sc-packs", default="all", metavar="all|none|NAME,...",
                     help="which installed packs (third-party engines' kernels, docs/packs.md) are plugged")
     group.addoption("--sc-allow-broken-plugins", action="store_true",

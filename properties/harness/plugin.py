@@ -126,17 +126,22 @@ def pytest_generate_tests(metafunc):
 
 def pytest_collection_modifyitems(config, items):
     from samplecheck.harness.profiles import NIGHTLY, profile_name
-    from samplecheck.harness.selection import judges_backends
+    from samplecheck.harness.selection import judged_cells, parse_cells
 
     on_gpu = config.samplecheck_device.type == "cuda"
     nightly = profile_name(config) == NIGHTLY
     ours = [item for item in items if owns(item.path)]
-    if config.getoption("--sc-backend-only"):
-        framework = [item for item in ours if not judges_backends(item)]
-        if framework:
-            config.hook.pytest_deselected(items=framework)
-            items[:] = [item for item in items if item not in set(framework)]
-            ours = [item for item in ours if item not in set(framework)]
+    cells = config.getoption("--sc-cells")
+    if cells is not None or config.getoption("--sc-backend-only"):
+        try:
+            wanted = None if cells is None else parse_cells(cells)
+        except ValueError as err:
+            raise pytest.UsageError(str(err)) from err
+        dropped = {item for item in ours if not (judged_cells(item) if wanted is None else judged_cells(item) & wanted)}
+        if dropped:
+            config.hook.pytest_deselected(items=[item for item in items if item in dropped])
+            items[:] = [item for item in items if item not in dropped]
+            ours = [item for item in ours if item not in dropped]
     for item in ours:
         if not on_gpu and item.get_closest_marker("gpu"):
             item.add_marker(pytest.mark.skip(reason="needs a CUDA device (marker gpu): run with --sc-device=cuda"))

@@ -3,8 +3,8 @@
     samplecheck test [--device D] [--profile P] [--backend KERNEL=MOD:FN ...] [--backend-only]
                      [--allow-broken-plugins] [--mutant NAME] [--stat-alpha A] [--workers N] [PYTEST ARGS ...]
     samplecheck gate [--device D] [--backend ...] [--backend-only] [--allow-broken-plugins] [--stat-alpha A]
-                     [--workers N] [--mutant-workers N] [--out DIR] [--no-killtable] [--bench-baseline FILE]
-                     [PYTEST ARGS ...]
+                     [--workers N] [--mutant-workers N] [--out DIR] [--no-killtable] [--changed REF]
+                     [--budget SECONDS] [--bench-baseline FILE] [PYTEST ARGS ...]
     samplecheck sweep | killtable | mutate | behaviour | calibration | nightly | regress | badinputs | flakiness
                 | interactions                           [ARGS ...] (each: --help)
     samplecheck probe NAME [ARGS ...]                                    (GPU probes of third-party APIs)
@@ -15,15 +15,14 @@ add `--backend-only` to test only yours, with only the properties that judge bac
 plug-in that fails to load fails the run before any test runs (`--allow-broken-plugins`:
 reported, and its tests skipped). `gate` is the kernel-change PR gate: the suite under the
 gate profile, then every mutant of our kernels against it (the kill table); exit 0 only when
-the suite passes and every mutant dies. On a GPU, from a checkout with a benchmark baseline
+the suite passes and every mutant dies; `--changed REF` gates only what the files changed
+since git REF can affect (samplecheck.tools.gate). On a GPU, from a checkout with a benchmark baseline
 (bench/baselines/h200.json or --bench-baseline), it then reports the ops more than 15% slower
 than the baseline (report lines; never the exit status). The suite always runs under
 samplecheck's own pytest configuration, never the configuration of the project it runs in.
 """
 
 import sys
-import time
-from pathlib import Path
 
 from samplecheck.tools import flags
 
@@ -42,7 +41,7 @@ COMMANDS = {
     "flakiness": "rerun the statistical tests N times with fresh Hypothesis seeds: failures per rerun",
     "interactions": "which pairs of the sampler's ops bind together in one row of its drawn cases",
 }
-DELEGATED = {name: f"samplecheck.tools.{name}" for name in ("sweep", "killtable", "behaviour", "calibration", "mutate",
+DELEGATED = {name: f"samplecheck.tools.{name}" for name in ("gate", "sweep", "killtable", "behaviour", "calibration", "mutate",
                                                             "nightly", "regress", "badinputs", "flakiness",
                                                             "interactions")}
 PYTEST_EPILOG = "Arguments not listed here go to pytest (e.g. -k EXPR, -x, --junitxml=FILE)."
@@ -57,37 +56,6 @@ def test(argv: list[str]) -> int:
     args, rest = parser.parse_known_args(argv)
     chosen = flags.suite_flags(parser, args)
     return run_pytest(pytest_command(chosen, flags.pytest_args(rest), workers=args.workers))
-
-
-def gate(argv: list[str]) -> int:
-    import dataclasses
-
-    from samplecheck.tools import bench_check, killtable
-    from samplecheck.tools.suite import pytest_command, run_pytest
-
-    parser = flags.parser("gate", COMMANDS["gate"], epilog=PYTEST_EPILOG)
-    flags.add_suite_flags(parser, profile=False, mutant=False)
-    flags.add_workers(parser)
-    parser.add_argument("--mutant-workers", type=int, default=2, help="mutants hunted at once")
-    parser.add_argument("--out", type=Path, default=Path("."), help="where gate-suite.log and gate-kills.md go")
-    parser.add_argument("--no-killtable", action="store_true", help="the suite alone (e.g. for plugged backends)")
-    parser.add_argument("--bench-baseline", type=Path, default=None,
-                        help="benchmark JSON to compare a fresh table with (default: bench/baselines/h200.json)")
-    args, rest = parser.parse_known_args(argv)
-    if args.mutant_workers < 1:
-        parser.error(f"--mutant-workers must be >= 1, got {args.mutant_workers}")
-    chosen = dataclasses.replace(flags.suite_flags(parser, args), profile="gate")
-    args.out.mkdir(parents=True, exist_ok=True)
-    start = time.monotonic()
-    suite = run_pytest(pytest_command(chosen, flags.pytest_args(rest), workers=args.workers),
-                       log=args.out / "gate-suite.log")
-    kills = 0
-    if not args.no_killtable:
-        kills = killtable.main(["--device", chosen.device, "--profile", "gate", "--workers", str(args.mutant_workers),
-                                "--report", str(args.out / "gate-kills.md")])
-    print(bench_check.report(chosen.device, args.out, args.bench_baseline))
-    print(f"gate: suite exit {suite}, mutants exit {kills}, wall {time.monotonic() - start:.0f} s")
-    return int(suite != 0 or kills != 0)
 
 
 def probe(argv: list[str]) -> int:
@@ -128,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         import importlib
 
         return int(importlib.import_module(DELEGATED[command]).main(rest) or 0)
-    return {"test": test, "gate": gate, "probe": probe}[command](rest)
+    return {"test": test, "probe": probe}[command](rest)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ option clashes with them:
     --allow-broken-plugins      -> --sc-allow-broken-plugins
     --packs all|none|NAME,...   -> --sc-packs (default all: every installed pack)
     --mutant NAME               -> --sc-mutant
+    (gate --changed REF)        -> --sc-cells (the cells the change touches)
     --stat-alpha A              -> --sc-stat-alpha
 """
 
@@ -36,6 +37,7 @@ class SuiteFlags:
     packs: str = "all"
     mutant: str | None = None
     stat_alpha: float | None = None
+    cells: str | None = None  # RECORD/BACKEND,... : only the tests judging these pairs
 
     @property
     def resolved_profile(self) -> str:
@@ -50,6 +52,7 @@ class SuiteFlags:
         options += [f"--sc-packs={self.packs}"] if self.packs != "all" else []
         options += [f"--sc-mutant={self.mutant}"] if self.mutant else []
         options += [f"--sc-stat-alpha={self.stat_alpha:g}"] if self.stat_alpha is not None else []
+        options += [f"--sc-cells={self.cells}"] if self.cells is not None else []
         return options
 
 

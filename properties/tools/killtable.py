@@ -4,7 +4,8 @@
                           [MUTANT ...]
 
 Each mutant (samplecheck.kernels.mutants) runs `pytest tests/cover --sc-mutant=NAME -k mutant -x`
-(its own tests, exact properties first) in its own process (so its patched kernel module never
+(its own tests: the property known to kill it (`Mutant.killed_by`) first, then the exact
+properties, then the rest) in its own process (so its patched kernel module never
 meets the real one), under the given device and Hypothesis profile; the first failing test of
 the mutant is the killer and the wall time of that process (start-up included) the time to
 kill. Mutants whose patch only changes behaviour on another
@@ -24,12 +25,10 @@ from samplecheck.kernels.mutants import MUTANTS
 from samplecheck.tools import flags
 from samplecheck.tools.suite import config_args, suite_path
 
-# Exact checks first, the sampling test last: -x stops at the first kill, so a mutant that
-# an exact property catches never waits for the statistical one. The large-offset test (GPU
-# only, a few seconds per record, skipped on CPU) follows them: it is the only killer of an
-# int32 offset, which otherwise waited for every other file (152 s of the H200 gate's 179 s
-# kill table in run 6). The empty batch costs a fraction of a second per record.
-# Each of these properties lives in the module named after it.
+# After a mutant's known killer: exact checks first, the sampling test last (-x stops at the
+# first kill, so a mutant that an exact property catches never waits for the statistical
+# one), then the large-offset test (GPU only, skipped on CPU). Each of these properties
+# lives in the module named after it.
 FIRST = tuple(f"{name}.py" for name in (catalog.ORACLE_EQUIVALENCE, catalog.EXACT_DISTRIBUTION, catalog.STRIDED_BITWISE,
                                         catalog.ROW_ISOLATION, catalog.ERROR_INPUTS, catalog.EMPTY_BATCH,
                                         catalog.LARGE_OFFSETS))
@@ -59,8 +58,9 @@ def hunt(name: str, device: str, profile: str, timeout: float = 1800, tests: lis
     if device not in MUTANTS[name].devices:
         return Hunt(name, False, False, None, 0.0, f"changes behaviour only on {', '.join(MUTANTS[name].devices)}")
     cover = suite_path()
-    rest = sorted(f.name for f in cover.glob("test_*.py") if f.name not in FIRST)
-    selection = tests or [str(cover / f) for f in FIRST + tuple(rest)]
+    known = f"{MUTANTS[name].killed_by}.py"
+    rest = sorted(f.name for f in cover.glob("test_*.py") if f.name not in FIRST + (known,))
+    selection = tests or [str(cover / f) for f in (known, *(f for f in FIRST if f != known), *rest)]
     command = [sys.executable, "-m", "pytest", *selection, *config_args(), f"--sc-mutant={name}",
                f"--sc-device={device}", f"--sc-profile={profile}", "-k", "mutant", "-x", "-q", "-p", "no:cacheprovider",
                "-p", "no:xdist"]

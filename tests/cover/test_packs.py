@@ -10,7 +10,6 @@ from importlib.machinery import ModuleSpec
 from importlib.metadata import EntryPoint, entry_points
 
 import pytest
-import torch
 
 from samplecheck.backends import flashinfer_pack
 from samplecheck.harness import packs
@@ -122,7 +121,7 @@ def test_flashinfer_pack_is_unavailable_without_cuda(monkeypatch):
     installed = types.ModuleType("flashinfer")
     installed.__spec__ = ModuleSpec("flashinfer", None)
     monkeypatch.setitem(sys.modules, "flashinfer", installed)
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(flashinfer_pack, "cuda_present", lambda: False)
     with pytest.raises(packs.PackUnavailable) as raised:
         flashinfer_pack.pack()
     assert str(raised.value) == flashinfer_pack.NO_CUDA
@@ -133,7 +132,7 @@ def test_flashinfer_pack_skips_only_the_fast_path_without_the_topk_module(monkey
     installed = types.ModuleType("flashinfer")
     installed.__spec__ = ModuleSpec("flashinfer", None)
     monkeypatch.setitem(sys.modules, "flashinfer", installed)
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(flashinfer_pack, "cuda_present", lambda: True)
     monkeypatch.setattr(flashinfer_pack, "topk_module_ready", lambda: topk_built)
     plugged = flashinfer_pack.pack()
     assert [(kernel, b.name) for kernel, b in plugged] == [(kernel, b.name) for kernel, b in flashinfer_pack.PACK]

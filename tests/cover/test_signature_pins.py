@@ -1,13 +1,18 @@
 """A pin with a signature (samplecheck.harness.registry.Mark.witness) hides only its finding: in
 its cell a failure that shows the signature is the expected failure, any other failure fails
 the test, and a pass passes (the case did not reach the finding). A whole-cell strict pin, the
-kind without a signature, reports any failure as expected."""
+kind without a signature, reports any failure as expected. Shown on a synthetic cell, and on a
+real pinned cell with a second defect planted."""
 
+import os
 import re
 import subprocess
 import sys
 
 import pytest
+
+from samplecheck.backends import transformers
+from samplecheck.harness import catalog
 
 pytestmark = pytest.mark.interpreter
 
@@ -41,3 +46,89 @@ def test_a_signed_pin_hides_its_finding_alone(tmp_path):
     assert outcomes == {"signed-the_finding": "XFAIL", "signed-another_defect": "FAILED",
                         "signed-not_reached": "PASSED", "whole_cell-another_defect": "XFAIL"}, result.stdout[-3000:]
     assert "this failure is not the pinned finding's signature: finding X" in result.stdout
+
+
+# A real pinned cell with a second defect planted: transformers' top-k/top-p (finding T3 pinned
+# in the edge-value property by its signature: kept-set differences in rows holding +inf) made
+# to skip top-p, a kept-set difference in any row where top-p binds.
+PLANTED_PLUGIN = '''
+import dataclasses
+import os
+
+import pytest
+
+from samplecheck.harness import registry
+
+RECORD, BACKEND = "top_k_top_p", "transformers_top_k_top_p"
+PINNED = {}
+
+
+def top_p_skipped(logits, k=None, p=None):
+    return PINNED["call"](logits, k, None)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    info = registry.REGISTRY[RECORD]
+    (backend,) = [b for b in info.backends if b.name == BACKEND]
+    PINNED["call"] = backend.resolve()
+    marks = backend.marks
+    if os.environ["PLANTED_PINS"] == "whole_cell":  # the same findings, pinned over the whole cell
+        marks = tuple(dataclasses.replace(m, witness=None) for m in marks)
+    target = "planted:top_p_skipped" if os.environ["PLANTED_DEFECT"] == "1" else backend.target
+    registry.REGISTRY[RECORD] = dataclasses.replace(info, backends=(dataclasses.replace(backend, target=target,
+                                                                                        marks=marks),))
+'''
+
+
+def _run_planted(tmp_path, pins: str, defect: bool) -> str:
+    """The outcome (PASSED, FAILED, XFAIL, XPASS) of the edge-value property on the fp32 cell."""
+    from samplecheck.tools.suite import config_args, suite_path
+
+    (tmp_path / "planted.py").write_text(PLANTED_PLUGIN)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "PLANTED_PINS": pins, "PLANTED_DEFECT": str(int(defect))}
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", str(suite_path() / f"{catalog.EDGE_VALUES}.py"), *config_args(),
+         "-k", "transformers_top_k_top_p-fp32", "-p", "planted", "-p", "no:cacheprovider", "-p", "no:xdist",
+         "--sc-device=cpu", "--sc-profile=gate", "--sc-packs=transformers", "-rA"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    outcomes = re.findall(r"^(PASSED|FAILED|XFAIL|XPASS) \S+", result.stdout, re.M)
+    assert len(outcomes) == 1, result.stdout[-3000:]
+    return outcomes[0]
+
+
+@pytest.mark.skipif(transformers.unavailable() is not None, reason=str(transformers.unavailable()))
+def test_a_defect_planted_in_a_pinned_cell_fails_it(tmp_path):
+    assert _run_planted(tmp_path, "signed", defect=False) in ("PASSED", "XFAIL")
+    assert _run_planted(tmp_path, "signed", defect=True) == "FAILED"
+    assert _run_planted(tmp_path, "whole_cell", defect=True) == "XFAIL"  # the old pin hid it
+
+
+EDGE_FAILURES = {  # messages of the edge-value property, as the H200 printed them (trimmed)
+    "inf_row": "top_k_top_p-x-fp32-contig: edge rows [(13, EdgeRow(row=13, value='+inf', whole=False, spot='listed', "
+               "index=1))]: kept set differs from the oracle at 8191 entries (rows [13]); (13, 0): value=0.0, oracle keeps",
+    "inf_row_renumbered": "top_k_top_p-x-fp16-contig: edge rows [(0, EdgeRow(row=0, value='nan', whole=True, spot='any', "
+                          "index=6)), (6, EdgeRow(row=278, value='+inf', whole=False, spot='max', index=5))], rows "
+                          "[1, 3, 4, 5, 6, 7] (NaN rows unspecified: nan_policy=row_unspecified): kept set differs from "
+                          "the oracle at 1 entries (rows [4]); (4, 2541): value=inf, oracle keeps",
+    "finite_row_kept": "top_k_top_p-x-fp32-contig: edge rows [(13, EdgeRow(row=13, value='+inf', whole=False, "
+                       "spot='listed', index=1))]: kept set differs from the oracle at 2 entries (rows [2, 13]); ...",
+    "finite_row_drawn": "top_k_top_p_sample-x-fp16-contig: edge rows [(1, EdgeRow(row=1, value='nan', whole=False, "
+                        "spot='max', index=0))], rows [0, 2, 3, 4, 5, 6] (NaN rows unspecified: nan_policy=row_unspecified)"
+                        ": 1 rows drew an id the oracle masks; rows [3], ids [17136], values [0.42], row max [0.43]",
+    "edge_row_drawn": "top_k_top_p_sample-x-fp16-contig: edge rows [(1, EdgeRow(row=1, value='-inf', whole=False, "
+                      "spot='max', index=0))]: 1 rows drew an id the oracle masks; rows [1], ids [5], values [0.4]",
+}
+
+
+@pytest.mark.parametrize("name, inf_rows, finite_draws", [
+    ("inf_row", True, False), ("inf_row_renumbered", True, False), ("finite_row_kept", False, False),
+    ("finite_row_drawn", False, True), ("edge_row_drawn", False, False)])
+def test_edge_value_signatures_name_their_rows(name, inf_rows, finite_draws):
+    """A signature accepts a failure only in the rows its finding names: kept-set differences
+    in rows holding +inf (rows renumbered back where NaN rows were left out), or masked ids
+    drawn in rows without edge values."""
+    from samplecheck.judging.edge_values import drew_masked_ids_in_finite_rows, kept_set_differs_in_rows_holding
+
+    assert kept_set_differs_in_rows_holding("+inf")(EDGE_FAILURES[name]) is inf_rows
+    assert drew_masked_ids_in_finite_rows(EDGE_FAILURES[name]) is finite_draws

@@ -111,7 +111,8 @@ def test_the_screen_shows_progress_then_the_report_and_the_log_holds_pytests_out
                "-k", "test_oracle_equivalence and temperature and fp32 and contig"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join((str(tmp_path), str(ROOT)))}
     result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600)
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert result.returncode == 0, (result.stdout[-3000:] + result.stderr[-2000:]
+                                    + (log.read_text()[-6000:] if log.is_file() else "no log"))
     screen = result.stdout.splitlines()
     assert screen[0] == f"sweep on cpu, profile ci: pytest's output goes to {log}", screen
     blank = screen.index("")

@@ -1,5 +1,5 @@
 """Minimal regression cases of the defects the vLLM pack found in vLLM's kernels
-(docs/findings-vllm.md, V1 to V9; V6, int32 row offsets, also by test_large_offsets' pin with a signature),
+(docs/findings-vllm.md, V1 to V11; V6, int32 row offsets, also by test_large_offsets' pin with a signature),
 each a strict xfail that turns red when vLLM fixes it.
 Each states our contract on a hand-sized input and calls the pack's adapter; skipped
 without a vLLM source (samplecheck.backends.vllm_source)."""
@@ -90,6 +90,18 @@ def test_v4_allowed_ids_keep_their_logits(device):
         except AssertionError:
             failed.append(call)
     assert not failed, f"allowed ids lost in {len(failed)} of 100 calls (first: call {failed[0]})"
+
+
+@pytest.mark.xfail(strict=True, reason="finding V11 (vllm#46243): MRV2 _bias_kernel masks the stop ids while the "
+                                       "last token's position is below prompt_len + min_tokens: one token too long")
+def test_v11_stop_ids_are_released_once_min_tokens_are_out(device):
+    """min_tokens 2 with 2 tokens out: stop id 1 is free again; row 1 (1 token out) keeps it
+    masked. Called as vLLM's sampler calls it (pos: the position of the last token)."""
+    logits = torch.zeros(2, 4, device=device)
+    ids = dict(dtype=torch.int64, device=device)
+    out = vllm.mrv2_logit_bias(logits, stop_token_ids=torch.tensor([[1], [1]], **ids),
+                               min_tokens=torch.tensor([2, 2], **ids), output_len=torch.tensor([2, 1], **ids))
+    assert out[:, 1].tolist() == [0.0, NEG_INF]
 
 
 @pytest.mark.gpu

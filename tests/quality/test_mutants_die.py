@@ -8,13 +8,21 @@ means a property is missing: add the property, never delete the mutant.
 
 import pytest
 
+from samplecheck.harness import catalog
 from samplecheck.kernels.mutants import MUTANTS
 from samplecheck.tools.killtable import hunt
+from samplecheck.tools.suite import suite_path
 
 
 @pytest.mark.parametrize("name", sorted(MUTANTS))
 def test_patch_applies_once(name):
     assert MUTANTS[name].patched_source() != ""
+
+
+@pytest.mark.parametrize("name", sorted(MUTANTS))
+def test_known_killer_is_a_property_module(name):
+    killer = MUTANTS[name].killed_by
+    assert killer in catalog.NAMES and (suite_path() / f"{killer}.py").is_file(), killer
 
 
 @pytest.mark.parametrize("name", sorted(MUTANTS))

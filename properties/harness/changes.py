@@ -1,0 +1,154 @@
+"""Which cells and mutants a change touches: the files changed since a git ref, mapped through
+the registry to the (record, backend) pairs whose verdict they can change, for
+`samplecheck gate --changed REF`.
+
+A backend's files are the source files of the samplecheck modules that its verdict is
+computed from, following imports (static, function-level ones included) from three roots:
+its implementation (`Backend.target`'s module: our kernel, or a pack's adapter), its
+record's declaration (`samplecheck.infos.<record>`, with the families, strategies and checks it
+imports) and its record's oracle. A mutant's files are its kernel module's and the module
+that declares it. A changed file that belongs to some backend or mutant selects those; a
+changed file outside every such set is framework (the harness, the tests, the packaging):
+it selects everything. Documentation and benchmarks (IGNORED) select nothing.
+"""
+
+import ast
+import fnmatch
+import importlib
+import importlib.util
+import pkgutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGE = "samplecheck"
+# Files that cannot change a verdict: prose, benchmarks, their baselines.
+IGNORED = ("*.md", "docs/*", "bench/*", "LICENSE")
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What a change selects: `everything` (with the `reason`: the first framework file), or
+    the `cells` ((record, backend) pairs) and `mutants` (names) it touches; both empty when
+    the change touches no verdict."""
+
+    everything: bool
+    cells: frozenset[tuple[str, str]] = frozenset()
+    mutants: frozenset[str] = frozenset()
+    reason: str = ""
+
+    def describe(self) -> str:
+        if self.everything:
+            return f"the whole gate ({self.reason})"
+        if not self.cells and not self.mutants:
+            return "nothing: no changed file can change a verdict"
+        cells = ", ".join(f"{record}/{backend}" for record, backend in sorted(self.cells)) or "none"
+        return f"cells {cells}; mutants {', '.join(sorted(self.mutants)) or 'none'}"
+
+
+def changed_files(ref: str, root: Path) -> list[str]:
+    """Paths (relative to the repository `root`) that differ between git ref `ref` and the
+    working tree (committed, staged or not), plus untracked files git does not ignore."""
+    def git(*args: str) -> list[str]:
+        result = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True)
+        if result.returncode != 0:
+            raise ValueError(f"--changed {ref!r}: git {' '.join(args)} failed: {result.stderr.strip()}")
+        return [line for line in result.stdout.splitlines() if line]
+    return sorted(set(git("diff", "--name-only", ref, "--")) | set(git("ls-files", "--others", "--exclude-standard")))
+
+
+def module_file(name: str, root: Path) -> str | None:
+    """The source file of module `name` relative to `root`, or None (not found, or outside
+    the checkout: an installed engine)."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return None
+    path = Path(spec.origin).resolve()
+    return str(path.relative_to(root.resolve())) if path.is_relative_to(root.resolve()) else None
+
+
+def _imported(name: str, source: str) -> set[str]:
+    """The samplecheck modules a module's source imports (relative imports resolved against
+    `name`); a `from M import X` names M and, where X is a submodule, M.X."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = name.rsplit(".", node.level)[0]
+                base = f"{parent}.{base}" if base else parent
+            found.add(base)
+            found |= {f"{base}.{alias.name}" for alias in node.names}
+    return {module for module in found if module == PACKAGE or module.startswith(PACKAGE + ".")}
+
+
+def closure(roots: set[str], root: Path) -> set[str]:
+    """The checkout files of the samplecheck modules `roots` import, transitively, with their own."""
+    files, seen, queue = set(), set(), list(roots)
+    while queue:
+        name = queue.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        path = module_file(name, root)
+        if path is None:
+            continue
+        files.add(path)
+        queue.extend(_imported(name, (root / path).read_text()))
+    return files
+
+
+def backend_files(records: dict, root: Path) -> dict[tuple[str, str], set[str]]:
+    """For every (record, backend) of `records`: the files its verdict is computed from."""
+    found = {}
+    for info in records.values():
+        oracle = getattr(info.reference.function, "__module__", None)
+        shared = closure({f"{PACKAGE}.infos.{info.name}", *([oracle] if oracle else [])}, root)
+        for backend in info.backends:
+            found[(info.name, backend.name)] = shared | closure({backend.target.partition(":")[0]}, root)
+    return found
+
+
+def mutant_files(root: Path) -> dict[str, set[str]]:
+    """For every mutant: its kernel module's files and the file that declares it."""
+    import samplecheck.kernels.mutants as package
+    from samplecheck.kernels.mutants import MUTANTS
+
+    declared = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        module = f"{package.__name__}.{info.name}"
+        for mutant in importlib.import_module(module).MUTANTS:
+            declared[mutant.name] = module_file(module, root)
+    return {name: closure({m.module}, root) | {declared.get(name)} - {None} for name, m in MUTANTS.items()}
+
+
+def scope(changed: list[str], records: dict, root: Path) -> Scope:
+    """The cells and mutants the `changed` files touch (Scope.everything on a framework file)."""
+    cells_files = backend_files(records, root)
+    mutants_files = mutant_files(root)
+    cells, mutants = set(), set()
+    for path in changed:
+        if any(fnmatch.fnmatch(path, pattern) for pattern in IGNORED):
+            continue
+        hit_cells = {cell for cell, files in cells_files.items() if path in files}
+        hit_mutants = {name for name, files in mutants_files.items() if path in files}
+        if not hit_cells and not hit_mutants:
+            return Scope(True, reason=f"{path} is framework")
+        cells |= hit_cells
+        mutants |= hit_mutants
+    return Scope(False, frozenset(cells), frozenset(mutants | _mutants_of(cells, records)))
+
+
+def _mutants_of(cells: set[tuple[str, str]], records: dict) -> set[str]:
+    """The mutants of the kernel modules behind `cells`: a changed oracle or record re-hunts
+    the mutants its properties must still kill."""
+    from samplecheck.kernels.mutants import MUTANTS
+
+    modules = {(record, backend.target.partition(":")[0]) for record, name in cells
+               for backend in records[record].backends if backend.name == name}
+    return {m.name for m in MUTANTS.values() if (m.kernel, m.module) in modules}

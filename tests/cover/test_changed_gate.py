@@ -1,0 +1,128 @@
+"""`samplecheck gate --changed REF`: changed files mapped through the registry to the cells and
+mutants they can affect (samplecheck.harness.changes), the suite narrowed to those cells
+(`--sc-cells`) and the kill table to those mutants."""
+
+import dataclasses
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from samplecheck.harness import changes
+from samplecheck.harness.registry import RECORDS, Backend, Combo, register_all
+from samplecheck.harness.selection import judged_cells, parse_cells
+from samplecheck.kernels.mutants import MUTANTS
+from samplecheck.tools import gate, killtable, suite
+from samplecheck.tools.suite import suite_root
+
+ROOT = suite_root()
+pytestmark = pytest.mark.skipif(not (ROOT / "kernels" / "min_p.py").is_file(),
+                                reason="needs a checkout (the mapping is over the repository's files)")
+
+
+@pytest.fixture(scope="module")
+def records():
+    register_all()
+    adapter = Backend("adapter", "samplecheck.backends.vllm:v1_torch_top_k_top_p")
+    top = RECORDS["top_k_top_p"]
+    return {**RECORDS, "top_k_top_p": dataclasses.replace(top, backends=top.backends + (adapter,))}
+
+
+def mutants_of(kernel_module: str) -> set[str]:
+    return {m.name for m in MUTANTS.values() if m.module == kernel_module}
+
+
+def test_a_kernel_file_selects_its_backends_and_their_mutants_alone(records):
+    scope = changes.scope(["kernels/penalties.py"], records, ROOT)
+    assert not scope.everything
+    assert ("penalties", "triton") in scope.cells and ("sampling_params", "triton") in scope.cells  # the pipeline calls it
+    assert not {("min_p", "triton"), ("top_k_top_p", "adapter"), ("temperature", "torch")} & scope.cells, scope.cells
+    assert mutants_of("samplecheck.kernels.penalties") <= scope.mutants
+    assert not mutants_of("samplecheck.kernels.min_p") & scope.mutants
+
+
+def test_an_adapter_file_selects_its_pack_backends(records):
+    scope = changes.scope(["properties/backends/vllm.py"], records, ROOT)
+    assert scope.cells == {("top_k_top_p", "adapter")} and not scope.mutants, scope.describe()
+
+
+def test_an_oracle_selects_every_backend_of_its_record(records):
+    scope = changes.scope(["oracles/bad_words.py"], records, ROOT)
+    assert {("bad_words", "triton")} <= scope.cells and ("min_p", "triton") not in scope.cells, scope.describe()
+    assert mutants_of("samplecheck.kernels.bad_words") <= scope.mutants
+
+
+def test_a_mutant_file_selects_its_mutants_and_no_cell(records):
+    scope = changes.scope(["kernels/mutants/temperature.py"], records, ROOT)
+    assert not scope.cells and scope.mutants == {m.name for m in MUTANTS.values() if m.kernel == "temperature"}
+
+
+@pytest.mark.parametrize("path", ["properties/harness/plugin.py", "tests/cover/test_oracle_equivalence.py",
+                                  "pyproject.toml", "properties/harness/reproduce.py"])
+def test_a_framework_file_selects_everything(records, path):
+    scope = changes.scope(["docs/findings.md", path, "kernels/min_p.py"], records, ROOT)
+    assert scope.everything and path in scope.reason
+
+
+def test_documentation_selects_nothing(records):
+    scope = changes.scope(["README.md", "docs/gpu-runs.md", "bench/kernels.py"], records, ROOT)
+    assert not scope.everything and not scope.cells and not scope.mutants
+    assert scope.describe().startswith("nothing")
+
+
+def test_changed_files_are_the_diff_against_ref_and_untracked_files(tmp_path):
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+    git("init", "-q")
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text("x = 1\n")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "base")
+    (tmp_path / "a.py").write_text("x = 2\n")
+    (tmp_path / "c.py").write_text("new\n")
+    assert changes.changed_files("HEAD", tmp_path) == ["a.py", "c.py"]
+    with pytest.raises(ValueError, match="--changed 'nope'"):
+        changes.changed_files("nope", tmp_path)
+
+
+def test_cells_select_the_tests_that_judge_them():
+    register_all()
+    record = RECORDS["min_p"]
+    triton, torch_backend = record.backends
+    item = SimpleNamespace(callspec=SimpleNamespace(params={"combo": Combo(record, triton, torch.float32, "contig")}))
+    assert judged_cells(item) == {("min_p", "triton")}
+    error = SimpleNamespace(callspec=SimpleNamespace(params={"error_case": (record, torch_backend, None)}))
+    assert judged_cells(error) == {("min_p", "torch")}
+    assert parse_cells("min_p/triton, penalties/triton") == {("min_p", "triton"), ("penalties", "triton")}
+    with pytest.raises(ValueError, match="--sc-cells takes RECORD/BACKEND"):
+        parse_cells("min_p")
+
+
+def run_gate(monkeypatch, tmp_path, scope) -> tuple[list, list]:
+    """The pytest commands and kill-table arguments `gate --changed HEAD` runs for `scope`."""
+    suites, hunts = [], []
+    monkeypatch.setattr(gate, "changed_scope", lambda ref, chosen: scope)
+    monkeypatch.setattr(suite, "run_pytest", lambda command, log=None: suites.append(command) or 0)
+    monkeypatch.setattr(killtable, "main", lambda argv: hunts.append(argv) or 0)
+    assert gate.main(["--device=cpu", "--changed", "HEAD", "--out", str(tmp_path)]) == 0
+    return suites, hunts
+
+
+def test_the_gate_runs_the_scope_alone(monkeypatch, tmp_path):
+    scope = changes.Scope(False, frozenset({("min_p", "triton")}), frozenset({"min_p_row0_parameter"}))
+    suites, hunts = run_gate(monkeypatch, tmp_path, scope)
+    (command,) = suites
+    assert "--sc-cells=min_p/triton" in command and "--sc-profile=gate" in command, command
+    assert [argv[-1] for argv in hunts] == ["min_p_row0_parameter"], hunts
+
+
+def test_a_change_that_touches_no_verdict_runs_nothing(monkeypatch, tmp_path):
+    assert run_gate(monkeypatch, tmp_path, changes.Scope(False)) == ([], [])
+
+
+def test_a_framework_change_runs_the_whole_gate(monkeypatch, tmp_path):
+    suites, hunts = run_gate(monkeypatch, tmp_path, changes.Scope(True, reason="x.py is framework"))
+    assert len(suites) == 1 and not any(option.startswith("--sc-cells") for option in suites[0])
+    assert len(hunts) == 1 and hunts[0][-2:] == ["--report", str(Path(tmp_path) / "gate-kills.md")]
