@@ -104,11 +104,14 @@ temperature.samplecheck = {"devices": ("cuda",)}
 
 
 def test_the_screen_shows_progress_then_the_report_and_the_log_holds_pytests_output(tmp_path):
+    """The screen and the report of a sweep on the CPU; the torch backend alone of our kernels,
+    so that the test also holds on a GPU host whose Triton cannot interpret our kernels (the
+    H200 image's triton 3.6 with numpy 2.5)."""
     (tmp_path / "cuda_only.py").write_text(CUDA_ONLY)
     log, markdown = tmp_path / "sweep.log", tmp_path / "sweep.md"
     command = [sys.executable, "-m", "samplecheck.tools.cli", "sweep", "--device=cpu", "--workers=0", "--packs=none",
                "--backend", "temperature=cuda_only:temperature", f"--log={log}", f"--report={markdown}",
-               "-k", "test_oracle_equivalence and temperature and fp32 and contig"]
+               "-k", "test_oracle_equivalence and temperature and fp32 and contig and not triton"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join((str(tmp_path), str(ROOT)))}
     result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600)
     assert result.returncode == 0, (result.stdout[-3000:] + result.stderr[-2000:]
@@ -118,10 +121,10 @@ def test_the_screen_shows_progress_then_the_report_and_the_log_holds_pytests_out
     blank = screen.index("")
     assert blank > 1 and all(line.startswith("sweep: ") and " tests, 0 failed, " in line for line in screen[1:blank])
     assert "\n".join(screen[blank + 1:]) + "\n" == markdown.read_text()  # the report, and nothing else
-    assert screen[blank + 1].startswith("Sweep on cpu (profile ci): 2 tests in ")
+    assert screen[blank + 1].startswith("Sweep on cpu (profile ci): 1 test in "), screen
     rows = [line for line in screen if line.startswith("| temperature ")]
-    assert [row.split("|")[2].strip() for row in rows] == ["torch", "triton"], screen  # the CUDA-only one: no row
+    assert [row.split("|")[2].strip() for row in rows] == ["torch"], screen  # the CUDA-only one: no row
     assert all(row.split("|")[5].strip() == "pass" for row in rows), rows
     assert ("Not run on cpu, so no rows (the backend runs elsewhere, or does not declare those cells): "
             "temperature/temperature (runs on cuda).") in " ".join(line.strip() for line in screen)
-    assert "2 passed" in log.read_text() and "2 passed" not in result.stdout
+    assert "1 passed" in log.read_text() and "1 passed" not in result.stdout

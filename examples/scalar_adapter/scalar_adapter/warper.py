@@ -13,7 +13,8 @@ class TemperatureWarper:
         self.temperature = temperature
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-        # A tensor divisor: PyTorch's CUDA division by a Python scalar multiplies by its fp32
-        # reciprocal, which is not l / T rounded once, and overflows for T below 2**-128
-        # (transformers' finding T6); a tensor divides, as on the CPU.
-        return scores / torch.tensor(self.temperature, dtype=torch.float32, device=scores.device)
+        # In fp32 by a tensor divisor, then rounded once to the scores' dtype: PyTorch's CUDA
+        # division by a Python scalar multiplies by its fp32 reciprocal, which is not l / T
+        # rounded once and overflows for T below 2**-128 (transformers' finding T6).
+        divisor = torch.tensor(self.temperature, dtype=torch.float32, device=scores.device)
+        return (scores.float() / divisor).to(scores.dtype)
