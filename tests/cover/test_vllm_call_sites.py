@@ -209,31 +209,20 @@ def test_v1_bad_words_not_called_when_no_row_has_words(engine):
 
 # --- MRV2 (vllm/v1/worker/gpu/sample/sampler.py and its state classes) ------------------------
 
-def test_mrv2_temperature_state_per_slot(engine):
-    """SamplingStates.apply_temperature: apply_temperature(logits, expanded_idx_mapping int32 [B],
-    temperature.gpu float32 [max_num_reqs])."""
-    x, t = logits(), torch.tensor([0.5, 2.0, 0.0])
-    vllm.mrv2_temperature(x, t)
-    (got_x, mapping, state), _ = engine.only("apply_temperature")
+@pytest.mark.parametrize("adapter, function, values, all_off", [
+    ("mrv2_temperature", "apply_temperature", [0.5, 2.0, 0.0], [1.0, 0.0, 1.0]),
+    ("mrv2_min_p", "apply_min_p", [0.1, 0.0, 0.3], [0.0, 0.0, 0.0])])
+def test_mrv2_per_row_scalar_state_per_slot(engine, adapter, function, values, all_off):
+    """SamplingStates.apply_temperature / apply_min_p: f(logits, expanded_idx_mapping int32 [B],
+    state.gpu float32 [max_num_reqs]); not launched when no row needs it (temperature all 0 or 1,
+    min-p all 0)."""
+    x, v = logits(), torch.tensor(values)
+    getattr(vllm, adapter)(x, v)
+    (got_x, mapping, state), _ = engine.only(function)
     assert got_x is x and state.dtype == F32
-    _state(state, mapping, t)
-
-
-def test_mrv2_temperature_not_launched_when_every_row_is_0_or_1(engine):
-    vllm.mrv2_temperature(logits(), torch.tensor([1.0, 0.0, 1.0]))
-    assert engine.calls == []
-
-
-def test_mrv2_min_p_state_per_slot(engine):
-    x, m = logits(), torch.tensor([0.1, 0.0, 0.3])
-    vllm.mrv2_min_p(x, m)
-    (got_x, mapping, state), _ = engine.only("apply_min_p")
-    assert got_x is x and state.dtype == F32
-    _state(state, mapping, m)
-
-
-def test_mrv2_min_p_not_launched_when_every_row_is_0(engine):
-    vllm.mrv2_min_p(logits(), torch.zeros(3))
+    _state(state, mapping, v)
+    engine.calls.clear()
+    getattr(vllm, adapter)(logits(), torch.tensor(all_off))
     assert engine.calls == []
 
 
