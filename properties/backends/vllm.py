@@ -45,6 +45,11 @@ def _any(*values: torch.Tensor | None, off: float) -> bool:
     return any(v is not None and bool((v != off).any()) for v in values)
 
 
+def _uses_penalties(repetition_penalty, frequency_penalty, presence_penalty) -> bool:
+    """Whether some row uses a penalty (vLLM's no_penalties / use_penalty, negated)."""
+    return _any(repetition_penalty, off=1.0) or _any(frequency_penalty, presence_penalty, off=0.0)
+
+
 # --- V1 (vllm/v1/sample/ops) ------------------------------------------------------------------
 
 def v1_triton_top_k_top_p(logits, k=None, p=None):
@@ -93,7 +98,7 @@ def v1_penalties(logits, *, prompt_token_ids, output_token_ids, repetition_penal
     mapped to it), the output as Python lists (vLLM turns its -1 placeholders into V); not
     called when no row uses a penalty (SamplingMetadata's no_penalties)."""
     vocab = logits.size(1)
-    if not (_any(repetition_penalty, off=1.0) or _any(frequency_penalty, presence_penalty, off=0.0)):
+    if not _uses_penalties(repetition_penalty, frequency_penalty, presence_penalty):
         return logits
     prompt = torch.where(prompt_token_ids == -1, vocab, prompt_token_ids).to(torch.int64)
     return src.module("v1_penalties").apply_all_penalties(
@@ -192,7 +197,7 @@ def mrv2_penalties(logits, *, prompt_token_ids, output_token_ids, repetition_pen
     only real tokens, so the ids our contract ignores (-1, V) are left out of its history.
     Not launched when no request uses a penalty."""
     batch, vocab = logits.shape
-    if not (_any(repetition_penalty, off=1.0) or _any(frequency_penalty, presence_penalty, off=0.0)):
+    if not _uses_penalties(repetition_penalty, frequency_penalty, presence_penalty):
         return logits
     device = logits.device
     slot = src.slots(batch, device)

@@ -14,6 +14,7 @@ it selects everything. Documentation and benchmarks (IGNORED) select nothing.
 
 import ast
 import fnmatch
+import functools
 import importlib
 import importlib.util
 import pkgutil
@@ -87,6 +88,14 @@ def _imported(name: str, source: str) -> set[str]:
     return {module for module in found if module == PACKAGE or module.startswith(PACKAGE + ".")}
 
 
+@functools.cache
+def _module(name: str, root: Path) -> tuple[str | None, frozenset[str]]:
+    """Module `name`'s checkout file (None: not in the checkout) and the samplecheck modules it
+    imports; read once per run, however many closures pass through it."""
+    path = module_file(name, root)
+    return path, frozenset() if path is None else frozenset(_imported(name, (root / path).read_text()))
+
+
 def closure(roots: set[str], root: Path) -> set[str]:
     """The checkout files of the samplecheck modules `roots` import, transitively, with their own."""
     files, seen, queue = set(), set(), list(roots)
@@ -95,11 +104,10 @@ def closure(roots: set[str], root: Path) -> set[str]:
         if name in seen:
             continue
         seen.add(name)
-        path = module_file(name, root)
-        if path is None:
-            continue
-        files.add(path)
-        queue.extend(_imported(name, (root / path).read_text()))
+        path, imported = _module(name, root)
+        if path is not None:
+            files.add(path)
+            queue.extend(imported)
     return files
 
 

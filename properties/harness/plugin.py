@@ -76,9 +76,9 @@ def _plug_backends(config) -> None:
         if config.getoption("--sc-mutant"):  # the mutant alone: no plug-in is loaded
             plug([plugins.mutant_backend(config.getoption("--sc-mutant"))], only=True)
             return
-        plugged = [plugins.parse_backend_option(text) for text in config.getoption("--sc-backend")]
-        plugged += plugins.installed_backends(allow_broken=config.getoption("--sc-allow-broken-plugins"),
-                                              packs=packs.selected(config.getoption("--sc-packs")))
+        plugged = plugins.requested_backends(config.getoption("--sc-backend"),
+                                             allow_broken=config.getoption("--sc-allow-broken-plugins"),
+                                             packs=packs.selected(config.getoption("--sc-packs")))
         if plugged or only:
             if only and not plugged:
                 raise ValueError("--sc-backend-only needs at least one --sc-backend, installed entry point or pack")

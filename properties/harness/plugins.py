@@ -153,6 +153,13 @@ def installed_backends(*, allow_broken: bool = False, packs: set[str] | None = N
     return plugged
 
 
+def requested_backends(options: list[str], *, allow_broken: bool, packs: set[str] | None) -> list[tuple[str, Backend]]:
+    """The backends a run plugs: those named by `--sc-backend` options (KERNEL=module:callable),
+    then the installed entry points and packs (`installed_backends`)."""
+    return [parse_backend_option(text) for text in options] + installed_backends(allow_broken=allow_broken,
+                                                                                 packs=packs)
+
+
 def mutant_backend(name: str) -> tuple[str, Backend]:
     """The mutant as a backend of its kernel, with the declared skips and `accepts` of the
     backend it patches (so it runs exactly where the original would)."""

@@ -68,8 +68,8 @@ def changed_scope(ref: str, chosen: flags.SuiteFlags):
         raise ValueError(f"--changed {ref!r}: not inside a git checkout ({top.stderr.strip()})")
     root = Path(top.stdout.strip())
     register_all()
-    plug([plugins.parse_backend_option(text) for text in chosen.backends]
-         + plugins.installed_backends(allow_broken=True, packs=packs.selected(chosen.packs)), only=False)
+    plug(plugins.requested_backends(list(chosen.backends), allow_broken=True, packs=packs.selected(chosen.packs)),
+         only=False)
     return changes.scope(changes.changed_files(ref, root), REGISTRY, root)
 
 
@@ -91,7 +91,7 @@ def main(argv: list[str]) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     mutants: list[str] = []
-    run_suite = True
+    run_suite = hunt_all = True
     if args.changed is not None:
         try:
             scope = changed_scope(args.changed, chosen)
@@ -99,7 +99,7 @@ def main(argv: list[str]) -> int:
             parser.error(str(err))
         print(f"gate --changed {args.changed}: {scope.describe()}")
         if not scope.everything:
-            run_suite = bool(scope.cells)
+            run_suite, hunt_all = bool(scope.cells), False
             chosen = dataclasses.replace(chosen, cells=",".join(f"{r}/{b}" for r, b in sorted(scope.cells)))
             mutants = sorted(scope.mutants)
             if not run_suite and not mutants:
@@ -110,7 +110,7 @@ def main(argv: list[str]) -> int:
         command = pytest_command(chosen, [f"--sc-results={results}", *flags.pytest_args(rest)], workers=args.workers)
         suite = run_pytest(command, log=args.out / "gate-suite.log")
     kills = 0
-    if not args.no_killtable and (mutants or args.changed is None or scope.everything):
+    if not args.no_killtable and (hunt_all or mutants):
         kills = killtable.main(["--device", chosen.device, "--profile", "gate", "--workers", str(args.mutant_workers),
                                 "--report", str(args.out / "gate-kills.md"), *mutants])
     wall = time.monotonic() - start
