@@ -40,6 +40,10 @@ class Mutant:
     # The property (its test name, samplecheck.harness.catalog) known to kill it: the kill table
     # runs that property's file first, then the others, stopping at the first kill.
     killed_by: str = catalog.ORACLE_EQUIVALENCE
+    # Its patch reads or writes outside the tensors (an unchecked id, a wrapped offset): on a GPU
+    # that can poison the process's CUDA context, so the kill table hunts it in a process of its
+    # own, never in the run it shares with the other mutants.
+    faults_memory: bool = False
 
     def patched_source(self) -> str:
         source = Path(importlib.util.find_spec(self.module).origin).read_text()

@@ -65,5 +65,6 @@ MUTANTS = (
         description="bad-word ids >= V are not rejected: the kernel stores -inf at row * stride + id, past the row",
         ref="vllm#48824 (open): MRV2 _bad_words_kernel stores at the banned id without a bounds check",
         killed_by=catalog.ERROR_INPUTS,
+        faults_memory=True,
     ),
 )

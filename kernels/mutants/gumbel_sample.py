@@ -1,5 +1,6 @@
 """Mutants of the Gumbel-max sampling kernel."""
 
+from samplecheck.harness import catalog
 from samplecheck.kernels.mutants import Mutant
 
 _MODULE, _ENTRY = "samplecheck.kernels.gumbel", "gumbel_sample"
@@ -11,6 +12,7 @@ MUTANTS = (
         replace="",
         description="no early return for a batch of no rows: the launch plan divides by the batch",
         ref="vllm#20484 (the CUDA repetition-penalty kernel launched a grid of size 0 for 0 sequences)",
+        killed_by=catalog.EMPTY_BATCH,
     ),
     Mutant(
         name="gumbel_noise_by_batch_row", kernel="gumbel_sample", module=_MODULE, entry=_ENTRY,

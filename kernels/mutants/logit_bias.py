@@ -30,6 +30,7 @@ MUTANTS = (
         description="allowed_token_ids are not validated: an id >= V addresses the next row or the gap",
         ref="GHSA-wr27-mx79-rg6c / vllm#49080: MRV2 _bias_kernel indexes row * stride + id unchecked",
         killed_by=catalog.ERROR_INPUTS,
+        faults_memory=True,
     ),
     Mutant(
         name="logit_bias_allowed_restore_last", kernel="logit_bias", module=_MODULE, entry=_ENTRY,

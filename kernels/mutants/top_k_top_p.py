@@ -35,6 +35,7 @@ MUTANTS = (
         ref="fault class: an int32 offset overflow at large B x V (issue 5); GPU-only (needs a > 4 GiB buffer)",
         devices=("cuda",),
         killed_by=catalog.LARGE_OFFSETS,
+        faults_memory=True,
     ),
     Mutant(
         name="torch_masked_fill_zero", kernel="top_k_top_p",

@@ -37,8 +37,11 @@ def add_options(parser) -> None:
                          "10 examples), ci (6, derandomized), gate (30, derandomized), nightly (1000, example database)")
     group.addoption("--sc-stat-alpha", type=float, default=None,
                     help="per-test false-alarm rate of statistical tests (default 1e-6; nightly profile 1e-8)")
-    group.addoption("--sc-mutant", default=None,
-                    help="run the suite against this mutant alone (names: samplecheck.kernels.mutants.MUTANTS)")
+    group.addoption("--sc-mutant", default=None, metavar="NAME[,NAME...]",
+                    help="run the suite against these mutants alone (names: samplecheck.kernels.mutants.MUTANTS)")
+    group.addoption("--sc-kills", default=None, metavar="DIR",
+                    help="the kill table's shared run: record each mutant's first failed test in DIR and skip "
+                         "its later tests (samplecheck.harness.kills)")
     group.addoption("--sc-backend", action="append", default=[], metavar="KERNEL=MODULE:CALLABLE",
                     help="also test this implementation of KERNEL (repeatable); see docs/backends.md")
     group.addoption("--sc-backend-only", action="store_true",

@@ -64,6 +64,10 @@ def pytest_configure(config):
     from samplecheck.harness import results
 
     results.configure(config)
+    if config.getoption("--sc-kills"):
+        from samplecheck.harness.kills import Kills
+
+        config.pluginmanager.register(Kills(config.getoption("--sc-kills")), "samplecheck-kills")
 
 
 def _plug_backends(config) -> None:
@@ -73,8 +77,9 @@ def _plug_backends(config) -> None:
     register_all()
     only = config.getoption("--sc-backend-only")
     try:
-        if config.getoption("--sc-mutant"):  # the mutant alone: no plug-in is loaded
-            plug([plugins.mutant_backend(config.getoption("--sc-mutant"))], only=True)
+        if config.getoption("--sc-mutant"):  # the mutants alone: no plug-in is loaded
+            plug([plugins.mutant_backend(name) for name in plugins.mutant_names(config.getoption("--sc-mutant"))],
+                 only=True)
             return
         plugged = plugins.requested_backends(config.getoption("--sc-backend"),
                                              allow_broken=config.getoption("--sc-allow-broken-plugins"),

@@ -9,7 +9,7 @@
   when their engine is there (reported when it is not); a pack that fails otherwise fails the
   run like a broken entry point;
 - `pytest --sc-backend-only`: test the plugged implementations alone;
-- `pytest --sc-mutant NAME`: test one mutant of samplecheck.kernels.mutants alone.
+- `pytest --sc-mutant NAME[,NAME...]`: test mutants of samplecheck.kernels.mutants alone.
 
 A plugged callable may declare what it supports with a `samplecheck` attribute, a dict
 with any of `devices` ("cpu", "cuda"), `dtypes` (torch dtypes), `layouts` (names from
@@ -158,6 +158,14 @@ def requested_backends(options: list[str], *, allow_broken: bool, packs: set[str
     then the installed entry points and packs (`installed_backends`)."""
     return [parse_backend_option(text) for text in options] + installed_backends(allow_broken=allow_broken,
                                                                                  packs=packs)
+
+
+def mutant_names(text: str) -> list[str]:
+    """`--sc-mutant`'s value: mutant names separated by commas."""
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if not names:
+        raise ValueError(f"--sc-mutant takes NAME[,NAME...], got {text!r}")
+    return names
 
 
 def mutant_backend(name: str) -> tuple[str, Backend]:

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from samplecheck.harness.kills import mutant_of
 from samplecheck.harness.options import EVERY_TEST, SUITE_PLUGIN, owns
 from samplecheck.harness.profiles import EXAMPLE_DB_ENV, NIGHTLY, nightly_database, profile_name
 from samplecheck.harness.seeds import SEED
@@ -40,8 +41,8 @@ def reproduce_command(item, test: str | None = None) -> list[str]:
     for flag in ("--sc-backend-only", "--sc-allow-broken-plugins"):
         if config.getoption(flag):
             command.append(flag)
-    if config.getoption("--sc-mutant"):
-        command.append(f"--sc-mutant={config.getoption('--sc-mutant')}")
+    if config.getoption("--sc-mutant"):  # the failing test's own mutant
+        command.append(f"--sc-mutant={mutant_of(item) or config.getoption('--sc-mutant')}")
     return command
 
 

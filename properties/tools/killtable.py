@@ -3,24 +3,33 @@
     samplecheck killtable [--device auto|cpu|cuda] [--profile gate] [--workers N] [--report FILE.md]
                           [MUTANT ...]
 
-Each mutant (samplecheck.kernels.mutants) runs `pytest tests/cover --sc-mutant=NAME -k mutant -x`
-(its own tests: the property known to kill it (`Mutant.killed_by`) first, then the exact
-properties, then the rest) in its own process (so its patched kernel module never
-meets the real one), under the given device and Hypothesis profile; the first failing test of
-the mutant is the killer and the wall time of that process (start-up included) the time to
-kill. Mutants whose patch only changes behaviour on another
-device are listed as not run. Exits 1 if any mutant that ran survived.
+The mutants (samplecheck.kernels.mutants) are hunted under the given device and Hypothesis
+profile, in two rounds; the first failing test of a mutant is its killer:
+1. shared: one pytest run (WORKERS xdist workers) of the files of the mutants' known killers
+   (`Mutant.killed_by`) over all of them at once (`--sc-mutant=A,B,... --sc-kills DIR`,
+   samplecheck.harness.kills: a mutant's tests after its first kill are skipped). Each mutant is
+   a backend of its own, its patched module imported under its own name, so the mutants and
+   the real kernels never meet; its time to kill is from the run's start to its first kill.
+   A mutant whose patch can fault memory (`Mutant.faults_memory`) skips this round.
+2. alone: every mutant not killed yet runs `pytest tests/cover --sc-mutant=NAME -k mutant -x`
+   in a process of its own (its known killer first, then the exact properties, then the rest),
+   WORKERS at once, the memory-faulting ones alongside round 1; its time to kill is that
+   process's wall time, start-up included.
+Mutants whose patch only changes behaviour on another device are listed as not run. Exits 1
+if any mutant that ran survived.
 """
 
 import argparse
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from samplecheck.harness import catalog
+from samplecheck.harness.kills import read_kill
 from samplecheck.kernels.mutants import MUTANTS
 from samplecheck.tools import flags
 from samplecheck.tools.suite import config_args, suite_path
@@ -61,9 +70,7 @@ def hunt(name: str, device: str, profile: str, timeout: float = 1800, tests: lis
     known = f"{MUTANTS[name].killed_by}.py"
     rest = sorted(f.name for f in cover.glob("test_*.py") if f.name not in FIRST + (known,))
     selection = tests or [str(cover / f) for f in (known, *(f for f in FIRST if f != known), *rest)]
-    command = [sys.executable, "-m", "pytest", *selection, *config_args(), f"--sc-mutant={name}",
-               f"--sc-device={device}", f"--sc-profile={profile}", "-k", "mutant", "-x", "-q", "-p", "no:cacheprovider",
-               "-p", "no:xdist"]
+    command = _pytest(selection, name, device, profile) + ["-x", "-p", "no:xdist"]
     start = time.monotonic()
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
@@ -77,6 +84,43 @@ def hunt(name: str, device: str, profile: str, timeout: float = 1800, tests: lis
         killer = f"crash (signal {-result.returncode})"
     return Hunt(name, True, killer is not None, killer, seconds,
                 result.stdout[-3000:] + result.stderr[-2000:], result.returncode)
+
+
+def _pytest(selection: list[str], mutants: str, device: str, profile: str) -> list[str]:
+    """The pytest command running the tests of `mutants` (names, comma-separated) in `selection`."""
+    return [sys.executable, "-m", "pytest", *selection, *config_args(), f"--sc-mutant={mutants}",
+            f"--sc-device={device}", f"--sc-profile={profile}", "-k", "mutant", "-q", "-p", "no:cacheprovider"]
+
+
+def hunt_shared(names: list[str], device: str, profile: str, workers: int, timeout: float = 1800) -> dict[str, Hunt]:
+    """Round 1: the known killers' files over all of `names` in one pytest run, `workers`
+    xdist workers (1: none), each mutant stopping at its first kill. The killed mutants' hunts,
+    by name; the others are left to `hunt`."""
+    cover = suite_path()
+    files = sorted({str(cover / f"{MUTANTS[name].killed_by}.py") for name in names})
+    spread = ["-n", str(workers), "--dist", "worksteal"] if workers > 1 else ["-p", "no:xdist"]
+    with tempfile.TemporaryDirectory(prefix="samplecheck-kills-") as folder:
+        command = _pytest(files, ",".join(names), device, profile) + [f"--sc-kills={folder}", *spread]
+        started = time.time()
+        try:
+            result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+            output = result.stdout[-3000:] + result.stderr[-2000:]
+        except subprocess.TimeoutExpired:
+            output, result = f"the shared run outran {timeout:.0f} s", None
+        kills = {name: read_kill(Path(folder), name) for name in names}
+    return {name: Hunt(name, True, True, kill[0], kill[1] - started, output,
+                       None if result is None else result.returncode)
+            for name, kill in kills.items() if kill is not None}
+
+
+def hunt_all(names: list[str], device: str, profile: str, workers: int) -> list[Hunt]:
+    """Every mutant of `names` hunted in the two rounds of this module's docstring, in order."""
+    shared = [n for n in names if device in MUTANTS[n].devices and not MUTANTS[n].faults_memory]
+    with ThreadPoolExecutor(workers + 1) as pool:
+        alone = {n: pool.submit(hunt, n, device, profile) for n in names if n not in shared}
+        found = hunt_shared(shared, device, profile, workers) if shared else {}
+        alone |= {n: pool.submit(hunt, n, device, profile) for n in shared if n not in found}
+        return [found[n] if n in found else alone[n].result() for n in names]
 
 
 def table(hunts: list[Hunt]) -> str:
@@ -95,7 +139,8 @@ def table(hunts: list[Hunt]) -> str:
 def main(argv=None) -> int:
     parser = flags.parser("killtable", __doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     flags.add_suite_flags(parser, backends=False, mutant=False, stat_alpha=False)
-    parser.add_argument("--workers", type=int, default=2, help="mutants hunted at once (>= 1)")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="xdist workers of the shared run, and mutants hunted alone at once (>= 1)")
     parser.add_argument("--report", type=Path, default=None, help="also write the table to this Markdown file")
     parser.add_argument("mutants", nargs="*", help="names (default: all)")
     args = parser.parse_args(argv)
@@ -108,8 +153,7 @@ def main(argv=None) -> int:
     device, profile = chosen.device, chosen.resolved_profile
     names = args.mutants or sorted(MUTANTS)
     start = time.monotonic()
-    with ThreadPoolExecutor(args.workers) as pool:
-        hunts = list(pool.map(lambda n: hunt(n, device, profile), names))
+    hunts = hunt_all(names, device, profile, args.workers)
     killed = sum(h.killed for h in hunts)
     ran = sum(h.ran for h in hunts)
     text = (f"Mutant kill table on {device} (profile {profile}): {killed} of {ran} run killed, "
