@@ -36,8 +36,7 @@ import triton.language as tl
 from samplecheck.kernels.rounding import to_fp32
 from samplecheck.kernels.row_splits import max_of_chunk_maxima
 from samplecheck.kernels.runtime import check_launchable
-from samplecheck.kernels.guard import ValueGuard
-from samplecheck.kernels.validation import check_logits, check_row_param, guard_range
+from samplecheck.kernels.validation import check_min_p
 
 # Entries per loop step. The interpreter pays per operation, so the CPU block is wide;
 # the suite's vocab sizes 8191-8193 then split into three chunks at batch 1 and the
@@ -48,19 +47,6 @@ BLOCK = {"cuda": 2048, "cpu": 4096}
 TARGET_PROGRAMS = {"cuda": 64, "cpu": 4}
 # Chunk maxima folded per step of the masking pass.
 SPLIT_BLOCK = 64
-
-
-def check_min_p(logits: torch.Tensor, min_p: torch.Tensor | None, guard: ValueGuard | None = None) -> ValueGuard:
-    """min_p: per-row float32 [batch] on the logits' device, in [0, 1], or None. The range
-    is a value check, added to `guard` (a new one if None) and returned; unchecked, min_p > 1
-    acts as 1 and min_p < 0 or NaN as 0 (off)."""
-    check_logits(logits)
-    guard = ValueGuard(logits.device, "apply_min_p") if guard is None else guard
-    if min_p is not None:
-        check_row_param("min_p", min_p, logits, (torch.float32,))
-        guard_range(guard, "min_p", min_p, "in [0, 1] (0 turns min-p off, 1 keeps only the maximum and its ties)",
-                    0.0, 1.0)
-    return guard
 
 
 @triton.jit

@@ -45,12 +45,12 @@ from samplecheck.kernels.bad_words import apply_bad_words, check_bad_words
 from samplecheck.kernels.gumbel import check_gumbel, gumbel_sample
 from samplecheck.kernels.logit_bias import apply_logit_bias, check_logit_bias
 from samplecheck.kernels.logprobs import Logprobs, check_num_logprobs, compute_logprobs
-from samplecheck.kernels.min_p import apply_min_p, check_min_p
+from samplecheck.kernels.min_p import apply_min_p
 from samplecheck.kernels.penalties import apply_penalties, check_penalties
 from samplecheck.kernels.temperature import apply_temperature, check_temperature
 from samplecheck.kernels.guard import ValueGuard
 from samplecheck.kernels.top_k_top_p import apply_top_k_top_p
-from samplecheck.kernels.validation import check_logits, check_top_k_top_p, unchecked_values
+from samplecheck.kernels.validation import check_logits, check_min_p, check_top_k_top_p, unchecked_values
 
 LOGPROBS_MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
 

@@ -19,10 +19,9 @@ Contracts (records `top_k_top_p_sample`, `min_p_sample`, `softmax`):
 
 import torch
 
-from samplecheck.kernels.min_p import apply_min_p_torch, check_min_p
+from samplecheck.kernels.min_p import apply_min_p_torch
 from samplecheck.kernels.top_k_top_p_torch import apply_top_k_top_p_torch
-from samplecheck.kernels.guard import FLOAT32_MAX, ValueGuard
-from samplecheck.kernels.validation import check_logits, check_row_param, check_seed, check_top_k_top_p, guard_range
+from samplecheck.kernels.validation import check_min_p, check_seed, check_softmax_temperature, check_top_k_top_p
 
 
 def multinomial_rows(logits: torch.Tensor, seed: int) -> torch.Tensor:
@@ -57,17 +56,6 @@ def min_p_sample_torch(logits: torch.Tensor, *, min_p: torch.Tensor | None = Non
         return torch.empty(0, dtype=torch.int64, device=logits.device)
     masked = apply_min_p_torch(logits.clone(), min_p)
     return multinomial_rows(masked, seed)
-
-
-def check_softmax_temperature(logits: torch.Tensor, temperature: torch.Tensor | None) -> None:
-    """temperature: per-row float32 [batch] on the logits' device, finite and > 0, or None."""
-    check_logits(logits)
-    if temperature is None:
-        return
-    check_row_param("temperature", temperature, logits, (torch.float32,))
-    guard = ValueGuard(logits.device, "softmax_torch")
-    guard_range(guard, "temperature", temperature, "finite and > 0 for a softmax", 0.0, FLOAT32_MAX, lo_open=True)
-    guard.check_now()
 
 
 def softmax_torch(logits: torch.Tensor, temperature: torch.Tensor | None = None) -> torch.Tensor:

@@ -27,7 +27,7 @@ Two kinds of checks:
 
 import torch
 
-from samplecheck.kernels.guard import PAD_ID, ValueGuard, range_check  # noqa: F401
+from samplecheck.kernels.guard import FLOAT32_MAX, PAD_ID, ValueGuard, range_check  # noqa: F401
 from samplecheck.kernels.value_modes import (MODE_ENV, MODES, raise_pending, unchecked_values,  # noqa: F401
                                              value_check_mode, value_checks, values_checked)
 
@@ -127,6 +127,30 @@ def check_top_k_top_p(logits: torch.Tensor, k: torch.Tensor | None, p: torch.Ten
         check_row_param(p_name, p, logits, (torch.float32,))
         guard_range(guard, p_name, p, "in (0, 1] (1 turns top-p off)", 0.0, 1.0, lo_open=True)
     return guard
+
+
+def check_min_p(logits: torch.Tensor, min_p: torch.Tensor | None, guard: ValueGuard | None = None) -> ValueGuard:
+    """min_p: per-row float32 [batch] on the logits' device, in [0, 1], or None. The range
+    is a value check, added to `guard` (a new one if None) and returned; unchecked, min_p > 1
+    acts as 1 and min_p < 0 or NaN as 0 (off)."""
+    check_logits(logits)
+    guard = ValueGuard(logits.device, "apply_min_p") if guard is None else guard
+    if min_p is not None:
+        check_row_param("min_p", min_p, logits, (torch.float32,))
+        guard_range(guard, "min_p", min_p, "in [0, 1] (0 turns min-p off, 1 keeps only the maximum and its ties)",
+                    0.0, 1.0)
+    return guard
+
+
+def check_softmax_temperature(logits: torch.Tensor, temperature: torch.Tensor | None) -> None:
+    """temperature: per-row float32 [batch] on the logits' device, finite and > 0, or None."""
+    check_logits(logits)
+    if temperature is None:
+        return
+    check_row_param("temperature", temperature, logits, (torch.float32,))
+    guard = ValueGuard(logits.device, "softmax_torch")
+    guard_range(guard, "temperature", temperature, "finite and > 0 for a softmax", 0.0, FLOAT32_MAX, lo_open=True)
+    guard.check_now()
 
 
 def check_id_layout(name: str, ids: torch.Tensor, logits: torch.Tensor, *, dims: int = 2) -> None:

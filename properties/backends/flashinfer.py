@@ -42,9 +42,7 @@ import math
 
 import torch
 
-from samplecheck.kernels.min_p import check_min_p
-from samplecheck.kernels.sampling_torch import check_softmax_temperature
-from samplecheck.kernels.validation import check_seed, check_top_k_top_p
+from samplecheck.kernels.validation import check_min_p, check_seed, check_softmax_temperature, check_top_k_top_p
 
 
 # --- helpers ------------------------------------------------------------------------------

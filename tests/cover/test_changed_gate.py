@@ -43,6 +43,16 @@ def test_a_kernel_file_selects_its_backends_and_their_mutants_alone(records):
     assert not mutants_of("samplecheck.kernels.min_p") & scope.mutants
 
 
+def test_a_kernel_file_leaves_the_adapters_that_share_only_its_validation(records):
+    """The FlashInfer adapters check their parameters with our validation helpers, not our
+    kernels: a change to the min-p kernel does not select them, a change to the checks does."""
+    register_all()
+    records = {**records, "min_p_sample": dataclasses.replace(RECORDS["min_p_sample"], backends=(
+        Backend("flashinfer_probs", "samplecheck.backends.flashinfer:min_p_sampling_from_probs"),))}
+    assert ("min_p_sample", "flashinfer_probs") not in changes.scope(["kernels/min_p.py"], records, ROOT).cells
+    assert ("min_p_sample", "flashinfer_probs") in changes.scope(["kernels/validation.py"], records, ROOT).cells
+
+
 def test_an_adapter_file_selects_its_pack_backends(records):
     scope = changes.scope(["properties/backends/vllm.py"], records, ROOT)
     assert scope.cells == {("top_k_top_p", "adapter")} and not scope.mutants, scope.describe()
