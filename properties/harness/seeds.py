@@ -24,10 +24,8 @@ from samplecheck.harness.registry import DTYPE_NAMES
 
 SEED = pytest.StashKey[int]()
 # Packages whose modules are test code (Hypothesis takes no constants from them) or need
-# what a plain run may lack (optional extras, third-party GPU libraries): the probes import
-# FlashInfer at their top, whose constants would otherwise join the pool on machines that
-# have it (and its import cost every pytest process).
-NOT_PRELOADED = ("samplecheck.tests", "samplecheck.probes")
+# what a plain run may lack (optional extras, third-party GPU libraries).
+NOT_PRELOADED = ("samplecheck.tests",)
 
 
 def preload_package_modules() -> None:
