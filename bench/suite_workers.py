@@ -1,0 +1,96 @@
+"""How the gate suite's time scales with the pytest-xdist workers sharing one GPU: a slice of the
+suite (default: the pipeline's cells, its heaviest) under the gate profile, run once to warm the
+Triton cache, then once per worker count; with `--mps`, each count again with the CUDA MPS
+control daemon running (started for those runs with its pipe and log folders in a temporary
+folder, stopped after them), so the processes' kernels share the GPU instead of time-slicing it.
+
+    python -m bench.suite_workers [--workers 4,8,16] [--select "sampling_params and triton"]
+                                  [--device cuda] [--mps] [--out FILE.md]
+
+Per run: wall seconds (process start to exit), the tests run, and the sum of their durations
+(the suite's `--sc-results` JSON). If the sum per test grows with the workers while the wall
+does not fall, the workers contend for the GPU (or the cores), and fewer of them are as fast.
+"""
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from samplecheck.tools.suite import config_args, suite_path
+
+SELECT = "sampling_params and triton"
+
+
+def run_slice(device: str, select: str, workers: int, env: dict) -> tuple[float, int, float]:
+    """(wall seconds, tests run, sum of their durations) of one run of the slice."""
+    with tempfile.TemporaryDirectory() as tmp:
+        results = Path(tmp) / "results.json"
+        spread = ["-n", str(workers), "--dist", "worksteal"] if workers > 0 else ["-p", "no:xdist"]
+        command = [sys.executable, "-m", "pytest", str(suite_path()), *config_args(), "-p", "no:cacheprovider",
+                   f"--sc-device={device}", "--sc-profile=gate", "--sc-packs=none", "-k", select, "-q",
+                   f"--sc-results={results}", *spread]
+        start = time.perf_counter()
+        done = subprocess.run(command, capture_output=True, text=True, env=env)
+        wall = time.perf_counter() - start
+        if done.returncode not in (0, 1) or not results.is_file():
+            raise SystemExit(f"the slice did not run (exit {done.returncode}):\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+        tests = json.loads(results.read_text())["tests"]
+    return wall, len(tests), sum(t["duration"] for t in tests)
+
+
+@contextmanager
+def mps_daemon():
+    """The environment of processes that run under a CUDA MPS control daemon started here."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "CUDA_MPS_PIPE_DIRECTORY": f"{tmp}/pipe", "CUDA_MPS_LOG_DIRECTORY": f"{tmp}/log"}
+        os.makedirs(env["CUDA_MPS_PIPE_DIRECTORY"])
+        os.makedirs(env["CUDA_MPS_LOG_DIRECTORY"])
+        subprocess.run(["nvidia-cuda-mps-control", "-d"], env=env, check=True)
+        try:
+            yield env
+        finally:
+            subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True, env=env)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.suite_workers", description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", default="4,8,16", help="worker counts, comma-separated (0: no xdist)")
+    parser.add_argument("--select", default=SELECT, help="pytest -k expression choosing the slice")
+    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    parser.add_argument("--mps", action="store_true", help="also run each count under CUDA MPS")
+    parser.add_argument("--out", type=Path, default=None, help="also write the table to this markdown file")
+    args = parser.parse_args(argv)
+    try:
+        counts = [int(c) for c in args.workers.split(",")]
+    except ValueError:
+        parser.error(f"--workers takes worker counts separated by commas, got {args.workers!r}")
+    if not counts or min(counts) < 0:
+        parser.error(f"--workers takes counts >= 0, got {args.workers!r}")
+    warm_wall, _, _ = run_slice(args.device, args.select, max(counts), dict(os.environ))
+    rows = [(n, "no", *run_slice(args.device, args.select, n, dict(os.environ))) for n in counts]
+    if args.mps:
+        with mps_daemon() as env:
+            rows += [(n, "yes", *run_slice(args.device, args.select, n, env)) for n in counts]
+    lines = [f"machine: {platform.node()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
+             f"device {args.device}; slice -k {args.select!r}, profile gate; warm-up run {warm_wall:.0f} s",
+             f"command: {shlex.join([sys.executable, '-m', 'bench.suite_workers', *(argv if argv is not None else sys.argv[1:])])}",
+             "", "| workers | MPS | wall (s) | tests | test-seconds | per test (s) |", "|---|---|---|---|---|---|"]
+    lines += [f"| {n} | {mps} | {wall:.0f} | {count} | {total:.0f} | {total / max(count, 1):.2f} |"
+              for n, mps, wall, count, total in rows]
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
