@@ -1,5 +1,6 @@
 """Mutants of the logprobs kernel."""
 
+from samplecheck.harness import catalog
 from samplecheck.kernels.mutants import Mutant
 
 MUTANTS = (
@@ -60,5 +61,19 @@ MUTANTS = (
         description="bf16/fp16 loads not upcast and the sum of exp accumulated in the logits' dtype "
                     "(8 or 11 significand bits: the log-sum-exp is off by ~1e-3; fp32 logits are unaffected)",
         ref="#48641 (dtype-preserving chain) / interpreter gotcha: bf16 arithmetic without .to(tl.float32)",
+    ),
+    Mutant(
+        name="logprobs_chunks_by_batch", kernel="logprobs",
+        module="samplecheck.kernels.logprobs", entry="compute_logprobs",
+        find="    splits = triton.cdiv(vocab, CHUNK)\n",
+        replace="    chunk = BLOCK if batch < 4 else CHUNK\n    splits = triton.cdiv(vocab, chunk)\n",
+        then=(("maxima, splits, CHUNK=CHUNK,", "maxima, splits, CHUNK=chunk,"),
+              ("CHUNK=CHUNK, BLOCK=BLOCK, SPLIT_BLOCK", "CHUNK=chunk, BLOCK=BLOCK, SPLIT_BLOCK")),
+        description="rows split into finer chunks when the batch is small (to fill the GPU): the log-sum-exp "
+                    "adds its partial sums in another order, so a row's logprobs change in the last bits "
+                    "with the batch size",
+        ref="vllm#51187 class (logprobs not bitwise equal across batch compositions); issue 33's example of a "
+            "reduction order that depends on the batch size",
+        killed_by=catalog.BATCH_INVARIANCE,
     ),
 )

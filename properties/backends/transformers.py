@@ -110,7 +110,8 @@ PACK: tuple[tuple[str, Backend], ...] = (
     # fp32 only: it samples from an fp32 copy, whose bf16 values the masking backends above judge.
     ("top_k_top_p_sample", _backend("transformers_sample", "sample", dtypes=(torch.float32,), memory=SAMPLING_BYTES,
                                     marks=SAMPLING + (CPU_DISTRIBUTION,),
-                                    semantics={**SORTED_TOP_P, "random_stream": "own"})),
+                                    semantics={**SORTED_TOP_P, "random_stream": "own"},
+                                    batch_invariant=False)),  # one torch.multinomial over the batch
     ("min_p", _backend("transformers_min_p", "min_p", memory=SORTING, marks=INF_ROWS,
                        semantics={"min_p_softmax": "fp32", **NAN_UNSPECIFIED})),
     # fp32 only: its cases are one in ten drawn (repetition_only), and the half-dtype store is the

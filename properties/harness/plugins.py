@@ -20,7 +20,9 @@ the axes of samplecheck.judging.semantics; undeclared: the strict defaults),
 `fixed_vocabs` (True: it compiles per vocabulary size, so only the fixed sizes are drawn; or a
 tuple of the sizes to draw) and
 `capturable` (True: a call captures in a CUDA graph and replays bitwise, checked by
-test_graph_replay on CUDA); undeclared
+test_graph_replay on CUDA) and `batch_invariant` (True: each row's outputs do not depend on
+the batch around it, checked bitwise by test_batch_invariance; False: not claimed, skipped;
+undeclared: measured and reported, never failed); undeclared
 devices, dtypes and layouts mean everything. Combos outside the declaration are skipped with
 the reason shown. docs/backends.md documents each kernel's contract; a callable whose
 signature cannot take the calls of its kernel (`contract`) is reported before any test runs.
@@ -37,7 +39,7 @@ from samplecheck.kernels.mutants import GENERATED_ENV, MUTANTS
 
 ENTRY_POINT_GROUP = "samplecheck.backends"
 DECLARATION_KEYS = {"devices", "dtypes", "layouts", "extra_memory", "accepts", "semantics", "fixed_vocabs",
-                    "capturable"}
+                    "capturable", "batch_invariant"}
 # Plug-ins that are not tested, with the reason (for the pytest header): packs whose engine is
 # absent and, under allow_broken, entry points and packs that failed to load.
 UNPLUGGED: list[str] = []
@@ -72,7 +74,8 @@ def backend_from_target(kernel: str, name: str, target: str) -> Backend:
                    dtypes=declared.get("dtypes"), layouts=declared.get("layouts"),
                    extra_memory=declared.get("extra_memory"), accepts=declared.get("accepts"),
                    semantics=dict(declared.get("semantics", {})), fixed_vocabs=_fixed_vocabs(declared.get("fixed_vocabs", False)),
-                   capturable=bool(declared.get("capturable")), error_messages=False)
+                   capturable=bool(declared.get("capturable")), batch_invariant=_batch_invariant(declared),
+                   error_messages=False)
 
 
 @functools.cache
@@ -177,6 +180,14 @@ def mutant_backend(name: str) -> tuple[str, Backend]:
     mutant = MUTANTS[name]
     original = next(b for b in REGISTRY[mutant.kernel].backends if b.target == f"{mutant.module}:{mutant.entry}")
     return mutant.kernel, dataclasses.replace(original, name=f"mutant-{name}", target=f"samplecheck.kernels.mutants:{name}")
+
+
+def _batch_invariant(declared: dict) -> bool | None:
+    """A plug-in's `batch_invariant` declaration: True, False, or absent (None: measured)."""
+    value = declared.get("batch_invariant")
+    if value is not None and not isinstance(value, bool):
+        raise ValueError(f"batch_invariant must be True or False, got {value!r}")
+    return value
 
 
 def _fixed_vocabs(value) -> bool | tuple[int, ...]:

@@ -92,7 +92,12 @@ class Backend:
     property (tests/cover/test_graph_replay.py) runs on such backends alone, on CUDA.
     `guard_flag`: the implementation honours an enclosing call's guard flag (our kernels:
     inside `samplecheck.kernels.validation.unchecked_values(flag)`, a set flag makes the call
-    write nothing; tests/cover/test_enclosing_flag.py)."""
+    write nothing; tests/cover/test_enclosing_flag.py).
+    `batch_invariant`: each row's outputs are bitwise the same whatever batch the row is in
+    (its size, the row's index, its mates); tests/cover/test_batch_invariance.py fails a
+    backend declaring True that breaks it, skips one declaring False (e.g. a sampler drawing
+    every row from one generator), and measures one that declares nothing (None), reporting
+    the first difference it finds as a warning without failing."""
 
     name: str
     target: str
@@ -108,6 +113,7 @@ class Backend:
     fixed_vocabs: bool | tuple[int, ...] = False
     capturable: bool = False
     guard_flag: bool = False
+    batch_invariant: bool | None = None
 
     def resolve(self) -> Callable:
         module, _, attr = self.target.partition(":")
@@ -117,11 +123,11 @@ class Backend:
 def triton_and_torch(triton: str, torch_fallback: str, fallback_memory: str, *,
                      torch_capturable: bool = False) -> tuple[Backend, Backend]:
     """Our two implementations of a kernel, by target: the Triton kernel ("triton"), CUDA-graph
-    capturable and honouring an enclosing guard flag, and its PyTorch fallback ("torch"), which
+    capturable, batch invariant and honouring an enclosing guard flag, and its PyTorch fallback ("torch"), which
     allocates beyond the record's memory bound by design (`fallback_memory` says how) and is
     capturable when `torch_capturable` says so (a fallback that picks rows with nonzero()
     synchronises with the host)."""
-    return (Backend("triton", triton, capturable=True, guard_flag=True),
+    return (Backend("triton", triton, capturable=True, guard_flag=True, batch_invariant=True),
             Backend("torch", torch_fallback, marks=(beyond_memory_bound(fallback_memory),),
                     capturable=torch_capturable))
 

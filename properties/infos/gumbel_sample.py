@@ -67,7 +67,7 @@ GUMBEL = register(SamplerInfo(
     name="gumbel_sample",
     off_encodings=TEMPERATURE_OFF,
     backends=(Backend("triton", "samplecheck.kernels.gumbel:gumbel_sample", knobs=("block_v", "splits"),
-                      capturable=True, guard_flag=True),),
+                      capturable=True, guard_flag=True, batch_invariant=True),),
     cases=gumbel_cases, make_args=gumbel_args, distribution_cases=gumbel_distribution_cases,
     reference=Oracle(gumbel_reference, tolerance="band"),
     check=gumbel_check,

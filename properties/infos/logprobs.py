@@ -61,7 +61,7 @@ def logprobs_kernel_memory(logits, args) -> int:
 LOGPROBS = register(KernelInfo(
     name="logprobs",
     backends=(Backend("triton", "samplecheck.kernels.logprobs:compute_logprobs", knobs=("gather_block",),
-                      capturable=True, guard_flag=True),),
+                      capturable=True, guard_flag=True, batch_invariant=True),),
     cases=logprobs_cases, make_args=logprobs_args,
     reference=Oracle(logprobs_reference, tolerance="unit"),
     check=logprobs_check,

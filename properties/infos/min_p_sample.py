@@ -29,7 +29,7 @@ MIN_P_SAMPLE = register(sampler_of(
     MIN_P, name="min_p_sample",
     backends=(
         Backend("torch", "samplecheck.kernels.sampling_torch:min_p_sample_torch",
-                marks=(TORCH_COPIES, TORCH_CPU_DISTRIBUTION)),
+                marks=(TORCH_COPIES, TORCH_CPU_DISTRIBUTION), batch_invariant=False),  # one generator per call
     ),
     tolerance=per_dtype(2**-16, MIN_P.dtypes),
     semantics={"space": "log (probability-space backends: equal up to rounding, see band)"},

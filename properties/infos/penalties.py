@@ -115,7 +115,7 @@ PENALTIES = register(ValueInfo(
     id_lists=IdLists((IdList("prompt_token_ids", (None,)), IdList("output_token_ids", (None,))),
                      knobs={"pairs_max_length": pair_path}),
     backends=(Backend("triton", "samplecheck.kernels.penalties:apply_penalties", knobs=("pairs_max_length",),
-                      capturable=True, guard_flag=True),),
+                      capturable=True, guard_flag=True, batch_invariant=True),),
     cases=penalties_cases, make_args=penalties_args,
     reference=Oracle(penalties_reference, tolerance="rtol"),
     check=check_penalised,

@@ -98,7 +98,7 @@ SAMPLING_PARAMS = register(pipeline_record(
     (LOGIT_BIAS, PENALTIES, BAD_WORDS, TEMPERATURE, MIN_P, TOP_K_TOP_P, GUMBEL, LOGPROBS),
     name="sampling_params",
     backends=(Backend("triton", "samplecheck.kernels.sampling_params:apply_sampling_params", marks=(CPU_SAMPLING,),
-                      capturable=True, guard_flag=True),),
+                      capturable=True, guard_flag=True, batch_invariant=True),),
     tolerance=per_dtype(0.0),  # each op's own tolerance applies inside
     semantics={"order": "allowed, bias, min_tokens, penalties, bad words, temperature, min_p, top-k, top-p, "
                         "Gumbel sample, logprobs",

@@ -89,7 +89,7 @@ TOP_K_TOP_P_SAMPLE = register(sampler_of(
     TOP_K_TOP_P, name="top_k_top_p_sample",
     backends=(
         Backend("torch", "samplecheck.kernels.sampling_torch:top_k_top_p_sample_torch",
-                marks=(TORCH_SORTS, TORCH_CPU_DISTRIBUTION)),
+                marks=(TORCH_SORTS, TORCH_CPU_DISTRIBUTION), batch_invariant=False),  # one generator per call
     ),
     # Unlike the masking record's, rows without any filter are sampled too: their law is the
     # full softmax, a test of the sampler itself.

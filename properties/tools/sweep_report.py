@@ -18,10 +18,11 @@ from samplecheck.harness.registry import DTYPE_NAMES
 
 COLUMNS = tuple(name.removeprefix("test_") for name in (
     catalog.ORACLE_EQUIVALENCE, catalog.STRIDED_BITWISE, catalog.ROW_ISOLATION, catalog.DETERMINISTIC,
-    catalog.OFF_ENCODINGS, catalog.EXACT_DISTRIBUTION, catalog.DISTRIBUTION, catalog.MEMORY_BOUND))
+    catalog.BATCH_INVARIANCE, catalog.OFF_ENCODINGS, catalog.EXACT_DISTRIBUTION, catalog.DISTRIBUTION,
+    catalog.MEMORY_BOUND))
 # Column headings: short, so that a row fits a terminal; the legend spells each one out.
 HEADING = {"oracle_equivalence": "oracle", "strided_bitwise": "strided", "row_isolation": "isolated",
-           "deterministic": "determ", "off_encodings": "off", "exact_distribution": "law",
+           "deterministic": "determ", "batch_invariance": "batch", "off_encodings": "off", "exact_distribution": "law",
            "distribution": "sampled", "memory_bound": "memory"}
 SYMBOL = {"passed": "pass", "failed": "FAIL", "skipped": "skip", "xfailed": "xfail", "xpassed": "XPASS"}
 WIDTH = 100

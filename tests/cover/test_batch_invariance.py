@@ -1,0 +1,96 @@
+"""A row's outputs do not depend on the batch around it (the promise of engines' deterministic
+modes, vLLM's VLLM_BATCH_INVARIANT among them), bitwise, with the same per-row parameters (a
+sampler's seeds and positions travel with their row):
+- each row of a drawn case (the first 8) run in small batches of 1 to 3 rows, and every row
+  at another index of the batch reversed and doubled, gives what it gave in the drawn batch;
+- a wide batch of fresh rows (the case's recipe under another seed, 3 to 1025 rows, up to
+  twice the budget's batch and elements, each row with the parameters of a row of the case)
+  gives, in its first 8 rows, what those rows give in small batches.
+Launch plans change their tiles and splits with the batch size; a reduction whose order
+follows the plan changes a row's last bits only in some rows, so the property looks at many
+rows under the plans of both ends, one to three rows and many.
+
+A backend declares it (`Backend.batch_invariant`, a plug-in's `batch_invariant`): True, and a
+difference fails, naming the rows, both batch sizes and the first differing element; False,
+and the test is skipped (e.g. a sampler drawing every row from one generator); undeclared, and
+the property measures it: the test passes, with a `BatchVariance` warning naming the first
+difference it found. Rows the backend leaves unspecified (NaN rows under `nan_policy:
+row_unspecified`) are not compared."""
+
+import dataclasses
+import warnings
+
+import pytest
+import torch
+from hypothesis import given, strategies as st
+
+from samplecheck.harness.runner import prepare, run
+from samplecheck.inputs.call_inputs import cut_rows
+from samplecheck.inputs.drawing import draw_case, skip_unless_accepted
+from samplecheck.judging.checks import assert_same_output, output_rows
+from samplecheck.judging.semantics import nan_rows_unspecified
+
+pytestmark = pytest.mark.interpreter
+
+# Sizes of the wide batch: odd, so they sit just past the power-of-two thresholds of tiles
+# and splits.
+WIDE_BATCHES = (3, 5, 9, 17, 33, 65, 129, 257, 513, 1025)
+SMALL_ROWS = 8  # rows of a batch also run in small batches
+
+
+class BatchVariance(UserWarning):
+    """A backend that does not declare batch invariance gave a row different outputs in
+    different batches (test_batch_invariance's report)."""
+
+
+@pytest.mark.matrix(layouts=("contig",))
+@given(data=st.data())
+def test_batch_invariance(combo, device, budget, data):
+    if combo.backend.batch_invariant is False:
+        pytest.skip(f"backend {combo.backend.name} declares that its rows depend on their batch")
+    case = draw_case(data, combo, combo.info.cases(budget).filter(lambda c: c.logits.batch >= 2))
+    batch, vocab = case.logits.batch, case.logits.vocab
+    small = data.draw(st.integers(1, 3), label="small batches' size")
+    fitting = [n for n in WIDE_BATCHES if n <= 2 * budget.max_batch + 1 and n * vocab <= 2 * budget.max_elements]
+    wide = data.draw(st.sampled_from(fitting or WIDE_BATCHES[:1]), label="wide batch")
+    placed, args = prepare(combo, case, device)
+    seed = data.draw(st.integers(0, 2**31 - 1), label="fresh rows' seed")
+    fresh = dataclasses.replace(case, logits=dataclasses.replace(case.logits, batch=wide, seed=seed))
+    fresh_placed, _ = prepare(combo, fresh, device)
+    fresh_args = cut_rows(args, torch.arange(wide) % batch, batch)
+    for logits, rows_args, others in ((placed.view, args, {"the batch reversed and doubled":
+                                                           torch.arange(batch - 1, -1, -1).repeat(2)}),
+                                      (fresh_placed.view, fresh_args, {})):
+        size = logits.size(0)
+        others |= {f"a batch of rows {start}..": torch.arange(start, min(start + small, size))
+                   for start in range(0, min(size, SMALL_ROWS), small)}
+        if not _same_rows(combo, case, logits, rows_args, others, vocab):
+            return
+
+
+def _same_rows(combo, case, logits: torch.Tensor, args: dict, batches: dict, vocab: int) -> bool:
+    """Whether each of `batches` (rows of `logits`, their parameters taken along; `case`, the
+    drawn case they came from, tells the backend's `accepts` what they are) gives its rows
+    the outputs they have in `logits`' own batch; a difference fails the test of a backend
+    declaring batch invariance and is reported (False) for one that declares nothing."""
+    size = logits.size(0)
+    skip_unless_accepted(combo, case, f"a batch of {size} rows", logits, args)
+    whole = run(combo, logits.clone(), args)
+    judged = ~(logits.isnan().any(dim=1) & nan_rows_unspecified(combo.info)).cpu()
+    for what, index in batches.items():
+        part_args = cut_rows(args, index, size)
+        part = logits[index.to(logits.device)].contiguous()
+        skip_unless_accepted(combo, case, what, part, part_args)
+        output = run(combo, part, part_args)
+        kept = [j for j, source in enumerate(index.tolist()) if judged[source]]
+        sources = index[kept].tolist()
+        try:
+            assert_same_output(combo.info, output_rows(output, kept), output_rows(whole, sources),
+                               f"{combo.id}: rows {sources} of a batch of {size} (positions below index this "
+                               f"list), in {what} ({index.numel()} rows)", vocab)
+        except AssertionError as err:
+            if combo.backend.batch_invariant:
+                raise
+            warnings.warn(BatchVariance(f"not declared batch invariant, and it is not: {err}"))
+            return False
+    return True
