@@ -431,7 +431,9 @@ PACK: tuple[tuple[str, Backend], ...] = (
     ("top_k_top_p", _backend("vllm_v1_torch_top_k_only", "v1_torch_top_k_only", triton=False, dtypes=FP32, accepts=_top_k_only,
                              marks=(Mark("skip", EMPTY_TOP_K_ONLY, test=catalog.EMPTY_BATCH),),
                              semantics=NAN_UNSPECIFIED)),
-    ("top_k_top_p_sample", _backend("vllm_v1_torch_sample", "v1_torch_sample", triton=False,
+    # batch_invariant=False: the record gives one seed per call, so a row is known by its index;
+    # the adapter seeds row r's own generator from (seed, r), and a row moved is another request.
+    ("top_k_top_p_sample", _backend("vllm_v1_torch_sample", "v1_torch_sample", triton=False, batch_invariant=False,
                                     semantics={**TORCH_PATH, **NAN_UNSPECIFIED, "random_stream": "own"})),
     ("penalties", _backend("vllm_v1_penalties", "v1_penalties", triton=False, dtypes=FP32, semantics={
         "division": "reciprocal", "frequency_rounding": "two", "compute_dtype": "logits_dtype"})),
