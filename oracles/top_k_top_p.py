@@ -106,16 +106,26 @@ TOP_K_VALUES = ("input", "fp32_probabilities")
 # d <= ~1.2 eps32 (|x - max| + 1) (measured on randn rows of scale 0.1 to 10, V = 262144);
 # the band is that bound with a factor of about 3 for chains of such ties and another softmax.
 PROBABILITY_TIE_WIDTH = 4 * torch.finfo(torch.float32).eps
+# Below 2**-126 an fp32 probability is subnormal, a multiple of 2**-149, and below 2**-150 it is
+# 0: the softmax's exp and its division each round to that grid, so probabilities within four
+# of its steps may tie whatever their logits (rows whose k-th probability underflows keep
+# every entry that underflows with it).
+PROBABILITY_TIE_FLOOR = 4 * 2.0**-149
 
 
 def probability_ties(x: torch.Tensor, kth: torch.Tensor, k_on: torch.Tensor) -> torch.Tensor:
     """bool [B, V]: the finite entries of fp64 logits `x` whose fp32 softmax probability may
-    equal the k-th largest's (`kth` [B, 1]) though their logits differ: within
-    PROBABILITY_TIE_WIDTH * (|kth - row max| + 1) of it, in rows where top-k is on."""
+    equal the k-th largest's (`kth` [B, 1]) though their logits differ, in rows where top-k is
+    on: within PROBABILITY_TIE_WIDTH * (|kth - row max| + 1) of it (rounding), or with an
+    exact probability within PROBABILITY_TIE_FLOOR of its (subnormal or underflowing)."""
     row_max = x.max(dim=-1, keepdim=True).values
     width = PROBABILITY_TIE_WIDTH * ((kth - row_max).abs() + 1)
     finite = torch.isfinite(x) & torch.isfinite(kth) & torch.isfinite(row_max)
-    return k_on[:, None] & finite & ((x - kth).abs() <= width)
+    shift = torch.where(torch.isfinite(row_max), row_max, 0.0)
+    weight = torch.exp(x - shift)
+    mass = weight.sum(dim=-1, keepdim=True)
+    floor = (weight / mass - torch.exp(kth - shift) / mass).abs() <= PROBABILITY_TIE_FLOOR
+    return k_on[:, None] & finite & (((x - kth).abs() <= width) | floor)
 
 
 @dataclass(frozen=True)

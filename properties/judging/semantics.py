@@ -62,7 +62,8 @@ AXES = {axis.name: axis for axis in (
     Axis("top_k_values", TOP_K_TOP_P_RECORDS, {
         "input": "top-k compares the input values (exact)",
         "fp32_probabilities": "top-k compares an fp32 softmax of the row (keep_all_ties there): finite values "
-                              "within 4 eps32 (|k-th - max| + 1) of the k-th largest, whose fp32 probabilities may "
+                              "within 4 eps32 (|k-th - max| + 1) of the k-th largest, or whose probability lies "
+                              "within 4 * 2**-149 of its (subnormal or 0 in fp32), whose fp32 probabilities may "
                               "round equal, admitted either way while the k-th survives top-p; top-p's band "
                               "widened by their mass"},
         "what top-k ranks: the logits, or probabilities a softmax rounded to fp32"),

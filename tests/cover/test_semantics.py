@@ -100,6 +100,18 @@ def probability_top_k(logits, k=None, p=None, *, extra=0):
 PROBABILITY_TIES = torch.tensor([[1.0, 0.5 + 2**-24, 0.5, 0.0], [3.0, 2.0, 1.0, 0.0]])
 
 
+# Entries 120 and 130 below the max: both fp32 probabilities underflow to 0, so with k = 3 a
+# top-k of probabilities keeps the fourth entry too (it ties the k-th at 0).
+PROBABILITY_UNDERFLOW = torch.tensor([[0.0, -1.0, -120.0, -130.0]])
+
+
+def test_probability_top_k_admits_ties_at_an_underflowing_kth_only_when_declared():
+    k3 = {"k": torch.tensor([3]), "p": None}
+    judge(combo("top_k_top_p", PROBABILITIES), probability_top_k, PROBABILITY_UNDERFLOW.clone(), k3)
+    with pytest.raises(AssertionError, match="kept set differs"):
+        judge(combo("top_k_top_p", {}), probability_top_k, PROBABILITY_UNDERFLOW.clone(), k3)
+
+
 def test_probability_top_k_admits_fp32_probability_ties_only_when_declared():
     k2 = {"k": torch.tensor([2, 2]), "p": None}
     judge(combo("top_k_top_p", PROBABILITIES), probability_top_k, PROBABILITY_TIES, k2)
