@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.report import markdown_table
+
 BUDGET_S = 0.2
 FILES, TESTS = 20, 10
 
@@ -60,10 +62,9 @@ def main(argv: list[str] | None = None) -> int:
         f"pytest {pytest.__version__}; project: {FILES} files x {TESTS} tests; {args.repeats} runs each",
         f"command: {sys.executable} -m pytest --co -q -p no:cacheprovider [-p no:samplecheck]",
         "",
-        "| samplecheck entry point | median wall (s) | min | max |",
-        "|---|---|---|---|",
-        f"| off (-p no:samplecheck) | {statistics.median(off):.3f} | {min(off):.3f} | {max(off):.3f} |",
-        f"| on | {statistics.median(on):.3f} | {min(on):.3f} | {max(on):.3f} |",
+        *markdown_table(["samplecheck entry point", "median wall (s)", "min", "max"],
+                        [[name, *(f"{v:.3f}" for v in (statistics.median(runs), min(runs), max(runs)))]
+                         for name, runs in (("off (-p no:samplecheck)", off), ("on", on))]),
         "",
         f"added by samplecheck: {added:+.3f} s (budget {BUDGET_S} s): {'within' if added <= BUDGET_S else 'OVER'}",
     ]

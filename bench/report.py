@@ -32,7 +32,7 @@ def write_json(path: Path, result: dict) -> None:
     path.write_text(json.dumps(result, indent=1) + "\n")
 
 
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+def markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
     """A markdown table."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return lines + ["| " + " | ".join(row) + " |" for row in rows]
@@ -80,7 +80,7 @@ def _summary(rows: list[dict], sizes: list[str]) -> list[str]:
         first = next(iter(cells.values()))
         if first["flashinfer"] is not None:
             lines.append(line("FlashInfer " + first["flashinfer"]["call"], cells, lambda r: time_text(r["flashinfer"])))
-    return _table(["op (µs)"] + [_size_title(s) for s in sizes], lines)
+    return markdown_table(["op (µs)"] + [_size_title(s) for s in sizes], lines)
 
 
 def _per_size(rows: list[dict], size: str) -> list[str]:
@@ -94,7 +94,7 @@ def _per_size(rows: list[dict], size: str) -> list[str]:
     # One read of the logits at the copy's bandwidth takes half the copy's time.
     copy_us = mine[0]["copy_us"]
     title = f"## {_size_title(size)} (copy of the logits {copy_us:.1f} µs, one read {copy_us / 2:.1f} µs)"
-    return [title, ""] + _table(header, lines)
+    return [title, ""] + markdown_table(header, lines)
 
 
 def _calls(rows: list[dict]) -> list[str]:
@@ -103,7 +103,8 @@ def _calls(rows: list[dict]) -> list[str]:
         if row["op"] not in seen:
             seen.add(row["op"])
             lines.append([row["label"]] + [row[impl]["call"] if row[impl] else NO_CALL for impl in IMPLEMENTATIONS])
-    return ["## What each column calls", ""] + _table(["op"] + [TITLES[impl] for impl in IMPLEMENTATIONS], lines)
+    return ["## What each column calls", ""] + markdown_table(["op"] + [TITLES[impl] for impl in IMPLEMENTATIONS],
+                                                               lines)
 
 
 def markdown(result: dict) -> str:

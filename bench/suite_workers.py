@@ -24,6 +24,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from bench.report import markdown_table
 from samplecheck.tools.suite import config_args, suite_path
 
 SELECT = "sampling_params and triton"
@@ -41,7 +42,8 @@ def run_slice(device: str, select: str, workers: int, env: dict) -> tuple[float,
         done = subprocess.run(command, capture_output=True, text=True, env=env)
         wall = time.perf_counter() - start
         if done.returncode not in (0, 1) or not results.is_file():
-            raise SystemExit(f"the slice did not run (exit {done.returncode}):\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+            raise SystemExit(f"the slice did not run (exit {done.returncode}):\n"
+                             f"{done.stdout[-2000:]}{done.stderr[-2000:]}")
         tests = json.loads(results.read_text())["tests"]
     return wall, len(tests), sum(t["duration"] for t in tests)
 
@@ -79,12 +81,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.mps:
         with mps_daemon() as env:
             rows += [(n, "yes", *run_slice(args.device, args.select, n, env)) for n in counts]
+    command = [sys.executable, "-m", "bench.suite_workers", *(argv if argv is not None else sys.argv[1:])]
     lines = [f"machine: {platform.node()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
              f"device {args.device}; slice -k {args.select!r}, profile gate; warm-up run {warm_wall:.0f} s",
-             f"command: {shlex.join([sys.executable, '-m', 'bench.suite_workers', *(argv if argv is not None else sys.argv[1:])])}",
-             "", "| workers | MPS | wall (s) | tests | test-seconds | per test (s) |", "|---|---|---|---|---|---|"]
-    lines += [f"| {n} | {mps} | {wall:.0f} | {count} | {total:.0f} | {total / max(count, 1):.2f} |"
-              for n, mps, wall, count, total in rows]
+             f"command: {shlex.join(command)}", ""]
+    lines += markdown_table(["workers", "MPS", "wall (s)", "tests", "test-seconds", "per test (s)"],
+                            [[str(n), mps, f"{wall:.0f}", str(count), f"{total:.0f}", f"{total / max(count, 1):.2f}"]
+                             for n, mps, wall, count, total in rows])
     text = "\n".join(lines)
     print(text)
     if args.out:
