@@ -41,20 +41,20 @@ class Kills:
 
     def __init__(self, folder: str):
         self.folder = Path(folder)
-        self.mutant_of: dict[str, str] = {}  # node id -> mutant, for the tests this process set up
+        self.mutant_by_test: dict[str, str] = {}  # node id -> mutant, for the tests this process set up
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item):
         name = mutant_of(item)
         if name is None:
             return
-        self.mutant_of[item.nodeid] = name
+        self.mutant_by_test[item.nodeid] = name
         kill = read_kill(self.folder, name)
         if kill is not None:
             pytest.skip(f"mutant {name} already killed by {kill[0]}")
 
     def pytest_runtest_logreport(self, report):
-        name = self.mutant_of.get(report.nodeid)
+        name = self.mutant_by_test.get(report.nodeid)
         if name is None or report.when != "call" or not report.failed:
             return
         try:

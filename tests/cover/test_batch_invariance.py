@@ -58,14 +58,16 @@ def test_batch_invariance(combo, device, budget, data):
     fresh = dataclasses.replace(case, logits=dataclasses.replace(case.logits, batch=wide, seed=seed))
     fresh_placed, _ = prepare(combo, fresh, device)
     fresh_args = cut_rows(args, torch.arange(wide) % batch, batch)
-    for logits, rows_args, others in ((placed.view, args, {"the batch reversed and doubled":
-                                                           torch.arange(batch - 1, -1, -1).repeat(2)}),
-                                      (fresh_placed.view, fresh_args, {})):
-        size = logits.size(0)
-        others |= {f"a batch of rows {start}..": torch.arange(start, min(start + small, size))
-                   for start in range(0, min(size, SMALL_ROWS), small)}
-        if not _same_rows(combo, case, logits, rows_args, others, vocab):
+    reversed_doubled = {"the batch reversed and doubled": torch.arange(batch - 1, -1, -1).repeat(2)}
+    for logits, rows_args, others in ((placed.view, args, reversed_doubled), (fresh_placed.view, fresh_args, {})):
+        if not _same_rows(combo, case, logits, rows_args, {**others, **_small_batches(logits.size(0), small)}, vocab):
             return
+
+
+def _small_batches(size: int, small: int) -> dict:
+    """The first SMALL_ROWS rows of a batch of `size`, as batches of `small` rows, by name."""
+    return {f"a batch of rows {start}..": torch.arange(start, min(start + small, size))
+            for start in range(0, min(size, SMALL_ROWS), small)}
 
 
 def _same_rows(combo, case, logits: torch.Tensor, args: dict, batches: dict, vocab: int) -> bool:
