@@ -1,13 +1,17 @@
 """How the gate suite's time scales with the pytest-xdist workers sharing one GPU: a slice of the
 suite (default: the pipeline's cells, its heaviest) under the gate profile, run once to warm the
-Triton cache, then once per worker count; with `--threads N`, each count again with every
-worker's CPU thread pools at N threads (OMP_NUM_THREADS, MKL_NUM_THREADS: by default each worker's
-PyTorch starts one thread per core); with `--mps`, each count again with the CUDA MPS control
-daemon running (started for those runs with its pipe and log folders in a temporary folder,
-stopped after them), so the processes' kernels share the GPU instead of time-slicing it.
+Triton cache, then once per worker count, and again per count for each variant asked for:
+- `--threads N`: every worker's CPU thread pools at N threads (OMP_NUM_THREADS,
+  MKL_NUM_THREADS; by default each worker's PyTorch starts one thread per core);
+- `--cuda-wait MODE`: the workers wait for the GPU in that mode (`--sc-cuda-wait`; `block`
+  sleeps instead of spinning a core);
+- `--mps`: a CUDA MPS control daemon running (started for those runs with its pipe and log
+  folders in a temporary folder, stopped after them), so the processes' kernels share the GPU
+  instead of time-slicing it.
 
     python -m bench.suite_workers [--workers 4,8,16] [--select "sampling_params and triton"]
-                                  [--device cuda] [--threads N] [--mps] [--out FILE.md]
+                                  [--device cuda] [--threads N] [--cuda-wait MODE] [--mps]
+                                  [--out FILE.md]
 
 Per run: wall seconds (process start to exit), the tests run, and the sum of their durations
 (the suite's `--sc-results` JSON). If the sum per test grows with the workers while the wall
@@ -32,14 +36,14 @@ from samplecheck.tools.suite import config_args, suite_path
 SELECT = "sampling_params and triton"
 
 
-def run_slice(device: str, select: str, workers: int, env: dict) -> tuple[float, int, float]:
+def run_slice(device: str, select: str, workers: int, env: dict, extra: tuple[str, ...] = ()) -> tuple[float, int, float]:
     """(wall seconds, tests run, sum of their durations) of one run of the slice."""
     with tempfile.TemporaryDirectory() as tmp:
         results = Path(tmp) / "results.json"
         spread = ["-n", str(workers), "--dist", "worksteal"] if workers > 0 else ["-p", "no:xdist"]
         command = [sys.executable, "-m", "pytest", str(suite_path()), *config_args(), "-p", "no:cacheprovider",
                    f"--sc-device={device}", "--sc-profile=gate", "--sc-packs=none", "-k", select, "-q",
-                   f"--sc-results={results}", *spread]
+                   f"--sc-results={results}", *spread, *extra]
         start = time.perf_counter()
         done = subprocess.run(command, capture_output=True, text=True, env=env)
         wall = time.perf_counter() - start
@@ -70,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--select", default=SELECT, help="pytest -k expression choosing the slice")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     parser.add_argument("--threads", type=int, default=None, help="also run each count with N CPU threads per worker")
+    parser.add_argument("--cuda-wait", choices=("spin", "yield", "block"), default=None,
+                        help="also run each count with the workers waiting for the GPU this way (--sc-cuda-wait)")
     parser.add_argument("--mps", action="store_true", help="also run each count under CUDA MPS")
     parser.add_argument("--out", type=Path, default=None, help="also write the table to this markdown file")
     args = parser.parse_args(argv)
@@ -82,21 +88,26 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads is not None and args.threads < 1:
         parser.error(f"--threads takes a thread count >= 1, got {args.threads}")
     warm_wall, _, _ = run_slice(args.device, args.select, max(counts), dict(os.environ))
-    rows = [(n, "default", "no", *run_slice(args.device, args.select, n, dict(os.environ))) for n in counts]
+    rows = [(n, "default", "auto", "no", *run_slice(args.device, args.select, n, dict(os.environ))) for n in counts]
     if args.threads is not None:
         threads = {"OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads)}
-        rows += [(n, str(args.threads), "no", *run_slice(args.device, args.select, n, {**os.environ, **threads}))
+        rows += [(n, str(args.threads), "auto", "no", *run_slice(args.device, args.select, n, {**os.environ, **threads}))
+                 for n in counts]
+    if args.cuda_wait is not None:
+        wait = (f"--sc-cuda-wait={args.cuda_wait}",)
+        rows += [(n, "default", args.cuda_wait, "no", *run_slice(args.device, args.select, n, dict(os.environ), wait))
                  for n in counts]
     if args.mps:
         with mps_daemon() as env:
-            rows += [(n, "default", "yes", *run_slice(args.device, args.select, n, env)) for n in counts]
+            rows += [(n, "default", "auto", "yes", *run_slice(args.device, args.select, n, env)) for n in counts]
     command = [sys.executable, "-m", "bench.suite_workers", *(argv if argv is not None else sys.argv[1:])]
     lines = [f"machine: {platform.node()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
              f"device {args.device}; slice -k {args.select!r}, profile gate; warm-up run {warm_wall:.0f} s",
              f"command: {shlex.join(command)}", ""]
-    lines += markdown_table(["workers", "CPU threads each", "MPS", "wall (s)", "tests", "test-seconds", "per test (s)"],
-                            [[str(n), threads, mps, f"{wall:.0f}", str(count), f"{total:.0f}",
-                              f"{total / max(count, 1):.2f}"] for n, threads, mps, wall, count, total in rows])
+    lines += markdown_table(["workers", "CPU threads each", "CUDA wait", "MPS", "wall (s)", "tests", "test-seconds",
+                             "per test (s)"],
+                            [[str(n), threads, wait, mps, f"{wall:.0f}", str(count), f"{total:.0f}",
+                              f"{total / max(count, 1):.2f}"] for n, threads, wait, mps, wall, count, total in rows])
     text = "\n".join(lines)
     print(text)
     if args.out:

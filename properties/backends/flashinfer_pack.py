@@ -92,7 +92,15 @@ def _backend(name: str, function: str, *, marks: tuple[Mark, ...] = (), capturab
     return Backend(name, f"{MODULE}:{function}", devices=("cuda",), marks=tuple(marks), capturable=capturable,
                    **fields)
 
+def _sampler(name: str, function: str, **fields) -> Backend:
+    """A sampling adapter: FlashInfer draws each row from the stream of its index in the batch
+    (one seed per call), so a row's id follows its position: not batch invariant."""
+    return _backend(name, function, batch_invariant=False, **fields)
 
+
+# The renorm adapters pass FlashInfer torch.softmax's fp32 probabilities, whose bits follow the
+# batch on CUDA (F16): a kept set at a boundary tie flips with them.
+SOFTMAX_FIRST = False
 OUT_OF_PLACE = beyond_memory_bound(
     "the FlashInfer adapters compute an out-of-place [B, V] result (and, for the renorm APIs, fp32 "
     "probabilities) and write it back: their memory is FlashInfer's, not this record's bound")
@@ -104,29 +112,31 @@ PACK: tuple[tuple[str, Backend], ...] = (
     ("top_k_top_p", _backend("flashinfer_top_k_mask_logits", "top_k_mask_logits", accepts=top_k_only,
                              marks=(OUT_OF_PLACE,) + contiguity_marks(distribution=True))),
     ("top_k_top_p", _backend("flashinfer_top_k_renorm_probs", "top_k_renorm_probs", accepts=top_k_only_probs,
-                             marks=(OUT_OF_PLACE,) + INF_ROW_MASKED)),
+                             marks=(OUT_OF_PLACE,) + INF_ROW_MASKED, batch_invariant=SOFTMAX_FIRST)),
     ("top_k_top_p", _backend("flashinfer_top_p_renorm_probs", "top_p_renorm_probs", accepts=top_p_only_probs,
-                             marks=(OUT_OF_PLACE,) + SHORT_NUCLEUS + INF_ROW_MASKED)),
+                             marks=(OUT_OF_PLACE,) + SHORT_NUCLEUS + INF_ROW_MASKED,
+                             batch_invariant=SOFTMAX_FIRST)),
     # Sampling APIs: F3 (contiguity), F4 (bf16/fp16 softmax), F8 (repeatability) and F11 (the
     # fast path's exact-k ties) as strict xfails, F7 (layout) as a skip.
-    ("top_k_top_p_sample", _backend("flashinfer_logits_top_k_first", "top_k_top_p_sampling_from_logits_top_k_first",
+    ("top_k_top_p_sample", _sampler("flashinfer_logits_top_k_first", "top_k_top_p_sampling_from_logits_top_k_first",
                                     marks=contiguity_marks(memory=True) + HALF_SOFTMAX)),
     # The bounded call reads the batch's largest k back to the host (`top_k_max`): not capturable.
-    ("top_k_top_p_sample", _backend(BOUNDED, "top_k_top_p_sampling_from_logits_top_k_first_bounded",
+    ("top_k_top_p_sample", _sampler(BOUNDED, "top_k_top_p_sampling_from_logits_top_k_first_bounded",
                                     marks=contiguity_marks(memory=True) + HALF_SOFTMAX + EXACT_K_TIES,
                                     capturable=False)),
-    ("top_k_top_p_sample", _backend("flashinfer_logits_joint", "top_k_top_p_sampling_from_logits_joint",
+    ("top_k_top_p_sample", _sampler("flashinfer_logits_joint", "top_k_top_p_sampling_from_logits_joint",
                                     accepts=not_both_in_a_row, marks=HALF_SOFTMAX + MISALIGNED_SOFTMAX)),
-    ("top_k_top_p_sample", _backend("flashinfer_probs_top_k_first", "top_k_top_p_sampling_from_probs_top_k_first",
+    ("top_k_top_p_sample", _sampler("flashinfer_probs_top_k_first", "top_k_top_p_sampling_from_probs_top_k_first",
                                     marks=UNREPEATABLE_HALF)),
-    ("top_k_top_p_sample", _backend("flashinfer_probs_joint", "top_k_top_p_sampling_from_probs_joint",
+    ("top_k_top_p_sample", _sampler("flashinfer_probs_joint", "top_k_top_p_sampling_from_probs_joint",
                                     accepts=not_both_in_a_row)),
-    ("top_k_top_p_sample", _backend("flashinfer_top_p_probs", "top_p_sampling_from_probs", accepts=top_p_only)),
-    ("top_k_top_p_sample", _backend("flashinfer_top_k_probs", "top_k_sampling_from_probs", accepts=top_k_only)),
-    ("top_k_top_p_sample", _backend("flashinfer_logits", "sampling_from_logits", accepts=no_filter,
+    ("top_k_top_p_sample", _sampler("flashinfer_top_p_probs", "top_p_sampling_from_probs", accepts=top_p_only)),
+    ("top_k_top_p_sample", _sampler("flashinfer_top_k_probs", "top_k_sampling_from_probs", accepts=top_k_only)),
+    ("top_k_top_p_sample", _sampler("flashinfer_logits", "sampling_from_logits", accepts=no_filter,
                                     marks=contiguity_marks((torch.float32,)))),
-    ("min_p_sample", _backend("flashinfer_probs", "min_p_sampling_from_probs")),
-    ("softmax", _backend("flashinfer", "softmax", marks=contiguity_marks((torch.float32,)))),
+    ("min_p_sample", _sampler("flashinfer_probs", "min_p_sampling_from_probs")),
+    ("softmax", _backend("flashinfer", "softmax", marks=contiguity_marks((torch.float32,)),
+                         batch_invariant=False)),  # its row's bits follow the batch (F16)
 )
 
 

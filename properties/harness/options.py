@@ -59,6 +59,13 @@ def add_options(parser) -> None:
                          "process (xdist worker) exits and is replaced (0: no limit)")
     group.addoption("--sc-results", default=None, metavar="PATH.json",
                     help="write one JSON record per samplecheck test (the nightly report's input)")
+    group.addoption("--sc-cuda-wait", choices=("auto", "spin", "yield", "block"), default="auto",
+                    help="how a samplecheck test process waits for its GPU: CUDA's default (auto: spin a core), "
+                         "spin, yield, or block (sleep; frees the core for other xdist workers): "
+                         "samplecheck.harness.cuda_wait")
+    group.addoption("--sc-order", choices=("cost", "collection"), default="cost",
+                    help="the order samplecheck's tests run in: cost (longest expected first, dealt to the xdist "
+                         "workers: samplecheck.harness.ordering) or collection (pytest's)")
     group.addoption("--sc-deadline", type=float, default=None, metavar="EPOCH",
                     help="skip samplecheck tests that would start after this time (seconds since the epoch)")
 

@@ -51,8 +51,12 @@ def pytest_configure(config):
     import torch
 
     if device_type == "cuda":
+        from samplecheck.harness.cuda_wait import set_wait
+
         worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
-        torch.cuda.set_device(int(worker.removeprefix("gw")) % torch.cuda.device_count())
+        index = int(worker.removeprefix("gw")) % torch.cuda.device_count()
+        set_wait(config.getoption("--sc-cuda-wait"), index)
+        torch.cuda.set_device(index)
         config.samplecheck_device = torch.device("cuda", torch.cuda.current_device())
     else:
         config.samplecheck_device = torch.device("cpu")
@@ -130,6 +134,7 @@ def pytest_generate_tests(metafunc):
 
 
 def pytest_collection_modifyitems(config, items):
+    from samplecheck.harness.ordering import reorder
     from samplecheck.harness.profiles import NIGHTLY, profile_name
     from samplecheck.harness.selection import judged_cells, parse_cells
 
@@ -152,6 +157,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason="needs a CUDA device (marker gpu): run with --sc-device=cuda"))
         if not nightly and item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.skip(reason=f"nightly-sized (marker slow): run with --sc-profile={NIGHTLY}"))
+    reorder(config, items, ours)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -5,8 +5,9 @@
                      [--no-killtable] [--changed REF] [--budget SECONDS] [--bench-baseline FILE]
                      [PYTEST ARGS ...]
 
-The suite under the gate profile, then every mutant of our kernels against it (the kill
-table); exit 0 only when the suite passes and every mutant dies. `--changed REF` gates only
+The suite under the gate profile and, alongside it (its own processes, started with the
+suite's), every mutant of our kernels against it (the kill table); exit 0 only when the suite
+passes and every mutant dies. `--changed REF` gates only
 what the files changed since git REF can affect (samplecheck.harness.changes): the cells of
 the kernels and adapters they implement and those kernels' mutants; a framework file gates
 everything, documentation nothing. Into `--out` go the suite's log (gate-suite.log), one JSON
@@ -19,6 +20,7 @@ the exit status).
 
 import dataclasses
 import json
+from concurrent.futures import ThreadPoolExecutor
 import os
 import sys
 import time
@@ -82,6 +84,7 @@ def slowest(results: Path, count: int = SLOWEST) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
+    from samplecheck.kernels.mutants import MUTANTS
     from samplecheck.tools import bench_check, killtable
     from samplecheck.tools.suite import pytest_command, run_pytest
 
@@ -105,14 +108,20 @@ def main(argv: list[str]) -> int:
             if not run_suite and not mutants:
                 return 0
     results = args.out / "gate-results.json"
-    suite = 0
-    if run_suite:
-        command = pytest_command(chosen, [f"--sc-results={results}", *flags.pytest_args(rest)], workers=args.workers)
-        suite = run_pytest(command, log=args.out / "gate-suite.log")
-    kills = 0
-    if not args.no_killtable and (hunt_all or mutants):
-        kills = killtable.main(["--device", chosen.device, "--profile", "gate", "--workers", str(args.mutant_workers),
-                                "--report", str(args.out / "gate-kills.md"), *mutants])
+    suite = kills = 0
+    with ThreadPoolExecutor(1) as pool:
+        hunting = None
+        if not args.no_killtable and (hunt_all or mutants):
+            hunting = pool.submit(killtable.run, mutants or sorted(MUTANTS), chosen.device, chosen.resolved_profile,
+                                  args.mutant_workers)
+        if run_suite:
+            command = pytest_command(chosen, [f"--sc-results={results}", *flags.pytest_args(rest)],
+                                     workers=args.workers)
+            suite = run_pytest(command, log=args.out / "gate-suite.log")
+        if hunting is not None:
+            text, kills = hunting.result()
+            print(text)
+            (args.out / "gate-kills.md").write_text(text)
     wall = time.monotonic() - start
     if args.changed is None:
         print(bench_check.report(chosen.device, args.out, args.bench_baseline))

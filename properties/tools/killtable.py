@@ -89,7 +89,8 @@ def hunt(name: str, device: str, profile: str, timeout: float = 1800, tests: lis
 def _pytest(selection: list[str], mutants: str, device: str, profile: str) -> list[str]:
     """The pytest command running the tests of `mutants` (names, comma-separated) in `selection`."""
     return [sys.executable, "-m", "pytest", *selection, *config_args(), f"--sc-mutant={mutants}",
-            f"--sc-device={device}", f"--sc-profile={profile}", "-k", "mutant", "-q", "-p", "no:cacheprovider"]
+            f"--sc-device={device}", f"--sc-profile={profile}", "--sc-order=collection", "-k", "mutant", "-q",
+            "-p", "no:cacheprovider"]
 
 
 def hunt_shared(names: list[str], device: str, profile: str, workers: int, timeout: float = 1800) -> dict[str, Hunt]:
@@ -150,19 +151,23 @@ def main(argv=None) -> int:
     if unknown:
         parser.error(f"MUTANT must be among {', '.join(sorted(MUTANTS))}; got {', '.join(unknown)}")
     chosen = flags.suite_flags(parser, args)
-    device, profile = chosen.device, chosen.resolved_profile
-    names = args.mutants or sorted(MUTANTS)
+    text, status = run(args.mutants or sorted(MUTANTS), chosen.device, chosen.resolved_profile, args.workers)
+    print(text)
+    if args.report:
+        args.report.write_text(text)
+    return status
+
+
+def run(names: list[str], device: str, profile: str, workers: int) -> tuple[str, int]:
+    """The kill table of `names` as text, and its exit status (0: every mutant run was killed)."""
     start = time.monotonic()
-    hunts = hunt_all(names, device, profile, args.workers)
+    hunts = hunt_all(names, device, profile, workers)
     killed = sum(h.killed for h in hunts)
     ran = sum(h.ran for h in hunts)
     text = (f"Mutant kill table on {device} (profile {profile}): {killed} of {ran} run killed, "
             f"{len(hunts) - ran} not run on this device; {time.monotonic() - start:.0f} s wall, "
-            f"{args.workers} at once\n\n{table(hunts)}\n")
-    print(text)
-    if args.report:
-        args.report.write_text(text)
-    return 0 if killed == ran else 1
+            f"{workers} at once\n\n{table(hunts)}\n")
+    return text, 0 if killed == ran else 1
 
 
 if __name__ == "__main__":

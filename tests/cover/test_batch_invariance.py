@@ -70,6 +70,13 @@ def _small_batches(size: int, small: int) -> dict:
             for start in range(0, min(size, SMALL_ROWS), small)}
 
 
+def _listed(rows: list[int], ends: int = 4) -> str:
+    """`rows` as a list, its middle elided past 2 * `ends` entries (a wide batch has thousands)."""
+    if len(rows) <= 2 * ends:
+        return str(rows)
+    return f"[{', '.join(map(str, rows[:ends]))}, ... ({len(rows) - 2 * ends} more), {', '.join(map(str, rows[-ends:]))}]"
+
+
 def _same_rows(combo, case, logits: torch.Tensor, args: dict, batches: dict, vocab: int) -> bool:
     """Whether each of `batches` (rows of `logits`, their parameters taken along; `case`, the
     drawn case they came from, tells the backend's `accepts` what they are) gives its rows
@@ -88,8 +95,8 @@ def _same_rows(combo, case, logits: torch.Tensor, args: dict, batches: dict, voc
         sources = index[kept].tolist()
         try:
             assert_same_output(combo.info, output_rows(output, kept), output_rows(whole, sources),
-                               f"{combo.id}: rows {sources} of a batch of {size} (positions below index this "
-                               f"list), in {what} ({index.numel()} rows)", vocab)
+                               f"{combo.id}: rows {_listed(sources)} of a batch of {size} (positions below index "
+                               f"this list), in {what} ({index.numel()} rows)", vocab)
         except AssertionError as err:
             if combo.backend.batch_invariant:
                 raise

@@ -111,11 +111,11 @@ def test_cells_select_the_tests_that_judge_them():
 
 
 def run_gate(monkeypatch, tmp_path, scope) -> tuple[list, list]:
-    """The pytest commands and kill-table arguments `gate --changed HEAD` runs for `scope`."""
+    """The pytest commands and kill tables (mutant names) `gate --changed HEAD` runs for `scope`."""
     suites, hunts = [], []
     monkeypatch.setattr(gate, "changed_scope", lambda ref, chosen: scope)
     monkeypatch.setattr(suite, "run_pytest", lambda command, log=None: suites.append(command) or 0)
-    monkeypatch.setattr(killtable, "main", lambda argv: hunts.append(argv) or 0)
+    monkeypatch.setattr(killtable, "run", lambda names, device, profile, workers: hunts.append(names) or ("", 0))
     assert gate.main(["--device=cpu", "--changed", "HEAD", "--out", str(tmp_path)]) == 0
     return suites, hunts
 
@@ -125,7 +125,7 @@ def test_the_gate_runs_the_scope_alone(monkeypatch, tmp_path):
     suites, hunts = run_gate(monkeypatch, tmp_path, scope)
     (command,) = suites
     assert "--sc-cells=min_p/triton" in command and "--sc-profile=gate" in command, command
-    assert [argv[-1] for argv in hunts] == ["min_p_row0_parameter"], hunts
+    assert hunts == [["min_p_row0_parameter"]], hunts
 
 
 def test_a_change_that_touches_no_verdict_runs_nothing(monkeypatch, tmp_path):
@@ -135,4 +135,5 @@ def test_a_change_that_touches_no_verdict_runs_nothing(monkeypatch, tmp_path):
 def test_a_framework_change_runs_the_whole_gate(monkeypatch, tmp_path):
     suites, hunts = run_gate(monkeypatch, tmp_path, changes.Scope(True, reason="x.py is framework"))
     assert len(suites) == 1 and not any(option.startswith("--sc-cells") for option in suites[0])
-    assert len(hunts) == 1 and hunts[0][-2:] == ["--report", str(Path(tmp_path) / "gate-kills.md")]
+    assert len(hunts) == 1 and set(hunts[0]) == set(MUTANTS), "a framework change hunts every mutant"
+    assert (Path(tmp_path) / "gate-kills.md").is_file()
