@@ -1,9 +1,10 @@
 """The suite finds these bugs: every mutant in samplecheck.kernels.mutants fails the generic properties.
 
-Each mutant runs the fast suite (tests/cover) alone, in a subprocess, under the current
-device and Hypothesis profile, stopping at the first failure (`samplecheck.tools.killtable.hunt`,
-which `python -m samplecheck.tools.killtable` also uses for the kill table). A surviving mutant
-means a property is missing: add the property, never delete the mutant.
+The mutants are hunted as `samplecheck killtable` hunts them (samplecheck.tools.killtable):
+their known killers' files over all of them in one pytest run, under the current device and
+Hypothesis profile, each mutant stopping at its first kill; then each survivor, and each
+mutant whose patch can fault memory, alone over the whole fast suite. A surviving mutant means
+a property is missing: add the property, never delete the mutant.
 """
 
 import pytest
@@ -11,7 +12,6 @@ import pytest
 from samplecheck.harness import catalog
 from samplecheck.kernels.mutants import MUTANTS
 from samplecheck.tools import killtable
-from samplecheck.tools.killtable import hunt, hunt_shared
 from samplecheck.tools.suite import suite_path
 
 
@@ -26,25 +26,23 @@ def test_known_killer_is_a_property_module(name):
     assert killer in catalog.NAMES and (suite_path() / f"{killer}.py").is_file(), killer
 
 
-@pytest.mark.parametrize("name", sorted(MUTANTS))
-def test_mutant_is_killed(name, pytestconfig, device):
-    if device.type not in MUTANTS[name].devices:
-        pytest.skip(f"mutant {name} changes behaviour only on {', '.join(MUTANTS[name].devices)}")
+def test_every_mutant_is_killed_by_a_test_of_its_own(device, pytestconfig):
+    """Every mutant that changes behaviour on this device, hunted as the kill table hunts them
+    (one shared pytest run, then each survivor and each memory-faulting mutant alone), is
+    killed, each by a test of its own backend."""
     profile = pytestconfig.getoption("--sc-profile", default=None) or "dev"
-    result = hunt(name, device.type, profile)
-    assert result.killed, f"mutant {name} ({MUTANTS[name].description}) survived the suite:\n{result.output}"
-    print(f"{name} killed by {result.killer} in {result.seconds:.0f} s")
+    names = [name for name in sorted(MUTANTS) if device.type in MUTANTS[name].devices]
+    hunts = killtable.hunt_all(names, device.type, profile, workers=1)
+    survivors = [h for h in hunts if not h.killed]
+    assert not survivors, "\n\n".join(f"mutant {h.name} ({MUTANTS[h.name].description}) survived the suite:\n"
+                                         f"{h.output}" for h in survivors)
+    strays = {h.name: h.killer for h in hunts if f"mutant-{h.name}-" not in h.killer}
+    assert not strays, f"killed by another backend's test: {strays}"
 
 
-def test_a_shared_run_kills_each_mutant_by_its_own_test(device, monkeypatch):
-    """The kill table's shared round: mutants of three kernels hunted in one pytest run, each
-    killed by a test of its own backend (none by another mutant's failure); a mutant whose
-    patch can fault memory is hunted in a process of its own, never in the shared run."""
-    names = ["temperature_greedy_rows_divided", "gumbel_empty_batch_planned", "penalties_row0_parameter"]
-    found = hunt_shared(names, device.type, "ci", workers=2)
-    assert sorted(found) == sorted(names), {n: h.output for n, h in found.items()}
-    for name, result in found.items():
-        assert f"mutant-{name}-" in result.killer, (name, result.killer)
+def test_a_memory_faulting_mutant_is_hunted_alone(device, monkeypatch):
+    """A mutant whose patch can fault memory never joins the shared run (a poisoned CUDA
+    context would fail the other mutants' tests)."""
     faulting = next(n for n in sorted(MUTANTS) if MUTANTS[n].faults_memory and device.type in MUTANTS[n].devices)
     shared_runs = []
     monkeypatch.setattr(killtable, "hunt_shared", lambda chosen, *rest: shared_runs.append(chosen) or {})
