@@ -7,7 +7,8 @@ function), kernel/backend/dtype/layout (from its `combo` or `error_case` paramet
 outcome, duration, examples drawn, the reproduce command and Hypothesis blob of a failure
 with its falsifying case and message, the coverage labels its cases reported with
 `hypothesis.event()` (examples per label), its `hypothesis.target()` maxima, its slowest
-case, and the p-values of every sampling check it ran (`check_samples`). The worker that
+case, the p-values of every sampling check it ran (`check_samples`), and what a passing test
+measured of a behaviour its backend does not declare (`MEASURED`). The worker that
 runs a test gathers these into `item.user_properties` (so they travel through
 pytest-xdist); the controlling process writes the file when the session ends, also when it
 is interrupted.
@@ -31,6 +32,10 @@ from pathlib import Path
 import pytest
 
 BUDGET_SPENT = "nightly time budget spent before this test started"
+# A test's user property naming what it measured of a behaviour the backend does not declare
+# (test_batch_invariance: "not declared batch invariant, and it is not: ..."); the test passes,
+# and the reports show the measurement in its cell.
+MEASURED = "measured"
 MESSAGE_CHARS = 600
 CASE_CHARS = 1500
 
@@ -194,6 +199,8 @@ def test_record(report) -> dict:
                       case=falsifying_case(crash), message=_message(crash))
     elif outcome in ("skipped", "xfailed"):
         record["message"] = _skip_reason(report)
+    elif props.get(MEASURED):
+        record[MEASURED] = props[MEASURED][:MESSAGE_CHARS]
     return record
 
 

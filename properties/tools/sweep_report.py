@@ -15,6 +15,7 @@ import pytest
 
 from samplecheck.harness import catalog
 from samplecheck.harness.registry import DTYPE_NAMES
+from samplecheck.harness.results import MEASURED
 
 COLUMNS = tuple(name.removeprefix("test_") for name in (
     catalog.ORACLE_EQUIVALENCE, catalog.STRIDED_BITWISE, catalog.ROW_ISOLATION, catalog.DETERMINISTIC,
@@ -24,12 +25,15 @@ COLUMNS = tuple(name.removeprefix("test_") for name in (
 HEADING = {"oracle_equivalence": "oracle", "strided_bitwise": "strided", "row_isolation": "isolated",
            "deterministic": "determ", "batch_invariance": "batch", "off_encodings": "off", "exact_distribution": "law",
            "distribution": "sampled", "memory_bound": "memory"}
-SYMBOL = {"passed": "pass", "failed": "FAIL", "skipped": "skip", "xfailed": "xfail", "xpassed": "XPASS"}
+SYMBOL = {"passed": "pass", "failed": "FAIL", "skipped": "skip", "xfailed": "xfail", "xpassed": "XPASS",
+          "measured": "pass*"}
 WIDTH = 100
 LEGEND = (
     "Legend:",
     "  pass   the property held; FAIL: it did not",
     "  xfail  a finding the backend declares failed as declared; XPASS: it no longer fails (strict: the run fails)",
+    "  pass*  passed, and measured a behaviour the backend does not declare (batch: a row's bits change with its "
+    "batch); the log's warning says where",
     "  skip   the property applies to this cell and was skipped here (declared by the backend or record, e.g. "
     "too slow for the interpreter, or an example set sized for the nightly); the log names the reason",
     "  -      the property does not apply to this cell and was not collected: it compares the other layouts "
@@ -85,7 +89,8 @@ class SweepReport:
             self.gpu_only.add(name)
         elif match and name in COLUMNS:
             cell = match.group(2)
-            self.cells[cell][name] = outcome
+            measured = outcome == "passed" and dict(report.user_properties).get(MEASURED)
+            self.cells[cell][name] = "measured" if measured else outcome
             self.examples[cell] += dict(report.user_properties).get("examples", 0)
             self.seconds[cell] += report.duration
         else:

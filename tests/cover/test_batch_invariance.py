@@ -1,11 +1,14 @@
 """A row's outputs do not depend on the batch around it (the promise of engines' deterministic
 modes, vLLM's VLLM_BATCH_INVARIANT among them), bitwise, with the same per-row parameters (a
 sampler's seeds and positions travel with their row):
-- each row of a drawn case (the first 8) run in small batches of 1 to 3 rows, and every row
-  at another index of the batch reversed and doubled, gives what it gave in the drawn batch;
-- a wide batch of fresh rows (the case's recipe under another seed, 3 to 1025 rows, up to
+- 8 drawn rows (or all, if fewer) of a drawn case run in small batches of 1 to 3 rows, and every row at
+  another index of the batch reversed and doubled, give what they gave in the drawn batch;
+- a wide batch of fresh rows (the case's recipe under another seed, 2 to 1025 rows, up to
   twice the budget's batch and elements, each row with the parameters of a row of the case)
-  gives, in its first 8 rows, what those rows give in small batches.
+  gives, in 8 drawn rows, what those rows give in small batches.
+The drawn case's batch has any size the record's strategy draws, the wide batch a size just
+past a power of two, and the rows compared sit anywhere in their batch, so the nightly's
+thousand examples per cell search sizes and positions for a rare threshold.
 Launch plans change their tiles and splits with the batch size; a reduction whose order
 follows the plan changes a row's last bits only in some rows, so the property looks at many
 rows under the plans of both ends, one to three rows and many.
@@ -14,7 +17,8 @@ A backend declares it (`Backend.batch_invariant`, a plug-in's `batch_invariant`)
 difference fails, naming the rows, both batch sizes and the first differing element; False,
 and the test is skipped (e.g. a sampler drawing every row from one generator); undeclared, and
 the property measures it: the test passes, with a `BatchVariance` warning naming the first
-difference it found. Rows the backend leaves unspecified (NaN rows under `nan_policy:
+difference it found, which the sweep and nightly reports show in the cell (user property
+`measured`). Rows the backend leaves unspecified (NaN rows under `nan_policy:
 row_unspecified`) are not compared."""
 
 import dataclasses
@@ -22,8 +26,9 @@ import warnings
 
 import pytest
 import torch
-from hypothesis import given, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
+from samplecheck.harness.results import MEASURED
 from samplecheck.harness.runner import prepare, run
 from samplecheck.inputs.call_inputs import cut_rows
 from samplecheck.inputs.drawing import draw_case, skip_unless_accepted
@@ -35,7 +40,7 @@ pytestmark = pytest.mark.interpreter
 # Sizes of the wide batch: odd, so they sit just past the power-of-two thresholds of tiles
 # and splits.
 WIDE_BATCHES = (3, 5, 9, 17, 33, 65, 129, 257, 513, 1025)
-SMALL_ROWS = 8  # rows of a batch also run in small batches
+SMALL_ROWS = 8  # rows of a batch (drawn anywhere in it) also run in small batches
 
 
 class BatchVariance(UserWarning):
@@ -45,7 +50,9 @@ class BatchVariance(UserWarning):
 
 @pytest.mark.matrix(layouts=("contig",))
 @given(data=st.data())
-def test_batch_invariance(combo, device, budget, data):
+# record_property only appends to the test's user properties: the same for every example.
+@settings(suppress_health_check=(*settings().suppress_health_check, HealthCheck.function_scoped_fixture))
+def test_batch_invariance(combo, device, budget, data, record_property):
     if combo.backend.batch_invariant is False:
         pytest.skip(f"backend {combo.backend.name} declares that its rows depend on their batch")
     case = draw_case(data, combo, combo.info.cases(budget).filter(lambda c: c.logits.batch >= 2))
@@ -60,14 +67,21 @@ def test_batch_invariance(combo, device, budget, data):
     fresh_args = cut_rows(args, torch.arange(wide) % batch, batch)
     reversed_doubled = {"the batch reversed and doubled": torch.arange(batch - 1, -1, -1).repeat(2)}
     for logits, rows_args, others in ((placed.view, args, reversed_doubled), (fresh_placed.view, fresh_args, {})):
-        if not _same_rows(combo, case, logits, rows_args, {**others, **_small_batches(logits.size(0), small)}, vocab):
+        size = logits.size(0)
+        compared = min(size, SMALL_ROWS)
+        positions = data.draw(st.lists(st.integers(0, size - 1), min_size=compared, max_size=compared, unique=True),
+                              label=f"rows of the batch of {size} run in small batches")
+        difference = _same_rows(combo, case, logits, rows_args, {**others, **_small_batches(positions, small)}, vocab)
+        if difference is not None:
+            warnings.warn(BatchVariance(difference))
+            record_property(MEASURED, difference)
             return
 
 
-def _small_batches(size: int, small: int) -> dict:
-    """The first SMALL_ROWS rows of a batch of `size`, as batches of `small` rows, by name."""
-    return {f"a batch of rows {start}..": torch.arange(start, min(start + small, size))
-            for start in range(0, min(size, SMALL_ROWS), small)}
+def _small_batches(positions: list[int], small: int) -> dict:
+    """The rows at `positions`, as batches of `small` rows in that order, by name."""
+    return {f"a batch of rows {positions[start:start + small]}": torch.tensor(positions[start:start + small])
+            for start in range(0, len(positions), small)}
 
 
 def _listed(rows: list[int], ends: int = 4) -> str:
@@ -77,11 +91,12 @@ def _listed(rows: list[int], ends: int = 4) -> str:
     return f"[{', '.join(map(str, rows[:ends]))}, ... ({len(rows) - 2 * ends} more), {', '.join(map(str, rows[-ends:]))}]"
 
 
-def _same_rows(combo, case, logits: torch.Tensor, args: dict, batches: dict, vocab: int) -> bool:
+def _same_rows(combo, case, logits: torch.Tensor, args: dict, batches: dict, vocab: int) -> str | None:
     """Whether each of `batches` (rows of `logits`, their parameters taken along; `case`, the
     drawn case they came from, tells the backend's `accepts` what they are) gives its rows
-    the outputs they have in `logits`' own batch; a difference fails the test of a backend
-    declaring batch invariance and is reported (False) for one that declares nothing."""
+    the outputs they have in `logits`' own batch: a difference fails the test of a backend
+    declaring batch invariance, and is returned (its description) for one that declares
+    nothing; None when every row agrees."""
     size = logits.size(0)
     skip_unless_accepted(combo, case, f"a batch of {size} rows", logits, args)
     whole = run(combo, logits.clone(), args)
@@ -100,6 +115,5 @@ def _same_rows(combo, case, logits: torch.Tensor, args: dict, batches: dict, voc
         except AssertionError as err:
             if combo.backend.batch_invariant:
                 raise
-            warnings.warn(BatchVariance(f"not declared batch invariant, and it is not: {err}"))
-            return False
-    return True
+            return f"not declared batch invariant, and it is not: {err}"
+    return None

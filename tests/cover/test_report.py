@@ -170,3 +170,11 @@ def test_recorded_failure_case_parses():
     assert falsifying_case(text) == "Case(a=(1, 2), b='x')"
     assert falsifying_case("no draws here") is None
     assert data.outcome({"outcome": "skipped", "message": data.BUDGET_SPENT}) == "budget"
+
+
+def test_a_measured_behaviour_marks_its_cell_and_says_what_in_the_tooltip():
+    nodeid = "tests/cover/test_batch_invariance.py::test_batch_invariance[softmax-torch-fp32-contig]"
+    record = {"nodeid": nodeid, "outcome": "passed", "measured": "not declared batch invariant, and it is not: x"}
+    cell = page._cell(nodeid, {nodeid: record}, {})
+    assert f">{page.SYMBOL['passed']}{page.MEASURED_MARK}</td>" in cell and "not declared batch invariant" in cell
+    assert page.MEASURED_MARK not in page._cell(nodeid, {nodeid: {**record, "measured": None}}, {})

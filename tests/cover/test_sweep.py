@@ -13,6 +13,7 @@ import torch
 from _pytest.reports import TestReport
 
 from samplecheck.harness.registry import Backend
+from samplecheck.harness.results import MEASURED, test_record
 from samplecheck.tools.sweep_report import COLUMNS, HEADING, WIDTH, SweepReport, elsewhere, split_cell
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,11 +21,12 @@ COVER = "tests/cover"
 
 
 def _report(test: str, cell: str, outcome: str, *, when: str = "call", gpu: bool = False, examples: int = 0,
-            xfail: bool = False) -> TestReport:
+            xfail: bool = False, measured: str | None = None) -> TestReport:
     nodeid = f"{COVER}/{test}.py::{test}[{cell}]"
     keywords = {test: 1, **({"gpu": 1} if gpu else {})}
+    properties = [("examples", examples)] + ([(MEASURED, measured)] if measured else [])
     report = TestReport(nodeid, (f"{COVER}/{test}.py", 0, test), keywords, outcome, None, when, duration=0.5,
-                        user_properties=[("examples", examples)])
+                        user_properties=properties)
     if xfail:
         report.wasxfail = "a declared finding"
     return report
@@ -76,6 +78,17 @@ def test_the_report_has_rows_for_the_cells_that_ran_and_names_the_rest():
     assert "Other properties judging these backends (error inputs, " in joined and "kernel-specific): 1 pass." in joined
     assert lines[failures + 1:] == [
         f"  {COVER}/test_strided_bitwise.py::test_strided_bitwise[temperature-mutant-temperature_x-fp32-offset]"]
+
+
+def test_a_measured_variance_shows_in_its_cell_and_in_the_results_record():
+    variant = _report("test_batch_invariance", "softmax-torch-fp32-contig", "passed",
+                      measured="not declared batch invariant, and it is not: ...")
+    invariant = _report("test_batch_invariance", "softmax-triton-fp32-contig", "passed")
+    sweep = _fed("cuda", variant, invariant)
+    rows = {line.split("|")[2].strip(): line.split("|")[5].strip() for line in sweep.table()[2:]}
+    assert rows == {"torch": "pass*", "triton": "pass"}
+    assert test_record(variant)[MEASURED].startswith("not declared batch invariant")
+    assert MEASURED not in test_record(invariant)
 
 
 def test_what_cannot_run_here_is_named_per_backend():

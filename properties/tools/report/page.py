@@ -5,6 +5,7 @@ import html
 import time
 
 from samplecheck.tools.report import plots
+from samplecheck.harness.results import MEASURED
 from samplecheck.tools.report.data import BAD, OUTCOMES, outcome
 
 SECTIONS = (("summary", "Summary"), ("changes", "Since the previous night"), ("matrix", "Matrix"),
@@ -15,6 +16,9 @@ SYMBOL = {"passed": "✓", "failed": "✗", "error": "E", "xpassed": "X!", "xfai
 MEANING = {"passed": "passed", "failed": "failed", "error": "error outside the test body",
            "xpassed": "passed but marked xfail (strict)", "xfailed": "known defect (xfail)",
            "skipped": "skipped (declared)", "budget": "not reached in the time budget"}
+# Added to a passed cell's symbol where the test measured a behaviour the backend does not
+# declare (its tooltip says what: e.g. a batch-invariance difference).
+MEASURED_MARK = "*"
 EVENTS_SHOWN = 10  # Hypothesis' own events listed open; the rest fold away
 CSS = """
 body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0;color:#1f2328;background:#fff;
@@ -118,8 +122,10 @@ def _cell(nodeid: str | None, by_id: dict, failure_ids: dict[str, str]) -> str:
         return '<td class="cell none"></td>'
     record = by_id[nodeid]
     o = outcome(record)
-    tip = _e(f"{nodeid}: {o}" + (f" - {record['message']}" if record.get("message") else ""))
-    text = f'<a href="#{failure_ids[nodeid]}">{SYMBOL[o]}</a>' if nodeid in failure_ids else SYMBOL[o]
+    note = record.get("message") or record.get(MEASURED)
+    tip = _e(f"{nodeid}: {o}" + (f" - {note}" if note else ""))
+    symbol = SYMBOL[o] + (MEASURED_MARK if record.get(MEASURED) else "")
+    text = f'<a href="#{failure_ids[nodeid]}">{symbol}</a>' if nodeid in failure_ids else symbol
     return f'<td class="cell {o}" title="{tip}">{text}</td>'
 
 
@@ -148,7 +154,8 @@ def matrix_section(report: dict, failure_ids: dict[str, str]) -> str:
                       f'{len(rows)} cells; tests: {_e(tally)}</summary>'
                       f'<table class="matrix">{head}{"".join(rows)}</table></details>')
     return (f"<p>{legend} <span class=\"none\" style=\"padding:2px 6px;border:1px solid #d0d7de\">blank: "
-            f"the property does not run on that cell</span></p>"
+            f"the property does not run on that cell</span> {MEASURED_MARK}: passed, and measured a behaviour the "
+            f"backend does not declare (e.g. batch_invariance: its rows' bits change with their batch)</p>"
             f"<p class=\"note\">Per property and kernel, the worst outcome over the kernel's cells (counts per outcome); "
             f"the tables below give every kernel x backend x dtype x layout cell (open for kernels with a failure; "
             f"click a kernel to open it). A failing cell links to its failure and reproduce command; hover a cell "
