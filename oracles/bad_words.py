@@ -1,4 +1,4 @@
-"""Reference for multi-token bad words (vLLM's rule, sampling-semantics.md section 7).
+"""Reference for multi-token bad words (vLLM's rule; docs/backends.md, "bad_words").
 
 Semantics (what every bad_words backend is checked against):
 - Input: logits [B, V] (any float dtype), bad_words [B, W, T] and output_token_ids [B, O]

@@ -1,4 +1,4 @@
-"""Reference for allowed_token_ids, logit_bias and min_tokens (sampling-semantics.md §6).
+"""Reference for allowed_token_ids, logit_bias and min_tokens (docs/backends.md, "logit_bias").
 
 Semantics (what every logit_bias backend is checked against, bitwise):
 - Input: logits [B, V] fp32/bf16/fp16. Token-id lists [B, L] are padded with -1; a -1 entry

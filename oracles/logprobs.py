@@ -1,4 +1,4 @@
-"""fp64 reference for sampled-token and top-k logprobs (vLLM `num_logprobs`, sampling-semantics §9).
+"""fp64 reference for sampled-token and top-k logprobs (vLLM `num_logprobs`; docs/backends.md, "logprobs").
 
 Semantics (what every logprobs backend is checked against):
 - Input: logits [B, V] in fp32/bf16/fp16 (the exact values, upcast to fp64), sampled [B]

@@ -20,14 +20,15 @@ MUTANTS = (
         replace="seed = rows",
         description="noise keyed by the batch row instead of the request's seed: a request's token "
                     "changes with its batch mates and row index",
-        ref="FlashInfer's Philox subsequence is the output row (sampling-semantics.md §8): not batch invariant",
+        ref="FlashInfer's Philox subsequence is the output row (include/flashinfer/sampling.cuh, curand_init): "
+            "not batch invariant",
     ),
     Mutant(
         name="gumbel_seed_ignores_position", kernel="gumbel_sample", module=_MODULE, entry=_ENTRY,
         find="position = tl.load(positions_ptr + rows, mask=in_batch, other=0)",
         replace="position = tl.zeros([BLOCK_B], tl.int64)",
         description="noise keyed by the seed alone: every decoding step of a request reuses the same noise",
-        ref="MRV2 keys the noise by (seed, position) (sampling-semantics.md §8); cf. vllm#50440 (one "
+        ref="MRV2 keys the noise by (seed, position) (vllm/v1/worker/gpu/sample/gumbel.py); cf. vllm#50440 (one "
             "seed broadcast to many prompts gives identical noise)",
     ),
     Mutant(
@@ -37,7 +38,7 @@ MUTANTS = (
         then=(("| best_id.to(tl.int64)", "| (ID_MASK - best_id.to(tl.int64))"),
               ("return slots.bitwise_and_(ID_MASK)", "return ID_MASK - slots.bitwise_and_(ID_MASK)")),
         description="tied maxima resolved to the highest id instead of the lowest id",
-        ref="tie policy: MRV2 and torch.argmax take the first (lowest) maximum (sampling-semantics.md §8, "
+        ref="tie policy: MRV2 and torch.argmax take the first (lowest) maximum (docs/backends.md, "gumbel_sample", "
             "mstar#254 greedy tie non-determinism)",
     ),
     Mutant(
@@ -46,7 +47,7 @@ MUTANTS = (
         replace="scaled = tl.maximum(tl.math.div_rn(x, divisor), -65504.0)",
         description="-inf logits clamped to fp16's lowest finite value before the noise is added: masked "
                     "tokens get finite scores and can be drawn",
-        ref="MRV2 scores only finite entries (-inf elsewhere, sampling-semantics.md §8); finite "
+        ref="MRV2 scores only finite entries (-inf elsewhere, docs/backends.md, "gumbel_sample"); finite "
             "'-inf' fills (finfo.min) are a classic masking bug",
     ),
     Mutant(

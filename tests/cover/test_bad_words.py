@@ -1,4 +1,4 @@
-"""The bad-words oracle against hand-worked cases of the rule (sampling-semantics.md section 7),
+"""The bad-words oracle against hand-worked cases of the rule (docs/backends.md, "bad_words"),
 so that a kernel and an oracle sharing a misreading of the rule cannot agree unnoticed."""
 
 import pytest

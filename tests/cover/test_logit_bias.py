@@ -1,5 +1,5 @@
 """allowed_token_ids / logit_bias / min_tokens: the oracle against hand-worked rows
-(sampling-semantics.md section 6), so that a kernel and an oracle sharing a misreading cannot
+(docs/backends.md, "logit_bias"), so that a kernel and an oracle sharing a misreading cannot
 agree unnoticed, and the calls that must not launch anything leave the logits untouched
 (where the backend implements them: its `accepts`)."""
 
