@@ -9,7 +9,7 @@ MUTANTS = (
         module="samplecheck.kernels.bad_words", entry="apply_bad_words",
         find="row_past + (past_len - n)[:, None] + t", replace="row_past + t",
         description="a word's prefix is compared with the first n tokens of the past instead of the last n",
-        ref="fault class: wrong offset in a suffix match (docs/backends.md, "bad_words": the last n tokens)",
+        ref="fault class: wrong offset in a suffix match (docs/backends.md, 'bad_words': the last n tokens)",
     ),
     Mutant(
         name="bad_words_prefix_one_short", kernel="bad_words",
@@ -30,7 +30,7 @@ MUTANTS = (
         module="samplecheck.kernels.bad_words", entry="apply_bad_words",
         find="applies = in_batch & (n >= 0)", replace="applies = in_batch & (n >= 1)",
         description="single-token words (always banned) are skipped",
-        ref="docs/backends.md, "bad_words": a single-token word is always banned",
+        ref="docs/backends.md, 'bad_words': a single-token word is always banned",
     ),
     Mutant(
         name="bad_words_padding_in_past", kernel="bad_words",

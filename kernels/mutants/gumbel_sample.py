@@ -38,7 +38,7 @@ MUTANTS = (
         then=(("| best_id.to(tl.int64)", "| (ID_MASK - best_id.to(tl.int64))"),
               ("return slots.bitwise_and_(ID_MASK)", "return ID_MASK - slots.bitwise_and_(ID_MASK)")),
         description="tied maxima resolved to the highest id instead of the lowest id",
-        ref="tie policy: MRV2 and torch.argmax take the first (lowest) maximum (docs/backends.md, "gumbel_sample", "
+        ref="tie policy: MRV2 and torch.argmax take the first (lowest) maximum (docs/backends.md, 'gumbel_sample', "
             "mstar#254 greedy tie non-determinism)",
     ),
     Mutant(
@@ -47,7 +47,7 @@ MUTANTS = (
         replace="scaled = tl.maximum(tl.math.div_rn(x, divisor), -65504.0)",
         description="-inf logits clamped to fp16's lowest finite value before the noise is added: masked "
                     "tokens get finite scores and can be drawn",
-        ref="MRV2 scores only finite entries (-inf elsewhere, docs/backends.md, "gumbel_sample"); finite "
+        ref="MRV2 scores only finite entries (-inf elsewhere, docs/backends.md, 'gumbel_sample'); finite "
             "'-inf' fills (finfo.min) are a classic masking bug",
     ),
     Mutant(

@@ -10,7 +10,8 @@ MUTANTS = (
         replace="x = tl.where(seen & (x > 0.0), tl.math.div_rn(x, tl.broadcast_to(r, [BLOCK])),"
                 " tl.where(seen, x * r, x))",
         description="repetition penalty applied to output tokens only: ids seen only in the prompt keep their logit",
-        ref="docs/backends.md, "penalties": repetition acts on prompt ∪ output (HF/vLLM), unlike frequency/presence",
+        ref="docs/backends.md, 'penalties': repetition acts on prompt ∪ output (HF/vLLM), unlike "
+            "frequency/presence",
     ),
     Mutant(
         name="penalties_counts_include_prompt", kernel="penalties",
@@ -18,7 +19,7 @@ MUTANTS = (
         find='counts.sub_(torch.searchsorted(keys, out_key, side="left", out_int32=True))',
         replace='counts.sub_(torch.searchsorted(keys, out_key - 1, side="left", out_int32=True))',
         description="frequency/presence counts include prompt occurrences",
-        ref="docs/backends.md, "penalties": c_out counts output tokens only (OpenAI definition)",
+        ref="docs/backends.md, 'penalties': c_out counts output tokens only (OpenAI definition)",
     ),
     Mutant(
         name="penalties_sign_rule_swapped", kernel="penalties",

@@ -17,7 +17,8 @@ MUTANTS = (
         replace="        apply_temperature(logits, p.temperature)\n        if p.repetition_penalty is not None:\n"
                 "            apply_penalties(",
         description="temperature applied before the penalties as well (the order of the engine's ops changed)",
-        ref="vLLM V1 vs MRV2 op order (vllm/v1/sample/sampler.py against vllm/v1/worker/gpu/sample/sampler.py; docs/backends.md, "sampling_params"): penalties precede temperature",
+        ref="vLLM V1 vs MRV2 op order (vllm/v1/sample/sampler.py against vllm/v1/worker/gpu/sample/sampler.py; "
+            "docs/backends.md, 'sampling_params'): penalties precede temperature",
     ),
     Mutant(
         name="pipeline_greedy_rows_sampled", kernel="sampling_params",

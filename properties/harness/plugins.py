@@ -11,21 +11,11 @@
 - `pytest --sc-backend-only`: test the plugged implementations alone;
 - `pytest --sc-mutant NAME[,NAME...]`: test mutants of samplecheck.kernels.mutants alone.
 
-A plugged callable may declare what it supports with a `samplecheck` attribute, a dict
-with any of `devices` ("cpu", "cuda"), `dtypes` (torch dtypes), `layouts` (names from
-samplecheck.inputs.layouts.LAYOUTS), `extra_memory` (a callable (logits, args) -> bytes the call
-may allocate beyond its inputs; undeclared: the record's bound, our kernel's), `accepts` (a
-callable case -> bool: the drawn cases it implements), `semantics` ({axis: value} along
-the axes of samplecheck.judging.semantics; undeclared: the strict defaults),
-`fixed_vocabs` (True: it compiles per vocabulary size, so only the fixed sizes are drawn; or a
-tuple of the sizes to draw) and
-`capturable` (True: a call captures in a CUDA graph and replays bitwise, checked by
-test_graph_replay on CUDA) and `batch_invariant` (True: each row's outputs do not depend on
-the batch around it, checked bitwise by test_batch_invariance; False: not claimed, skipped;
-undeclared: measured and reported, never failed); undeclared
-devices, dtypes and layouts mean everything. Combos outside the declaration are skipped with
-the reason shown. docs/backends.md documents each kernel's contract; a callable whose
-signature cannot take the calls of its kernel (`contract`) is reported before any test runs.
+A plugged callable may declare what it supports with a `samplecheck` attribute, a dict with
+any of the keys of `DECLARATION_KEYS` (each explained there); undeclared devices, dtypes and
+layouts mean everything. Combos outside the declaration are skipped with the reason shown.
+docs/backends.md documents each kernel's contract; a callable whose signature cannot take the
+calls of its kernel (`contract`) is reported before any test runs.
 """
 
 import dataclasses
@@ -38,8 +28,21 @@ from samplecheck.harness.registry import RECORDS, REGISTRY, Backend, Mark
 from samplecheck.kernels.mutants import GENERATED_ENV, MUTANTS
 
 ENTRY_POINT_GROUP = "samplecheck.backends"
-DECLARATION_KEYS = {"devices", "dtypes", "layouts", "extra_memory", "accepts", "semantics", "fixed_vocabs",
-                    "capturable", "batch_invariant"}
+# The keys of a plug-in's `samplecheck` declaration, each the Backend field of that name.
+DECLARATION_KEYS = {
+    "devices": '"cpu" and/or "cuda" (undeclared: both)',
+    "dtypes": "the torch dtypes it takes (undeclared: the record's)",
+    "layouts": "names from samplecheck.inputs.layouts.LAYOUTS (undeclared: the record's)",
+    "extra_memory": "a callable (logits, args) -> bytes a call may allocate beyond its inputs (undeclared: the "
+                    "record's bound, our kernel's)",
+    "accepts": "a callable case -> bool: the drawn cases it implements (undeclared: all)",
+    "semantics": "{axis: value} along the axes of samplecheck.judging.semantics (undeclared: the strict defaults)",
+    "fixed_vocabs": "True: it compiles per vocabulary size, so only the fixed sizes are drawn; or the tuple of "
+                    "sizes to draw",
+    "capturable": "True: a call captures in a CUDA graph and replays bitwise (test_graph_replay, CUDA)",
+    "batch_invariant": "True: each row's outputs do not depend on its batch (test_batch_invariance fails a "
+                       "difference); False: not claimed, skipped; undeclared: measured and reported, never failed",
+}
 # Plug-ins that are not tested, with the reason (for the pytest header): packs whose engine is
 # absent and, under allow_broken, entry points and packs that failed to load.
 UNPLUGGED: list[str] = []
@@ -67,7 +70,7 @@ def backend_from_target(kernel: str, name: str, target: str) -> Backend:
     function = backend.resolve()
     check_call(kernel, target, function)
     declared = getattr(function, "samplecheck", {})
-    unknown = set(declared) - DECLARATION_KEYS
+    unknown = set(declared) - set(DECLARATION_KEYS)
     if unknown:
         raise ValueError(f"{target}: unknown keys in its samplecheck declaration: {sorted(unknown)}")
     return Backend(name, target, devices=tuple(declared.get("devices", ("cpu", "cuda"))),

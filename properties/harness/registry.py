@@ -69,50 +69,53 @@ def beyond_memory_bound(reason: str) -> Mark:
 
 @dataclass(frozen=True)
 class Backend:
-    """One implementation of a kernel. `target` is "package.module:callable", imported on
-    first use (so CPU runs can switch Triton to its interpreter first). With
-    `error_messages=False` (plugged-in code) error inputs check the exception type only,
-    not our wording. `accepts(case)`, when set, restricts the drawn cases to those the
-    implementation covers (e.g. a top-k-only API in the top-k/top-p record).
-    `extra_memory(logits, args)`, when set, is this implementation's own stated memory bound
-    (bytes beyond its inputs), replacing the record's (which states our kernel's).
-    `knobs`: keyword arguments beyond the record's contract that this implementation takes
-    (our kernels' launch knobs); properties and error inputs that pass a knob run only on
-    the backends that declare it, so a plug-in is called with contract arguments alone.
-    `semantics`: {axis: value} along the axes of `samplecheck.judging.semantics` where this
-    implementation departs from the record's strict default (e.g. its tie policy); each
-    value swaps in that axis's oracle branch for this backend alone.
-    `fixed_vocabs`: this implementation compiles one kernel per vocabulary size (a constexpr),
-    so its cases draw only fixed sizes (a bounded set of compiles per run) instead of random
-    ones: True for the real and adversarial sizes, or the tuple of sizes to draw.
-    `capturable`: a call can be captured in a CUDA graph and replayed: it makes no host
-    synchronisation, its result depends only on the values of its tensor arguments (which a
-    replay reads from the captured buffers) and on its Python arguments (fixed at capture),
-    and it reads no host-side state that can change between calls; the graph-replay
-    property (tests/cover/test_graph_replay.py) runs on such backends alone, on CUDA.
-    `guard_flag`: the implementation honours an enclosing call's guard flag (our kernels:
-    inside `samplecheck.kernels.validation.unchecked_values(flag)`, a set flag makes the call
-    write nothing; tests/cover/test_enclosing_flag.py).
-    `batch_invariant`: each row's outputs are bitwise the same whatever batch the row is in
-    (its size, the row's index, its mates); tests/cover/test_batch_invariance.py fails a
-    backend declaring True that breaks it, skips one declaring False (e.g. a sampler drawing
-    every row from one generator), and measures one that declares nothing (None), reporting
-    the first difference it finds as a warning without failing."""
+    """One implementation of a kernel: each field is explained where it is declared."""
 
+    # The backend's name: the second part of its cells' test ids (`top_k_top_p-triton-...`).
     name: str
+    # "package.module:callable", imported on first use (so CPU runs can switch Triton to its
+    # interpreter first).
     target: str
+    # The device types it runs on.
     devices: tuple[str, ...] = ("cpu", "cuda")
+    # The dtypes it takes; None: the record's.
     dtypes: tuple[torch.dtype, ...] | None = None
+    # The layouts it takes; None: the record's.
     layouts: tuple[str, ...] | None = None
+    # Its skips and pinned findings, as data (Mark).
     marks: tuple[Mark, ...] = ()
+    # False for plugged-in code: error inputs check the exception type only, not our wording.
     error_messages: bool = True
+    # accepts(case) -> whether it implements the case; restricts the drawn cases (e.g. a
+    # top-k-only API in the top-k/top-p record). None: every case.
     accepts: Callable | None = None
+    # extra_memory(logits, args) -> its own stated memory bound (bytes beyond its inputs),
+    # replacing the record's (which states our kernel's). None: the record's.
     extra_memory: Callable | None = None
+    # Keyword arguments beyond the record's contract that it takes (our kernels' launch
+    # knobs); properties and error inputs that pass a knob run only on backends declaring it,
+    # so a plug-in is called with contract arguments alone.
     knobs: tuple[str, ...] = ()
+    # {axis: value} along the axes of samplecheck.judging.semantics where it departs from the
+    # record's strict default (e.g. its tie policy); each value swaps in that axis's oracle
+    # branch for this backend alone.
     semantics: dict[str, str] = dataclasses.field(default_factory=dict, hash=False)
+    # It compiles one kernel per vocabulary size (a constexpr), so its cases draw only fixed
+    # sizes (a bounded set of compiles per run): True for the real and adversarial sizes, or
+    # the tuple of sizes to draw. False: random sizes.
     fixed_vocabs: bool | tuple[int, ...] = False
+    # A call can be captured in a CUDA graph and replayed: it makes no host synchronisation,
+    # its result depends only on its tensor arguments' values and its Python arguments, and
+    # it reads no host state that can change between calls (test_graph_replay, on CUDA).
     capturable: bool = False
+    # It honours an enclosing call's guard flag (our kernels: inside samplecheck.kernels
+    # .validation.unchecked_values(flag), a set flag makes the call write nothing;
+    # test_enclosing_flag).
     guard_flag: bool = False
+    # Each row's outputs are bitwise the same whatever batch the row is in (its size, the
+    # row's index, its mates): True, and test_batch_invariance fails a difference; False (e.g.
+    # a sampler drawing every row from one generator), and it is skipped; None, and it is
+    # measured and reported (a warning and the test's `measured` property), never failed.
     batch_invariant: bool | None = None
 
     def resolve(self) -> Callable:
@@ -195,62 +198,71 @@ class Oracle:
 
 @dataclass(frozen=True, kw_only=True)
 class KernelInfo:
-    """Everything the generic tests need to know about one kernel.
+    """Everything the generic tests need to know about one kernel: each field is explained
+    where it is declared."""
 
-    cases(budget): strategy of cases; make_args(case, logits): the keyword parameters;
-    reference: the oracle, an `Oracle` or a function called as `reference(logits, **args)`
-    (`verdict` calls it with the record's semantics and the dtype's tolerance);
-    tolerance: {dtype: the oracle's tolerance}, whose keys are the dtypes the record supports;
-    check(original, output, reference, what): raises AssertionError on a mismatch;
-    law(original, reference, **kwargs): (oracle probabilities fp64, ids that may be drawn,
-    ids that must be drawn when likely enough), each [B, V], for kernels whose output logits
-    are sampled from and for samplers (`samplecheck.judging.laws`; None otherwise): checked exactly,
-    without sampling, on the output's softmax or the `induced_law`.
-    distribution_cases(budget): the cases for the sampling test, for the kernels with a law
-    whose draws are tested (None: the law is only checked exactly).
-    targets(original, reference): {label: value} for hypothesis.target(), steering long
-    (nightly) runs towards the inputs where this kernel is most likely wrong.
-    sample(call, logits, args, rows, n, seed): int64 [rows, n], n draws for each of the
-    first `rows` rows, for kernels that sample themselves (`call` is the backend bound to
-    the in-place contract check); None for masking kernels, whose draws are
-    torch.multinomial over softmax(output).
-    induced_law(output, args): fp64 [B, V], the law a sampler's output commits it to, for
-    samplers that also return the logits they draw from (None: a sampler's law is only
-    tested by drawing; a masking kernel induces the softmax of its output).
-    extra_memory(logits, args): the bytes a call may allocate on the GPU beyond its inputs
-    (outputs and scratch included), as the kernel's docstring states it; None: nothing
-    beyond `samplecheck.judging.memory.SLACK_BYTES`.
-    same_output(actual, expected, what, vocab): the comparison of two outputs for inputs
-    that differ only in layout or batch mates (strided vs contiguous, row isolation, far
-    rows); None: bitwise on every output tensor (a declared `layout_invariance` replaces it).
-    off_encodings: the documented "off" values of its per-row parameters
-    (`samplecheck.inputs.off_encodings.OffEncoding`), each tried in one row beside binding rows
-    and in rows where it alone decides (`OffEncoding.alone`).
-    id_lists: its per-row token-id list arguments, their caps and padding
-    (`samplecheck.inputs.far_lists.IdLists`; None: it takes none), placed 2**31 entries
-    apart by tests/cover/test_large_list_offsets.py.
-    """
-
+    # The record's name: the first part of every test id of its cells (`top_k_top_p-triton-...`).
     name: str
+    # The implementations judged against this record: ours first, then plug-ins and packs.
     backends: tuple[Backend, ...]
+    # cases(budget) -> a Hypothesis strategy of cases within the device's size budget.
     cases: Callable
+    # make_args(case, logits) -> the keyword parameters of a call on `logits`.
     make_args: Callable
+    # The oracle: an `Oracle`, or a function called as reference(logits, **args) (wrapped in
+    # one); `verdict` calls it with the record's semantics and the dtype's tolerance.
     reference: Oracle | Callable
+    # check(original, output, reference, what): raises AssertionError on a mismatch.
     check: Callable
+    # {dtype: the oracle's tolerance}; its keys are the dtypes the record supports.
     tolerance: dict[torch.dtype, float]
+    # The record's strict default along each axis of samplecheck.judging.semantics (a
+    # backend's `semantics` swaps in another value for itself).
     semantics: dict[str, Any]
+    # The declared bad inputs and the error each must raise (test_error_inputs).
     error_inputs: tuple[ErrorInput, ...]
+    # The layouts its cells are generated for (contig first).
     layouts: tuple[str, ...] = LAYOUTS
+    # law(original, reference, **kwargs) -> (oracle probabilities fp64, ids that may be
+    # drawn, ids that must be drawn when likely enough), each [B, V], for kernels whose output
+    # logits are sampled from and for samplers (samplecheck.judging.laws), checked exactly,
+    # without sampling, on the output's softmax or the `induced_law`; None: no law.
     law: Callable | None = None
+    # distribution_cases(budget): the cases of the sampling test, for the kernels with a law
+    # whose draws are tested; None: the law is only checked exactly.
     distribution_cases: Callable | None = None
+    # Regression examples replayed before the drawn cases (RegressionExample.tests names where).
     examples: tuple[RegressionExample, ...] = ()
+    # The call writes its result into the logits it is given (False: it returns new tensors
+    # and must leave its input unchanged).
     in_place: bool = True
+    # targets(original, reference) -> {label: value} for hypothesis.target(), steering long
+    # (nightly) runs towards the inputs where this kernel is most likely wrong.
     targets: Callable | None = None
+    # sample(call, logits, args, rows, n, seed) -> int64 [rows, n], n draws for each of the
+    # first `rows` rows, for kernels that sample themselves (`call` is the backend bound to the
+    # in-place contract check); None for masking kernels, whose draws are torch.multinomial
+    # over softmax(output).
     sample: Callable | None = None
+    # induced_law(output, args) -> fp64 [B, V], the law a sampler's output commits it to, for
+    # samplers that also return the logits they draw from; None: a sampler's law is only
+    # tested by drawing (a masking kernel induces the softmax of its output).
     induced_law: Callable | None = None
+    # extra_memory(logits, args) -> the bytes a call may allocate on the GPU beyond its inputs
+    # (outputs and scratch included), as the kernel's docstring states it; None: nothing
+    # beyond samplecheck.judging.memory.SLACK_BYTES.
     extra_memory: Callable | None = None
+    # same_output(actual, expected, what, vocab): the comparison of two outputs for inputs that
+    # differ only in layout or batch mates (strided vs contiguous, row isolation, far rows,
+    # batch invariance); None: bitwise on every output tensor (a declared
+    # `layout_invariance` replaces it).
     same_output: Callable | None = None
+    # The documented "off" values of its per-row parameters (samplecheck.inputs.off_encodings
+    # .OffEncoding), each tried in one row beside binding rows and in rows where it alone
+    # decides (`OffEncoding.alone`).
     off_encodings: tuple = ()
+    # Its per-row token-id list arguments, their caps and padding (samplecheck.inputs.far_lists
+    # .IdLists; None: it takes none), placed 2**31 entries apart by test_large_list_offsets.
     id_lists: Any = None
 
     def __post_init__(self):

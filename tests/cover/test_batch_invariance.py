@@ -88,7 +88,8 @@ def _listed(rows: list[int], ends: int = 4) -> str:
     """`rows` as a list, its middle elided past 2 * `ends` entries (a wide batch has thousands)."""
     if len(rows) <= 2 * ends:
         return str(rows)
-    return f"[{', '.join(map(str, rows[:ends]))}, ... ({len(rows) - 2 * ends} more), {', '.join(map(str, rows[-ends:]))}]"
+    head, tail = ", ".join(map(str, rows[:ends])), ", ".join(map(str, rows[-ends:]))
+    return f"[{head}, ... ({len(rows) - 2 * ends} more), {tail}]"
 
 
 def _same_rows(combo, case, logits: torch.Tensor, args: dict, batches: dict, vocab: int) -> str | None:
