@@ -23,9 +23,6 @@ import pytest
 from samplecheck.harness.options import claim_every_test_unless_activated, owns
 
 MARKERS = (
-    "matrix(kernel=None, dtypes=None, layouts=None, sampled=False, own_sampler=False, output_law=False, knob=None, "
-    "off_encodings=False, capturable=False, guard_flag=False, id_lists=False): "
-    "restricts the registry matrix of a generic test",
     "interpreter: runs under the Triton CPU interpreter too (select with -m interpreter)",
     "gpu: needs a CUDA device; skipped on CPU",
     "slow: nightly-sized; skipped outside the nightly profile",
@@ -36,13 +33,25 @@ MARKERS = (
 CACHED_GPU_BYTES = 4 * 2**30
 
 
+def matrix_marker() -> str:
+    """The `matrix` marker's line: its keywords are those of `registry.combos`, which it
+    passes them to."""
+    import inspect
+
+    from samplecheck.harness.registry import combos
+
+    keywords = [f"{p.name}={p.default!r}" for p in inspect.signature(combos).parameters.values()
+                if p.kind is p.KEYWORD_ONLY]
+    return f"matrix({', '.join(keywords)}): restricts the registry matrix of a generic test"
+
+
 def pytest_configure(config):
     from samplecheck.harness import isolation, profiles, reproduce, seeds
     from samplecheck.kernels.runtime import use_device
 
     claim_every_test_unless_activated(config)
     profiles.register_profiles()
-    for line in MARKERS:
+    for line in (matrix_marker(), *MARKERS):
         config.addinivalue_line("markers", line)
     try:
         device_type = use_device(config.getoption("--sc-device"))

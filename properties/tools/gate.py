@@ -35,7 +35,7 @@ SLOWEST = 20
 def parse(argv: list[str]):
     from samplecheck.tools.cli import COMMANDS, PYTEST_EPILOG
 
-    parser = flags.parser("gate", COMMANDS["gate"], epilog=PYTEST_EPILOG)
+    parser = flags.parser("gate", COMMANDS["gate"].what, epilog=PYTEST_EPILOG)
     flags.add_suite_flags(parser, profile=False, mutant=False)
     flags.add_workers(parser)
     parser.add_argument("--mutant-workers", type=int, default=max(1, (os.cpu_count() or 2) // 2),
