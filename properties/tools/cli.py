@@ -87,7 +87,8 @@ def probe(argv: list[str]) -> int:
 
 
 def overview() -> str:
-    return __doc__.strip() + "\n\ncommands:\n" + "\n".join(f"  {k:<12} {c.what}" for k, c in COMMANDS.items())
+    return __doc__.strip() + "\n\ncommands:\n" + "\n".join(f"  samplecheck {k:<12} {c.what}"
+                                                         for k, c in COMMANDS.items())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,7 +13,8 @@ import torch
 from _pytest.reports import TestReport
 
 from samplecheck.harness.registry import Backend
-from samplecheck.harness.results import MEASURED, test_record
+from samplecheck.harness import results
+from samplecheck.harness.results import MEASURED
 from samplecheck.tools.sweep_report import COLUMNS, HEADING, WIDTH, SweepReport, elsewhere, split_cell
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,8 +88,8 @@ def test_a_measured_variance_shows_in_its_cell_and_in_the_results_record():
     sweep = _fed("cuda", variant, invariant)
     rows = {line.split("|")[2].strip(): line.split("|")[5].strip() for line in sweep.table()[2:]}
     assert rows == {"torch": "pass*", "triton": "pass"}
-    assert test_record(variant)[MEASURED].startswith("not declared batch invariant")
-    assert MEASURED not in test_record(invariant)
+    assert results.test_record(variant)[MEASURED].startswith("not declared batch invariant")
+    assert MEASURED not in results.test_record(invariant)
 
 
 def test_what_cannot_run_here_is_named_per_backend():
