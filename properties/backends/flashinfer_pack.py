@@ -17,7 +17,7 @@ from samplecheck.backends.flashinfer_findings import (EXACT_K_TIES, HALF_SOFTMAX
                                                      SHORT_NUCLEUS, UNREPEATABLE_HALF, contiguity_marks)
 from samplecheck.harness.packs import PackUnavailable
 from samplecheck.harness.registry import Backend, Mark, beyond_memory_bound
-from samplecheck.inputs.strategies import expand_pool
+from samplecheck.inputs.pools import expand_pool
 
 MODULE = "samplecheck.backends.flashinfer"
 INSTALL_HINT = "flashinfer is not installed (pip install -e '.[flashinfer]' on a GPU machine)"

@@ -32,7 +32,7 @@ from samplecheck.backends.transformers_findings import (ADDITIVE_MASKS, ALLOWLIS
 from samplecheck.harness import catalog
 from samplecheck.harness.packs import PackUnavailable
 from samplecheck.harness.registry import Backend, Mark
-from samplecheck.inputs.strategies import expand_pool
+from samplecheck.inputs.pools import expand_pool
 
 MODULE = "samplecheck.backends.transformers_calls"
 # The transformers releases whose call sites the adapters follow (scripts/setup.sh installs them):

@@ -7,7 +7,7 @@ import torch
 
 from samplecheck.harness import catalog
 from samplecheck.harness.registry import Mark
-from samplecheck.inputs.strategies import expand_pool
+from samplecheck.inputs.pools import expand_pool
 from samplecheck.judging.edge_values import kept_set_differs_in_rows_holding
 
 UNMASKED_ALLOWLIST = "finding T1: PrefixConstrainedLogitsProcessor sets an allowlist left all -inf to 0"

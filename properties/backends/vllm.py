@@ -19,7 +19,7 @@ from samplecheck.kernels.logprobs import Logprobs
 from samplecheck.harness import catalog
 from samplecheck.harness.packs import PackUnavailable
 from samplecheck.harness.registry import Backend, Mark
-from samplecheck.inputs.strategies import expand_pool
+from samplecheck.inputs.pools import expand_pool
 from samplecheck.judging.edge_values import kept_set_differs_in_rows_holding
 
 MODULE = "samplecheck.backends.vllm"

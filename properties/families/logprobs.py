@@ -10,9 +10,9 @@ from dataclasses import dataclass
 import torch
 from hypothesis import strategies as st
 
-from samplecheck.families.rows import pools
 from samplecheck.inputs.recipes import LogitsRecipe
-from samplecheck.inputs.strategies import Budget, expand_pool, logits_recipes
+from samplecheck.inputs.pools import expand_pool, pools
+from samplecheck.inputs.strategies import Budget, logits_recipes
 from samplecheck.oracles.logprobs import LogprobsReference, error_bound
 
 # How a row's sampled token is chosen from its logits: the last of the tied maxima, the last

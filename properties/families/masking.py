@@ -11,10 +11,11 @@ from typing import Callable
 import torch
 from hypothesis import strategies as st
 
-from samplecheck.families.rows import pools, row_args, sampled_rows
+from samplecheck.families.rows import row_args
+from samplecheck.inputs.pools import pools, row_pools, sampled_rows
 from samplecheck.harness.registry import KernelInfo
 from samplecheck.inputs.recipes import LogitsRecipe
-from samplecheck.inputs.strategies import Budget, logits_recipes, row_pools, top_k_values, top_p_values
+from samplecheck.inputs.strategies import Budget, logits_recipes, top_k_values, top_p_values
 from samplecheck.judging import checks
 from samplecheck.judging.laws import masked_input_law
 

@@ -1,42 +1,11 @@
-"""Per-row parameters: how a case stores one (a pool: row r takes pool[r % len(pool)]) and
-how a record turns the pool into the kernel's [B] tensor.
-
-Every record draws pools of at most MAX_POOL values, so a batch mixes edge values with
-typical ones; the sampling tests sample at most SAMPLED_ROWS rows, so a distribution case
-must put its interesting value among them.
-"""
+"""How a record of per-row parameters turns its case's pools (samplecheck.inputs.pools) into
+a call's arguments, and back."""
 
 import dataclasses
 
 import torch
-from hypothesis import strategies as st
 
-from samplecheck.inputs.strategies import expand_pool
-
-MAX_POOL = 4
-SAMPLED_ROWS = 4  # tests/cover/test_distribution.py samples at most the first 4 rows
-
-
-def pools(values: st.SearchStrategy) -> st.SearchStrategy[tuple]:
-    """A pool of 1 to MAX_POOL per-row values."""
-    return st.lists(values, min_size=1, max_size=MAX_POOL).map(tuple)
-
-
-def sampled_rows(pool: tuple, batch: int) -> list:
-    """The values of the rows a sampling test samples."""
-    return expand_pool(pool, min(batch, SAMPLED_ROWS))
-
-
-def row_tensor(pool: tuple | None, logits: torch.Tensor, dtype=torch.float32) -> torch.Tensor | None:
-    """The [B] tensor of a pool on the logits' device (None: the argument is absent)."""
-    if pool is None:
-        return None
-    return torch.tensor(expand_pool(pool, logits.size(0)), dtype=dtype, device=logits.device)
-
-
-def pool_of(t: torch.Tensor | None) -> tuple | None:
-    """The pool whose rows are `t`'s rows (one value per row; None: the argument is absent)."""
-    return None if t is None else tuple(t.tolist())
+from samplecheck.inputs.pools import pool_of, row_tensor
 
 
 def with_batch(case, logits: torch.Tensor):

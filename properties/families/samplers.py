@@ -11,11 +11,12 @@ from dataclasses import dataclass
 import torch
 from hypothesis import strategies as st
 
-from samplecheck.families.rows import MAX_POOL, pools, row_args, sampled_rows
+from samplecheck.families.rows import row_args
+from samplecheck.inputs.pools import pools, row_pools, sampled_rows
 from samplecheck.harness import catalog
 from samplecheck.harness.registry import ErrorInput, KernelInfo, Mark
 from samplecheck.inputs.recipes import LogitsRecipe
-from samplecheck.inputs.strategies import Budget, logits_recipes, row_pools
+from samplecheck.inputs.strategies import Budget, logits_recipes
 from samplecheck.kernels.gumbel import extra_bytes
 from samplecheck.oracles.gumbel import GumbelReference, gumbel_law
 
@@ -185,7 +186,7 @@ def gumbel_cases(draw, budget: Budget, temperatures=None) -> GumbelCase:
     recipe = draw(logits_recipes(budget))
     seeds = draw(pools(st.one_of(st.sampled_from(SEED_EDGES), st.integers(INT64_MIN, INT64_MAX))))
     positions = draw(pools(st.one_of(st.sampled_from(POSITION_EDGES), st.integers(0, INT64_MAX))))
-    temperature = draw(row_pools(gumbel_temperatures() if temperatures is None else temperatures, MAX_POOL))
+    temperature = draw(row_pools(gumbel_temperatures() if temperatures is None else temperatures))
     return GumbelCase(recipe, seeds, positions, temperature)
 
 

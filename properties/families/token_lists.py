@@ -10,9 +10,10 @@ from dataclasses import dataclass
 import torch
 from hypothesis import strategies as st
 
-from samplecheck.families.rows import MAX_POOL, pool_of, pools, with_batch
+from samplecheck.families.rows import with_batch
+from samplecheck.inputs.pools import MAX_POOL, expand_pool, pool_of, pools, row_pools
 from samplecheck.inputs.recipes import LogitsRecipe
-from samplecheck.inputs.strategies import Budget, expand_pool, logits_recipes, row_pools
+from samplecheck.inputs.strategies import Budget, logits_recipes
 
 ID_DTYPES = (torch.int32, torch.int64)
 PAD = -1
@@ -75,7 +76,7 @@ def bias_values() -> st.SearchStrategy[float]:
 
 def _maybe_pools(values: st.SearchStrategy) -> st.SearchStrategy:
     """A per-row pool, or None (argument absent) less often than `row_pools` alone gives it."""
-    return st.one_of(pools(values), row_pools(values, MAX_POOL))
+    return st.one_of(pools(values), row_pools(values))
 
 
 def spread_ids(vocab: int, hot: list[int]) -> st.SearchStrategy[tuple[int, ...]]:

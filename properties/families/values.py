@@ -11,7 +11,8 @@ from typing import Callable
 import torch
 from hypothesis import strategies as st
 
-from samplecheck.families.rows import pools, row_args, sampled_rows
+from samplecheck.families.rows import row_args
+from samplecheck.inputs.pools import pools, sampled_rows
 from samplecheck.harness.registry import KernelInfo
 from samplecheck.inputs.layouts import as_bits
 from samplecheck.inputs.recipes import LogitsRecipe

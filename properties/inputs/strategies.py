@@ -82,13 +82,3 @@ def top_p_values() -> st.SearchStrategy[float]:
     """p per row, edges first: tiny, 0.5, 0.9, 0.99, 1.0 (off), and anything in (0, 1]."""
     return st.one_of(st.sampled_from([1e-6, 0.5, 0.9, 0.99, 1.0]),
                      st.floats(1e-6, 1.0, allow_nan=False))
-
-
-def row_pools(values: st.SearchStrategy, max_size: int = 4) -> st.SearchStrategy:
-    """None (parameter absent for the whole batch) or a pool of per-row values; row r takes
-    pool[r % len(pool)]."""
-    return st.none() | st.lists(values, min_size=1, max_size=max_size).map(tuple)
-
-
-def expand_pool(pool: tuple, batch: int) -> list:
-    return [pool[r % len(pool)] for r in range(batch)]
