@@ -25,7 +25,8 @@ TABLE = Path(__file__).with_name("durations.json")
 
 
 def cost_key(item) -> str:
-    """The table's key of a test: its function, and the record and backend it judges."""
+    """The table's key of a test: its function, and the record and backend of its `combo` or
+    `error_case` parameter, the cell the results file records it under (results.CaseRecorder)."""
     from samplecheck.harness.registry import Combo
 
     params = getattr(getattr(item, "callspec", None), "params", {})

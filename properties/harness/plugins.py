@@ -29,20 +29,19 @@ from samplecheck.kernels.mutants import GENERATED_ENV, MUTANTS
 
 ENTRY_POINT_GROUP = "samplecheck.backends"
 # The keys of a plug-in's `samplecheck` declaration, each the Backend field of that name.
-DECLARATION_KEYS = {
-    "devices": '"cpu" and/or "cuda" (undeclared: both)',
-    "dtypes": "the torch dtypes it takes (undeclared: the record's)",
-    "layouts": "names from samplecheck.inputs.layouts.LAYOUTS (undeclared: the record's)",
-    "extra_memory": "a callable (logits, args) -> bytes a call may allocate beyond its inputs (undeclared: the "
-                    "record's bound, our kernel's)",
-    "accepts": "a callable case -> bool: the drawn cases it implements (undeclared: all)",
-    "semantics": "{axis: value} along the axes of samplecheck.judging.semantics (undeclared: the strict defaults)",
-    "fixed_vocabs": "True: it compiles per vocabulary size, so only the fixed sizes are drawn; or the tuple of "
-                    "sizes to draw",
-    "capturable": "True: a call captures in a CUDA graph and replays bitwise (test_graph_replay, CUDA)",
-    "batch_invariant": "True: each row's outputs do not depend on its batch (test_batch_invariance fails a "
-                       "difference); False: not claimed, skipped; undeclared: measured and reported, never failed",
-}
+DECLARATION_KEYS = (
+    "devices",  # "cpu" and/or "cuda" (undeclared: both)
+    "dtypes",  # the torch dtypes it takes (undeclared: the record's)
+    "layouts",  # names from samplecheck.inputs.layouts.LAYOUTS (undeclared: the record's)
+    "extra_memory",  # a callable (logits, args) -> bytes a call may allocate beyond its inputs
+    #                  (undeclared: the record's bound, our kernel's)
+    "accepts",  # a callable case -> bool: the drawn cases it implements (undeclared: all)
+    "semantics",  # {axis: value} along the axes of samplecheck.judging.semantics (undeclared: the strict defaults)
+    "fixed_vocabs",  # True: it compiles per vocabulary size, so only the fixed sizes are drawn; or the sizes to draw
+    "capturable",  # True: a call captures in a CUDA graph and replays bitwise (test_graph_replay, CUDA)
+    "batch_invariant",  # True: each row's outputs do not depend on its batch (test_batch_invariance fails a
+    #                     difference); False: not claimed, skipped; undeclared: measured and reported, never failed
+)
 # Plug-ins that are not tested, with the reason (for the pytest header): packs whose engine is
 # absent and, under allow_broken, entry points and packs that failed to load.
 UNPLUGGED: list[str] = []

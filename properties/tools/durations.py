@@ -21,8 +21,7 @@ def means(results: dict) -> dict[str, float]:
     """{key: mean seconds} over a results file's tests (samplecheck.harness.results)."""
     groups: dict[str, list[float]] = {}
     for test in results["tests"]:
-        function = test["nodeid"].split("::")[-1].split("[")[0]
-        name = key(function, test.get("kernel") or "", test.get("backend") or "")
+        name = key(test["property"], test.get("kernel") or "", test.get("backend") or "")
         groups.setdefault(name, []).append(float(test.get("duration", 0.0)))
     return {name: round(statistics.fmean(values), 3) for name, values in sorted(groups.items())}
 

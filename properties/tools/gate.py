@@ -20,10 +20,10 @@ the exit status).
 
 import dataclasses
 import json
-from concurrent.futures import ThreadPoolExecutor
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from samplecheck.tools import flags

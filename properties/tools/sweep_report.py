@@ -89,9 +89,9 @@ class SweepReport:
             self.gpu_only.add(name)
         elif match and name in COLUMNS:
             cell = match.group(2)
-            measured = outcome == "passed" and dict(report.user_properties).get(MEASURED)
-            self.cells[cell][name] = "measured" if measured else outcome
-            self.examples[cell] += dict(report.user_properties).get("examples", 0)
+            properties = dict(report.user_properties)
+            self.cells[cell][name] = "measured" if outcome == "passed" and properties.get(MEASURED) else outcome
+            self.examples[cell] += properties.get("examples", 0)
             self.seconds[cell] += report.duration
         else:
             self.other[outcome] += 1

@@ -61,11 +61,11 @@ def test_only_the_suites_tests_move(monkeypatch):
 def test_the_durations_table_holds_each_cells_mean(tmp_path):
     results = tmp_path / "results.json"
     results.write_text(json.dumps({"tests": [
-        {"nodeid": "tests/cover/test_x.py::test_x[r-triton-fp32-contig]", "kernel": "r", "backend": "triton",
-         "duration": 2.0},
-        {"nodeid": "tests/cover/test_x.py::test_x[r-triton-bf16-contig]", "kernel": "r", "backend": "triton",
-         "duration": 4.0},
-        {"nodeid": "tests/cover/test_y.py::test_y", "duration": 1.5}]}))
+        {"nodeid": "tests/cover/test_x.py::test_x[r-triton-fp32-contig]", "property": "test_x", "kernel": "r",
+         "backend": "triton", "duration": 2.0},
+        {"nodeid": "tests/cover/test_x.py::test_x[r-triton-bf16-contig]", "property": "test_x", "kernel": "r",
+         "backend": "triton", "duration": 4.0},
+        {"nodeid": "tests/cover/test_y.py::test_y", "property": "test_y", "duration": 1.5}]}))
     table = tmp_path / "durations.json"
     table.write_text(json.dumps({"cpu": {"test_old": 1.0}}))
     assert durations.main([str(results), "--device", "cuda", "--table", str(table)]) == 0

@@ -4,8 +4,8 @@ script and no external asset, so it opens from a CI artifact or an e-mail attach
 import html
 import time
 
-from samplecheck.tools.report import plots
 from samplecheck.harness.results import MEASURED
+from samplecheck.tools.report import plots
 from samplecheck.tools.report.data import BAD, OUTCOMES, outcome
 
 SECTIONS = (("summary", "Summary"), ("changes", "Since the previous night"), ("matrix", "Matrix"),
