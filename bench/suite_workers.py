@@ -7,10 +7,12 @@ Triton cache, then once per worker count, and again per count for each variant a
   sleeps instead of spinning a core);
 - `--mps`: a CUDA MPS control daemon running (started for those runs with its pipe and log
   folders in a temporary folder, stopped after them), so the processes' kernels share the GPU
-  instead of time-slicing it.
+  instead of time-slicing it;
+- `--together`: one more run per count with every variant asked for at once.
 
     python -m bench.suite_workers [--workers 4,8,16] [--select "sampling_params and triton"]
                                   [--device cuda] [--threads N] [--cuda-wait MODE] [--mps]
+                                  [--together]
                                   [--out FILE.md]
 
 Per run: wall seconds (process start to exit), the tests run, and the sum of their durations
@@ -27,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from bench.report import markdown_table
@@ -51,7 +53,10 @@ def run_slice(device: str, select: str, workers: int, env: dict, extra: tuple[st
             raise SystemExit(f"the slice did not run (exit {done.returncode}):\n"
                              f"{done.stdout[-2000:]}{done.stderr[-2000:]}")
         tests = json.loads(results.read_text())["tests"]
-    return wall, len(tests), sum(t["duration"] for t in tests)
+    total = sum(t["duration"] for t in tests)
+    print(f"{workers} workers {shlex.join(extra)}: {wall:.0f} s wall, {len(tests)} tests, {total:.0f} test-seconds",
+          file=sys.stderr, flush=True)
+    return wall, len(tests), total
 
 
 @contextmanager
@@ -77,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cuda-wait", choices=("spin", "yield", "block"), default=None,
                         help="also run each count with the workers waiting for the GPU this way (--sc-cuda-wait)")
     parser.add_argument("--mps", action="store_true", help="also run each count under CUDA MPS")
+    parser.add_argument("--together", action="store_true", help="also run each count with every variant at once")
     parser.add_argument("--out", type=Path, default=None, help="also write the table to this markdown file")
     args = parser.parse_args(argv)
     try:
@@ -89,17 +95,21 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--threads takes a thread count >= 1, got {args.threads}")
     warm_wall, _, _ = run_slice(args.device, args.select, max(counts), dict(os.environ))
     rows = [(n, "default", "auto", "no", *run_slice(args.device, args.select, n, dict(os.environ))) for n in counts]
-    if args.threads is not None:
-        threads = {"OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads)}
+    threads = {} if args.threads is None else {"OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads)}
+    wait = () if args.cuda_wait is None else (f"--sc-cuda-wait={args.cuda_wait}",)
+    if threads:
         rows += [(n, str(args.threads), "auto", "no", *run_slice(args.device, args.select, n, {**os.environ, **threads}))
                  for n in counts]
-    if args.cuda_wait is not None:
-        wait = (f"--sc-cuda-wait={args.cuda_wait}",)
+    if wait:
         rows += [(n, "default", args.cuda_wait, "no", *run_slice(args.device, args.select, n, dict(os.environ), wait))
                  for n in counts]
     if args.mps:
         with mps_daemon() as env:
             rows += [(n, "default", "auto", "yes", *run_slice(args.device, args.select, n, env)) for n in counts]
+    if args.together:
+        with mps_daemon() if args.mps else nullcontext(dict(os.environ)) as env:
+            rows += [(n, str(args.threads or "default"), args.cuda_wait or "auto", "yes" if args.mps else "no",
+                      *run_slice(args.device, args.select, n, {**env, **threads}, wait)) for n in counts]
     command = [sys.executable, "-m", "bench.suite_workers", *(argv if argv is not None else sys.argv[1:])]
     lines = [f"machine: {platform.node()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
              f"device {args.device}; slice -k {args.select!r}, profile gate; warm-up run {warm_wall:.0f} s",

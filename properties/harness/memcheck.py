@@ -7,6 +7,8 @@ import re
 import shutil
 from pathlib import Path
 
+from samplecheck.harness import mps
+
 SANITIZER_ENV = "COMPUTE_SANITIZER"
 CHILD_ENV = "SAMPLECHECK_UNDER_MEMCHECK"  # set in the child: its half of the property runs
 MEMCHECK_EXIT = 86  # the sanitizer's exit status when it found an error (distinct from pytest's)
@@ -32,10 +34,11 @@ def memcheck_command(sanitizer: str, child: list[str]) -> list[str]:
 
 
 def child_environment() -> dict[str, str]:
-    """The caller's environment with the child's flag set and PyTorch's caching allocator off,
-    so every tensor is its own allocation and an access past its end is out of bounds for the
-    sanitizer (not inside a cached block)."""
-    return {**os.environ, CHILD_ENV: "1", "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
+    """The caller's environment with the child's flag set, PyTorch's caching allocator off (so
+    every tensor is its own allocation and an access past its end is out of bounds for the
+    sanitizer, not inside a cached block) and no MPS server to join (a faulting child would end
+    every client's context there)."""
+    return {**mps.without(dict(os.environ)), CHILD_ENV: "1", "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
 
 
 def reported_errors(output: str, limit: int = 12) -> str:

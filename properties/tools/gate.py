@@ -2,8 +2,8 @@
 
     samplecheck gate [--device D] [--backend ...] [--backend-only] [--allow-broken-plugins]
                      [--stat-alpha A] [--workers N] [--mutant-workers N] [--out DIR]
-                     [--no-killtable] [--changed REF] [--budget SECONDS] [--bench-baseline FILE]
-                     [PYTEST ARGS ...]
+                     [--no-killtable] [--changed REF] [--budget SECONDS] [--gpu-share mps|time-slice]
+                     [--bench-baseline FILE] [PYTEST ARGS ...]
 
 The suite under the gate profile and, alongside it (its own processes, started with the
 suite's), every mutant of our kernels against it (the kill table); exit 0 only when the suite
@@ -13,7 +13,10 @@ the kernels and adapters they implement and those kernels' mutants; a framework 
 everything, documentation nothing. Into `--out` go the suite's log (gate-suite.log), one JSON
 record per test with its duration (gate-results.json) and the kill table (gate-kills.md); the
 gate prints the 20 slowest tests, its wall time, and a warning when the suite and kill table
-took longer than `--budget` (default: 180 s on CUDA, none on CPU). On a GPU, from a checkout with a benchmark
+took longer than `--budget` (default: 180 s on CUDA, none on CPU). On CUDA the suite's workers
+share the GPU through a private MPS server where one can be started (samplecheck.harness.mps;
+`--gpu-share=time-slice` gives each its own context); the kill table's processes, whose
+mutants may fault, keep contexts of their own. On a GPU, from a checkout with a benchmark
 baseline, it then reports the ops more than 15% slower than the baseline (report lines; never
 the exit status).
 """
@@ -47,6 +50,9 @@ def parse(argv: list[str]):
                         help="gate only the cells and mutants that the files changed since git REF can affect")
     parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                         help=f"warn when the gate's wall time exceeds this (default {CUDA_BUDGET_S:.0f} s on CUDA)")
+    parser.add_argument("--gpu-share", choices=("mps", "time-slice"), default=None,
+                        help="how the suite's workers share a CUDA device: through a private MPS server "
+                             "(default where nvidia-cuda-mps-control is installed) or time-sliced, a context each")
     parser.add_argument("--bench-baseline", type=Path, default=None,
                         help="benchmark JSON to compare a fresh table with (default: bench/baselines/h200.json)")
     args, rest = parser.parse_known_args(argv)
@@ -75,6 +81,36 @@ def changed_scope(ref: str, chosen: flags.SuiteFlags):
     return changes.scope(changes.changed_files(ref, root), REGISTRY, root)
 
 
+def run_suite(command: list[str], log: Path, share: str) -> int:
+    """The suite's exit status, its workers sharing the GPU as `share` says. A run under MPS
+    that met a fatal GPU error is run again time-sliced: under MPS one test's fault ends every
+    worker's context, so only a run with a context per worker says which test faulted."""
+    from samplecheck.harness import mps
+    from samplecheck.tools.suite import run_pytest
+
+    if share != "mps":
+        return run_pytest(command, log=log)
+    try:
+        with mps.server() as environment:
+            print("gate: the suite's workers share the GPU through a private MPS server")
+            status = run_pytest(command, log=log, env=environment)
+            faulted = status != 0 and mps.fatal_error(environment)
+    except OSError as err:
+        print(f"gate: no MPS server ({err}); the suite's workers time-slice the GPU")
+        return run_pytest(command, log=log)
+    if not faulted:
+        return status
+    log.replace(log.with_name(f"{log.stem}-mps{log.suffix}"))
+    print("gate: a kernel met a fatal GPU error under MPS, which ends every worker's context; the suite again "
+          "with a context per worker, where a fault fails only its own test")
+    return run_pytest(command, log=log)
+
+
+def tests_run(results: Path) -> int:
+    """How many tests the results file records (0 when the suite wrote none)."""
+    return len(json.loads(results.read_text())["tests"]) if results.is_file() else 0
+
+
 def slowest(results: Path, count: int = SLOWEST) -> list[str]:
     """The `count` slowest tests of a results file, one line each."""
     if not results.is_file():
@@ -86,15 +122,17 @@ def slowest(results: Path, count: int = SLOWEST) -> list[str]:
 def main(argv: list[str]) -> int:
     from samplecheck.kernels.mutants import MUTANTS
     from samplecheck.tools import bench_check, killtable
-    from samplecheck.tools.suite import pytest_command, run_pytest
+    from samplecheck.harness import mps
+    from samplecheck.tools.suite import pytest_command
 
     parser, args, rest = parse(argv)
     chosen = dataclasses.replace(flags.suite_flags(parser, args), profile="gate")
+    share = args.gpu_share or ("mps" if chosen.device == "cuda" and mps.available() else "time-slice")
     budget = args.budget if args.budget is not None else (CUDA_BUDGET_S if chosen.device == "cuda" else None)
     args.out.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     mutants: list[str] = []
-    run_suite = hunt_all = True
+    suite_wanted = hunt_all = True
     if args.changed is not None:
         try:
             scope = changed_scope(args.changed, chosen)
@@ -102,10 +140,10 @@ def main(argv: list[str]) -> int:
             parser.error(str(err))
         print(f"gate --changed {args.changed}: {scope.describe()}")
         if not scope.everything:
-            run_suite, hunt_all = bool(scope.cells), False
+            suite_wanted, hunt_all = bool(scope.cells), False
             chosen = dataclasses.replace(chosen, cells=",".join(f"{r}/{b}" for r, b in sorted(scope.cells)))
             mutants = sorted(scope.mutants)
-            if not run_suite and not mutants:
+            if not suite_wanted and not mutants:
                 return 0
     results = args.out / "gate-results.json"
     suite = kills = 0
@@ -114,10 +152,13 @@ def main(argv: list[str]) -> int:
         if not args.no_killtable and (hunt_all or mutants):
             hunting = pool.submit(killtable.run, mutants or sorted(MUTANTS), chosen.device, chosen.resolved_profile,
                                   args.mutant_workers)
-        if run_suite:
+        if suite_wanted:
             command = pytest_command(chosen, [f"--sc-results={results}", *flags.pytest_args(rest)],
                                      workers=args.workers)
-            suite = run_pytest(command, log=args.out / "gate-suite.log")
+            suite = run_suite(command, args.out / "gate-suite.log", share)
+            if suite == 0 and tests_run(results) == 0:
+                print(f"gate: the suite ran no test (see {args.out / 'gate-suite.log'})", file=sys.stderr)
+                suite = 1
         if hunting is not None:
             text, kills = hunting.result()
             print(text)

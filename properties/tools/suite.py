@@ -50,12 +50,13 @@ def pytest_command(flags: SuiteFlags, pytest_args: list[str], *, workers: str = 
     return command + pytest_args
 
 
-def run_pytest(command: list[str], log: Path | None = None) -> int:
-    """Run `command`, echoing its output (and writing it to `log` when given); its exit status."""
+def run_pytest(command: list[str], log: Path | None = None, env: dict[str, str] | None = None) -> int:
+    """Run `command` (in `env`, default this process's environment), echoing its output (and
+    writing it to `log` when given); its exit status."""
     if log is None:
-        return subprocess.run(command).returncode
+        return subprocess.run(command, env=env).returncode
     with log.open("w") as out:
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         for line in process.stdout:
             out.write(line)
             sys.stdout.write(line)

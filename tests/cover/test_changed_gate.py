@@ -3,6 +3,7 @@ mutants they can affect (samplecheck.harness.changes), the suite narrowed to tho
 (`--sc-cells`) and the kill table to those mutants."""
 
 import dataclasses
+import json
 import subprocess
 from pathlib import Path
 from types import SimpleNamespace
@@ -110,11 +111,18 @@ def test_cells_select_the_tests_that_judge_them():
         parse_cells("min_p")
 
 
+def passed(command: list[str]) -> int:
+    """A suite run that passed one test: its results file written, exit 0."""
+    (results,) = (option.split("=", 1)[1] for option in command if option.startswith("--sc-results="))
+    Path(results).write_text(json.dumps({"tests": [{"nodeid": "t", "duration": 0.1}]}))
+    return 0
+
+
 def run_gate(monkeypatch, tmp_path, scope) -> tuple[list, list]:
     """The pytest commands and kill tables (mutant names) `gate --changed HEAD` runs for `scope`."""
     suites, hunts = [], []
     monkeypatch.setattr(gate, "changed_scope", lambda ref, chosen: scope)
-    monkeypatch.setattr(suite, "run_pytest", lambda command, log=None: suites.append(command) or 0)
+    monkeypatch.setattr(suite, "run_pytest", lambda command, log=None: suites.append(command) or passed(command))
     monkeypatch.setattr(killtable, "run", lambda names, device, profile, workers: hunts.append(names) or ("", 0))
     assert gate.main(["--device=cpu", "--changed", "HEAD", "--out", str(tmp_path)]) == 0
     return suites, hunts
