@@ -3,7 +3,6 @@ mutants they can affect (samplecheck.harness.changes), the suite narrowed to tho
 (`--sc-cells`) and the kill table to those mutants."""
 
 import dataclasses
-import json
 import subprocess
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,6 +14,7 @@ from samplecheck.harness import changes
 from samplecheck.harness.registry import RECORDS, Backend, Combo, register_all
 from samplecheck.harness.selection import judged_cells, parse_cells
 from samplecheck.kernels.mutants import MUTANTS
+from samplecheck.tests.cover.fake_suite import passed
 from samplecheck.tools import gate, killtable, suite
 from samplecheck.tools.suite import suite_root
 
@@ -109,13 +109,6 @@ def test_cells_select_the_tests_that_judge_them():
     assert parse_cells("min_p/triton, penalties/triton") == {("min_p", "triton"), ("penalties", "triton")}
     with pytest.raises(ValueError, match="--sc-cells takes RECORD/BACKEND"):
         parse_cells("min_p")
-
-
-def passed(command: list[str]) -> int:
-    """A suite run that passed one test: its results file written, exit 0."""
-    (results,) = (option.split("=", 1)[1] for option in command if option.startswith("--sc-results="))
-    Path(results).write_text(json.dumps({"tests": [{"nodeid": "t", "duration": 0.1}]}))
-    return 0
 
 
 def run_gate(monkeypatch, tmp_path, scope) -> tuple[list, list]:
