@@ -33,10 +33,11 @@ def control_daemon(tmp_path, monkeypatch) -> Path:
 
 def test_the_server_is_private_and_stopped_after_the_block(control_daemon):
     assert mps.available()
+    before = dict(os.environ)
     with mps.server() as environment:
         pipe = environment["CUDA_MPS_PIPE_DIRECTORY"]
         assert Path(pipe).is_dir() and Path(environment["CUDA_MPS_LOG_DIRECTORY"]).is_dir()
-        assert "CUDA_MPS_PIPE_DIRECTORY" not in os.environ, "this process and its other children stay off it"
+        assert dict(os.environ) == before, "this process and its other children keep their environment"
     started, stopped = control_daemon.read_text().splitlines()
     assert started == f"-d |  | {pipe}" and stopped == f" | quit | {pipe}"
     assert not Path(pipe).exists()
