@@ -59,13 +59,14 @@ PYTEST_EPILOG = "Arguments not listed here go to pytest (e.g. -k EXPR, -x, --jun
 
 
 def test(argv: list[str]) -> int:
-    from samplecheck.tools.suite import pytest_command, run_pytest
+    from samplecheck.tools.suite import compile_sources, pytest_command, run_pytest
 
     parser = flags.parser("test", COMMANDS["test"].what, epilog=PYTEST_EPILOG)
     flags.add_suite_flags(parser)
     flags.add_workers(parser)
     args, rest = parser.parse_known_args(argv)
     chosen = flags.suite_flags(parser, args)
+    compile_sources()
     return run_pytest(pytest_command(chosen, flags.pytest_args(rest), workers=args.workers))
 
 

@@ -123,7 +123,7 @@ def main(argv: list[str]) -> int:
     from samplecheck.kernels.mutants import MUTANTS
     from samplecheck.tools import bench_check, killtable
     from samplecheck.harness import mps
-    from samplecheck.tools.suite import pytest_command
+    from samplecheck.tools.suite import compile_sources, pytest_command
 
     parser, args, rest = parse(argv)
     chosen = dataclasses.replace(flags.suite_flags(parser, args), profile="gate")
@@ -146,6 +146,7 @@ def main(argv: list[str]) -> int:
             if not suite_wanted and not mutants:
                 return 0
     results = args.out / "gate-results.json"
+    compile_sources()
     suite = kills = 0
     with ThreadPoolExecutor(1) as pool:
         hunting = None

@@ -36,6 +36,19 @@ def config_args() -> list[str]:
     return ["-c", str(CONFIG), "--rootdir", root, "--confcutdir", root]
 
 
+def compile_sources() -> None:
+    """Byte-compile samplecheck's installed sources (package, kernels, oracles, suite) where
+    they are writable, once, so the many pytest processes of a run read the byte-code instead
+    of each compiling the sources it imports (under PYTHONDONTWRITEBYTECODE=1 an import never
+    keeps what it compiled). A folder that cannot be written is left as it is."""
+    import compileall
+    import importlib
+
+    for package in ("samplecheck", "samplecheck.kernels", "samplecheck.oracles", "samplecheck.tests"):
+        for folder in importlib.import_module(package).__path__:
+            compileall.compile_dir(folder, quiet=2, workers=0)
+
+
 def pytest_command(flags: SuiteFlags, pytest_args: list[str], *, workers: str = "auto",
                    folder: str = "cover") -> list[str]:
     """`python -m pytest` over the installed suite under samplecheck's configuration with the

@@ -3,6 +3,7 @@ runs under samplecheck's own pytest configuration, every subcommand names itself
 command or flag ends with a clear error naming it."""
 
 import configparser
+from pathlib import Path
 
 import pytest
 import torch
@@ -106,3 +107,15 @@ def test_a_bad_flag_value_names_the_flag_and_its_range(argv, error, capsys):
     with pytest.raises(SystemExit) as done:
         cli.main(["test", *argv])
     assert done.value.code == 2 and error in capsys.readouterr().err
+
+
+def test_the_suites_processes_read_byte_code_compiled_once(monkeypatch):
+    """`test` and `gate` compile samplecheck's sources before starting the suite's processes."""
+    import importlib.util
+
+    import samplecheck.harness.mps as compiled
+
+    cached = Path(importlib.util.cache_from_source(compiled.__file__))
+    cached.unlink(missing_ok=True)
+    _pytest_command(monkeypatch, ["test", "--device=cpu"])
+    assert cached.is_file(), f"no byte-code at {cached} after `samplecheck test`"
