@@ -22,7 +22,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from samplecheck.harness import catalog
+from samplecheck.registry import catalog
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class Mutant:
     ref: str
     devices: tuple[str, ...] = ("cpu", "cuda")  # where the patch changes behaviour
     then: tuple[tuple[str, str], ...] = ()  # further (find, replace) edits, applied in order
-    # The property (its test name, samplecheck.harness.catalog) known to kill it: the kill table
+    # The property (its test name, samplecheck.registry.catalog) known to kill it: the kill table
     # runs that property's file first, then the others, stopping at the first kill.
     killed_by: str = catalog.ORACLE_EQUIVALENCE
     # Its patch reads or writes outside the tensors (an unchecked id, a wrapped offset): on a GPU

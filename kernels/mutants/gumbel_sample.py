@@ -1,6 +1,6 @@
 """Mutants of the Gumbel-max sampling kernel."""
 
-from samplecheck.harness import catalog
+from samplecheck.registry import catalog
 from samplecheck.kernels.mutants import Mutant
 
 _MODULE, _ENTRY = "samplecheck.kernels.gumbel", "gumbel_sample"

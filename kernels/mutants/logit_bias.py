@@ -1,6 +1,6 @@
 """Mutants of the allowed_token_ids / logit_bias / min_tokens kernel."""
 
-from samplecheck.harness import catalog
+from samplecheck.registry import catalog
 from samplecheck.kernels.mutants import Mutant
 
 _MODULE, _ENTRY = "samplecheck.kernels.logit_bias", "apply_logit_bias"

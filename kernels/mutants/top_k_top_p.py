@@ -1,6 +1,6 @@
 """Mutants of the top_k_top_p kernel."""
 
-from samplecheck.harness import catalog
+from samplecheck.registry import catalog
 from samplecheck.kernels.mutants import Mutant
 
 MUTANTS = (

@@ -29,7 +29,7 @@ import torch
 
 from samplecheck.backends.transformers_findings import (ADDITIVE_MASKS, ALLOWLIST_MASKS, CB_TOP_P, INF_ROWS,
                                                        SAMPLING, no_reciprocal_overflow, satisfiable_allowlists)
-from samplecheck.harness import catalog
+from samplecheck.registry import catalog
 from samplecheck.harness.packs import PackUnavailable
 from samplecheck.harness.registry import Backend, Mark
 from samplecheck.inputs.pools import expand_pool

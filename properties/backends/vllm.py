@@ -16,7 +16,7 @@ import torch
 
 from samplecheck.backends import vllm_source as src
 from samplecheck.kernels.logprobs import Logprobs
-from samplecheck.harness import catalog
+from samplecheck.registry import catalog
 from samplecheck.harness.packs import PackUnavailable
 from samplecheck.harness.registry import Backend, Mark
 from samplecheck.inputs.pools import expand_pool

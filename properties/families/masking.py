@@ -16,7 +16,7 @@ from samplecheck.inputs.pools import pools, row_pools, sampled_rows
 from samplecheck.harness.registry import KernelInfo
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.inputs.strategies import Budget, logits_recipes, top_k_values, top_p_values
-from samplecheck.judging import checks
+from samplecheck.registry import checks
 from samplecheck.judging.laws import masked_input_law
 
 DISTRIBUTION_MAX_VOCAB = 4096  # sampling tests bin the whole vocab

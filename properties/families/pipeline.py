@@ -29,7 +29,7 @@ from samplecheck.families.samplers import MIN_SAMPLING_T
 from samplecheck.harness.registry import ErrorInput, KernelInfo
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.inputs.strategies import Budget, logits_recipes
-from samplecheck.judging import checks
+from samplecheck.registry import checks
 from samplecheck.kernels.sampling_params import PENALTY_DEFAULTS, SamplingBatch
 from samplecheck.oracles.gumbel import gumbel_law, lowest_one_hot, noise_resolves
 

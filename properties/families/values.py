@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from samplecheck.families.rows import row_args
 from samplecheck.inputs.pools import pools, sampled_rows
 from samplecheck.harness.registry import KernelInfo
-from samplecheck.inputs.layouts import as_bits
+from samplecheck.registry.layouts import as_bits
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.inputs.strategies import Budget, logits_recipes
-from samplecheck.judging import checks
+from samplecheck.registry import checks
 from samplecheck.judging.laws import exact_output_law
 from samplecheck.oracles.logit_bias import logit_bias_reference
 

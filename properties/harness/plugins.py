@@ -32,7 +32,7 @@ ENTRY_POINT_GROUP = "samplecheck.backends"
 DECLARATION_KEYS = (
     "devices",  # "cpu" and/or "cuda" (undeclared: both)
     "dtypes",  # the torch dtypes it takes (undeclared: the record's)
-    "layouts",  # names from samplecheck.inputs.layouts.LAYOUTS (undeclared: the record's)
+    "layouts",  # names from samplecheck.registry.layouts.LAYOUTS (undeclared: the record's)
     "extra_memory",  # a callable (logits, args) -> bytes a call may allocate beyond its inputs
     #                  (undeclared: the record's bound, our kernel's)
     "accepts",  # a callable case -> bool: the drawn cases it implements (undeclared: all)

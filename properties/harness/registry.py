@@ -18,8 +18,8 @@ from typing import Any, Callable
 import pytest
 import torch
 
-from samplecheck.harness.catalog import ERROR_INPUTS, EXACT_TESTS, MEMORY_BOUND
-from samplecheck.inputs.layouts import LAYOUTS
+from samplecheck.registry.catalog import ERROR_INPUTS, EXACT_TESTS, MEMORY_BOUND
+from samplecheck.registry.layouts import LAYOUTS
 
 DTYPE_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
 ALL_DTYPES = tuple(DTYPE_NAMES)
@@ -37,9 +37,9 @@ class Mark:
 
     kind: str  # "skip" or "xfail"
     reason: str  # the finding or the reason, shown with the outcome
-    test: str | None = None  # the test (a samplecheck.harness.catalog name) it applies to; None: every test
+    test: str | None = None  # the test (a samplecheck.registry.catalog name) it applies to; None: every test
     dtype: torch.dtype | None = None  # the logits dtype it applies to; None: every dtype
-    layout: str | None = None  # the layout (samplecheck.inputs.layouts) it applies to; None: every layout
+    layout: str | None = None  # the layout (samplecheck.registry.layouts) it applies to; None: every layout
     device: str | None = None  # "cpu" or "cuda"; None: both
     # xfail only: the finding's signature, a predicate over a failure's exception (type and
     # message) or fault. Without one the xfail is strict over the whole cell. With one, a failure

@@ -2,9 +2,9 @@
 
 import torch
 
-from samplecheck.judging.checks import assert_bitwise_equal, output_tensors
+from samplecheck.registry.checks import assert_bitwise_equal, output_tensors
 from samplecheck.inputs.tensor_tree import named_tensors
-from samplecheck.inputs.layouts import Placed, place
+from samplecheck.registry.layouts import Placed, place
 from samplecheck.inputs.recipes import materialize
 from samplecheck.harness.registry import Combo
 

@@ -13,7 +13,7 @@ from samplecheck.families.values import ValueInfo, check_banned
 from samplecheck.harness.registry import ALL_DTYPES, Backend, RegressionExample, register
 from samplecheck.inputs.far_lists import IdList, IdLists
 from samplecheck.inputs.off_encodings import BAD_WORDS_OFF
-from samplecheck.inputs.layouts import LAYOUTS
+from samplecheck.registry.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.kernels.bad_words import MAX_WORD_TOKENS, MAX_WORDS
 from samplecheck.oracles.bad_words import bad_words_expected, bad_words_reference

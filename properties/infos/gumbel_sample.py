@@ -8,7 +8,7 @@ from samplecheck.families.samplers import (INT64_MAX, INT64_MIN, GumbelCase, Sam
                                          gumbel_targets, sample_gumbel)
 from samplecheck.harness.registry import ALL_DTYPES, Backend, Oracle, RegressionExample, per_dtype, register, zeros_on
 from samplecheck.inputs.off_encodings import TEMPERATURE_OFF
-from samplecheck.inputs.layouts import LAYOUTS
+from samplecheck.registry.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.oracles.gumbel import gumbel_reference
 

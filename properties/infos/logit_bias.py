@@ -9,7 +9,7 @@ from samplecheck.families.values import ValueInfo, check_biased, logit_bias_verd
 from samplecheck.harness.registry import ALL_DTYPES, Backend, RegressionExample, register
 from samplecheck.inputs.far_lists import IdList, IdLists
 from samplecheck.inputs.off_encodings import LOGIT_BIAS_OFF
-from samplecheck.inputs.layouts import LAYOUTS
+from samplecheck.registry.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.kernels.logit_bias import MAX_ALLOWED, MAX_BIAS, MAX_STOP
 

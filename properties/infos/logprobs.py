@@ -6,7 +6,7 @@ from samplecheck.families.errors import call, dtype_message, floats, ids, logits
 from samplecheck.families.logprobs import LogprobsCase, logprobs_args, logprobs_cases, logprobs_check, logprobs_memory
 from samplecheck.harness.registry import (ALL_DTYPES, Backend, ErrorInput, KernelInfo, Oracle, RegressionExample,
                                           per_dtype, register)
-from samplecheck.inputs.layouts import LAYOUTS
+from samplecheck.registry.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.kernels.logprobs import scratch_bytes
 from samplecheck.oracles.logprobs import logprobs_reference

@@ -7,7 +7,7 @@ from samplecheck.families.masking import (MaskingInfo, MinPCase, min_p_args, min
                                         min_p_targets)
 from samplecheck.harness.registry import ALL_DTYPES, Oracle, RegressionExample, per_dtype, register, triton_and_torch
 from samplecheck.inputs.off_encodings import MIN_P_OFF
-from samplecheck.inputs.layouts import LAYOUTS
+from samplecheck.registry.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.oracles.min_p import min_p_reference
 

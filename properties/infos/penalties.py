@@ -15,7 +15,7 @@ from samplecheck.families.values import ValueInfo, check_penalised
 from samplecheck.harness.registry import ALL_DTYPES, Backend, Oracle, RegressionExample, register
 from samplecheck.inputs.far_lists import IdList, IdLists
 from samplecheck.inputs.off_encodings import PENALTIES_OFF
-from samplecheck.inputs.layouts import LAYOUTS
+from samplecheck.registry.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.kernels.penalties import SCRATCH_BYTES_PER_ID
 from samplecheck.oracles.penalties import penalties_reference

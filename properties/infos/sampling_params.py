@@ -12,7 +12,7 @@ from samplecheck.families.pipeline import PipelineCase, field_rejected, pipeline
 from samplecheck.families.samplers import GumbelCase
 from samplecheck.families.token_lists import LogitBiasCase
 from samplecheck.families.values import TemperatureCase
-from samplecheck.harness import catalog
+from samplecheck.registry import catalog
 from samplecheck.harness.registry import ALL_DTYPES, Backend, Mark, RegressionExample, per_dtype, register
 from samplecheck.infos.bad_words import BAD_WORDS
 from samplecheck.infos.gumbel_sample import GUMBEL

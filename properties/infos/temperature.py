@@ -7,7 +7,7 @@ from samplecheck.families.values import (TemperatureCase, ValueInfo, check_scale
                                        temperature_distribution_cases, temperature_targets)
 from samplecheck.harness.registry import ALL_DTYPES, Oracle, RegressionExample, register, triton_and_torch
 from samplecheck.inputs.off_encodings import TEMPERATURE_OFF
-from samplecheck.inputs.layouts import LAYOUTS
+from samplecheck.registry.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.oracles.temperature import temperature_reference
 

@@ -5,10 +5,10 @@ import torch
 from samplecheck.families.errors import NAN, dtype_message, floats, ids, logits_errors, rejected, row_shape
 from samplecheck.families.masking import (MaskingInfo, TopKTopPCase, top_k_top_p_args, top_k_top_p_cases,
                                         top_k_top_p_distribution_cases, top_k_top_p_targets)
-from samplecheck.harness import catalog
+from samplecheck.registry import catalog
 from samplecheck.harness.registry import ALL_DTYPES, Oracle, RegressionExample, register, triton_and_torch
 from samplecheck.inputs.off_encodings import TOP_K_TOP_P_OFF
-from samplecheck.inputs.layouts import LAYOUTS
+from samplecheck.registry.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.kernels.top_k_top_p import LAUNCH_CONFIG
 from samplecheck.oracles.top_k_top_p import top_k_top_p_reference

@@ -19,7 +19,7 @@ from hypothesis import assume, event, strategies as st
 from samplecheck.harness.registry import Combo
 from samplecheck.harness.runner import poison_for
 from samplecheck.inputs.drawing import accepted, accepted_cases
-from samplecheck.inputs.layouts import Placed, place
+from samplecheck.registry.layouts import Placed, place
 from samplecheck.inputs.tensor_tree import map_tensors, tensors_of
 from samplecheck.inputs.recipes import materialize
 

@@ -11,7 +11,7 @@ import torch
 from samplecheck.harness.runner import prepare, reference, run
 from samplecheck.inputs.call_inputs import cut_rows
 from samplecheck.inputs.edge_rows import EDGE_VALUES, EdgeRow, nan_rows, write_edge_rows
-from samplecheck.judging.checks import output_rows
+from samplecheck.registry.checks import output_rows
 from samplecheck.judging.semantics import nan_rows_unspecified
 
 

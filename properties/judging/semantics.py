@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import torch
 
 from samplecheck.harness.registry import Oracle
-from samplecheck.inputs.layouts import as_bits
-from samplecheck.judging import checks
+from samplecheck.registry.layouts import as_bits
+from samplecheck.registry import checks
 from samplecheck.oracles.gumbel import own_stream_reference
 from samplecheck.oracles.min_p import min_p_softmax_reference
 from samplecheck.oracles.penalties import penalties_model_reference

@@ -26,7 +26,7 @@ import torch
 
 from samplecheck.backends import vllm_source as src
 from samplecheck.infos.top_k_top_p import TOP_K_TOP_P
-from samplecheck.inputs.layouts import place
+from samplecheck.registry.layouts import place
 from samplecheck.inputs.recipes import LogitsRecipe, materialize
 from samplecheck.oracles.top_k_top_p import top_k_top_p_declared_reference
 

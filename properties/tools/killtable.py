@@ -29,9 +29,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from samplecheck.harness import catalog, mps
+from samplecheck.harness import mps
 from samplecheck.harness.kills import read_kill
 from samplecheck.kernels.mutants import MUTANTS
+from samplecheck.registry import catalog
 from samplecheck.tools import flags
 from samplecheck.tools.suite import config_args, suite_path
 

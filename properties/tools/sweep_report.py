@@ -13,7 +13,7 @@ from collections import defaultdict
 
 import pytest
 
-from samplecheck.harness import catalog
+from samplecheck.registry import catalog
 from samplecheck.harness.registry import DTYPE_NAMES
 from samplecheck.harness.results import MEASURED
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from samplecheck.harness import catalog
+from samplecheck.registry import catalog
 from samplecheck.inputs.tensor_tree import named_tensors
 from samplecheck.kernels.validation import raise_pending
 from samplecheck.tests.cover.bad_input_table import TABLE, BadInput

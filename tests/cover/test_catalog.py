@@ -1,4 +1,4 @@
-"""Test names come from one catalog (`samplecheck.harness.catalog`): every name there is a
+"""Test names come from one catalog (`samplecheck.registry.catalog`): every name there is a
 test function of this suite, and no module of samplecheck outside its tests spells one out
 itself."""
 
@@ -9,7 +9,7 @@ import samplecheck
 import samplecheck.kernels
 import samplecheck.oracles
 import samplecheck.tests
-from samplecheck.harness import catalog
+from samplecheck.registry import catalog
 
 COVER = Path(__file__).parent
 
@@ -47,4 +47,4 @@ def test_no_module_spells_a_test_name():
              for path in modules if path.name != "catalog.py"
              for node in ast.walk(_tree(path))
              if isinstance(node, ast.Constant) and node.value in catalog.NAMES]
-    assert not loose, f"test names outside samplecheck.harness.catalog: {loose}"
+    assert not loose, f"test names outside samplecheck.registry.catalog: {loose}"

@@ -17,7 +17,7 @@ from samplecheck.inputs.call_inputs import (CallInputs, clone_inputs, copy_input
                                             signature)
 from samplecheck.inputs.tensor_tree import tensors_of
 from samplecheck.inputs.drawing import draw_case
-from samplecheck.inputs.layouts import as_bits, place
+from samplecheck.registry.layouts import as_bits, place
 from samplecheck.inputs.strategies import BUDGETS
 from samplecheck.judging.graph_replay import check_graph_replay
 

@@ -14,7 +14,7 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from samplecheck.judging.checks import assert_bitwise_equal, assert_same_output
+from samplecheck.registry.checks import assert_bitwise_equal, assert_same_output
 from samplecheck.inputs.drawing import draw_case
 from samplecheck.inputs.recipes import materialize
 from samplecheck.harness.big_buffers import big_buffers

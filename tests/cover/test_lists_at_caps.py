@@ -14,7 +14,7 @@ from hypothesis import given, settings, strategies as st
 from samplecheck.harness.runner import prepare, run
 from samplecheck.inputs.drawing import draw_case, skip_unless_accepted
 from samplecheck.inputs.far_lists import at_caps, given_lists
-from samplecheck.judging.checks import assert_same_output
+from samplecheck.registry.checks import assert_same_output
 
 pytestmark = pytest.mark.interpreter
 

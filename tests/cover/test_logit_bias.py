@@ -11,7 +11,7 @@ from samplecheck.harness.runner import run
 from samplecheck.inputs.drawing import skip_unless_accepted
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.oracles.logit_bias import logit_bias_reference
-from samplecheck.judging.checks import assert_bitwise_equal
+from samplecheck.registry.checks import assert_bitwise_equal
 
 pytestmark = pytest.mark.interpreter
 

@@ -28,9 +28,9 @@ import torch
 from hypothesis import given, strategies as st
 
 from samplecheck.oracles.logprobs import error_bound
-from samplecheck.judging.checks import assert_outputs_bitwise
+from samplecheck.registry.checks import assert_outputs_bitwise
 from samplecheck.inputs.drawing import draw_case, skip_unless_accepted
-from samplecheck.inputs.layouts import place
+from samplecheck.registry.layouts import place
 from samplecheck.families.logprobs import LogprobsCase, logprobs_cases
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.harness.runner import prepare, reference, run

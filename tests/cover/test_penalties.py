@@ -11,7 +11,7 @@ from samplecheck.families.token_lists import FixedHistory, PenaltiesCase
 from samplecheck.harness.runner import prepare, reference, run
 from samplecheck.inputs.drawing import draw_case, skip_unless_accepted
 from samplecheck.inputs.recipes import LogitsRecipe
-from samplecheck.judging.checks import assert_bitwise_equal
+from samplecheck.registry.checks import assert_bitwise_equal
 
 from samplecheck.oracles.penalties import round_sum_to_fp32
 

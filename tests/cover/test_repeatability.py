@@ -10,7 +10,7 @@ with probability below 1e-10.
 import pytest
 
 from samplecheck.probes.flashinfer_determinism import CASE
-from samplecheck.judging.checks import assert_outputs_bitwise
+from samplecheck.registry.checks import assert_outputs_bitwise
 from samplecheck.harness.runner import prepare, run
 from samplecheck.inputs.drawing import skip_unless_accepted
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 from hypothesis import given, strategies as st
 
-from samplecheck.judging.checks import assert_outputs_bitwise, assert_same_output, output_rows
+from samplecheck.registry.checks import assert_outputs_bitwise, assert_same_output, output_rows
 from samplecheck.inputs.drawing import draw_case
 from samplecheck.harness.runner import prepare, run
 

@@ -15,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 from samplecheck.harness.registry import RECORDS, Backend, Combo, plug
 from samplecheck.harness.runner import prepare, reference
 from samplecheck.inputs.strategies import BUDGETS
-from samplecheck.judging.checks import assert_same_output
+from samplecheck.registry.checks import assert_same_output
 from samplecheck.judging.semantics import AXES, describe, validate
 from samplecheck.kernels.logprobs import Logprobs
 from samplecheck.kernels.top_k_top_p_torch import apply_top_k_top_p_torch

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from samplecheck.backends import transformers
-from samplecheck.harness import catalog
+from samplecheck.registry import catalog
 
 pytestmark = pytest.mark.interpreter
 

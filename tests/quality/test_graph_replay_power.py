@@ -21,7 +21,7 @@ from samplecheck.harness.registry import RECORDS, Backend, Combo
 from samplecheck.inputs.drawing import draw_case
 from samplecheck.inputs.strategies import BUDGETS
 from samplecheck.judging import graph_replay
-from samplecheck.judging.checks import output_tensors
+from samplecheck.registry.checks import output_tensors
 
 EXAMPLES = 10
 

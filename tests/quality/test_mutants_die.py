@@ -9,7 +9,7 @@ a property is missing: add the property, never delete the mutant.
 
 import pytest
 
-from samplecheck.harness import catalog
+from samplecheck.registry import catalog
 from samplecheck.kernels.mutants import MUTANTS
 from samplecheck.tools import killtable
 from samplecheck.tools.suite import suite_path

@@ -2,7 +2,7 @@
 
 import torch
 
-from samplecheck.inputs.layouts import as_bits
+from samplecheck.registry.layouts import as_bits
 
 
 def _first_positions(mask: torch.Tensor, limit: int = 5) -> list[tuple[int, ...]]:
