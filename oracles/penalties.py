@@ -110,7 +110,7 @@ def penalties_reference(logits: torch.Tensor, *, prompt_token_ids: torch.Tensor,
     return PenaltiesReference(expected=expected, touched=touched, counts=counts, rtol=rtol)
 
 
-# Declared arithmetic models (samplecheck.judging.semantics). The defaults give
+# Declared arithmetic models (samplecheck.registry.semantics). The defaults give
 # `penalties_reference` itself.
 DIVISIONS = ("ieee", "reciprocal", "approximate")
 FREQUENCY_ROUNDINGS = ("one", "two")

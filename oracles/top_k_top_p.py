@@ -93,7 +93,7 @@ def top_k_top_p_expected(logits: torch.Tensor, reference: MaskReference) -> torc
     return logits.masked_fill(~reference.kept, float("-inf"))
 
 
-# Declared variants (samplecheck.judging.semantics): other tie policies at the k-th value and
+# Declared variants (samplecheck.registry.semantics): other tie policies at the k-th value and
 # other top-p boundary rules. The default arguments give `top_k_top_p_reference` itself.
 EXACTLY_K_POLICIES = ("exactly_k_any", "exactly_k_lowest_index")
 TOP_P_BOUNDARIES = ("strict", "strict_by_position", "inclusive", "pivot_search")

@@ -16,7 +16,7 @@ import torch
 from samplecheck.backends.flashinfer_findings import (EXACT_K_TIES, HALF_SOFTMAX, INF_ROW_MASKED, MISALIGNED_SOFTMAX,
                                                      SHORT_NUCLEUS, UNREPEATABLE_HALF, contiguity_marks)
 from samplecheck.harness.packs import PackUnavailable
-from samplecheck.harness.registry import Backend, Mark, beyond_memory_bound
+from samplecheck.registry.records import Backend, Mark, beyond_memory_bound
 from samplecheck.inputs.pools import expand_pool
 
 MODULE = "samplecheck.backends.flashinfer"

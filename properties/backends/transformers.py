@@ -31,7 +31,7 @@ from samplecheck.backends.transformers_findings import (ADDITIVE_MASKS, ALLOWLIS
                                                        SAMPLING, no_reciprocal_overflow, satisfiable_allowlists)
 from samplecheck.registry import catalog
 from samplecheck.harness.packs import PackUnavailable
-from samplecheck.harness.registry import Backend, Mark
+from samplecheck.registry.records import Backend, Mark
 from samplecheck.inputs.pools import expand_pool
 
 MODULE = "samplecheck.backends.transformers_calls"

@@ -6,7 +6,7 @@ pack's backends. Each finding has a minimal reproducer in tests/cover/test_trans
 import torch
 
 from samplecheck.registry import catalog
-from samplecheck.harness.registry import Mark
+from samplecheck.registry.records import Mark
 from samplecheck.inputs.pools import expand_pool
 from samplecheck.judging.edge_values import kept_set_differs_in_rows_holding
 

@@ -18,7 +18,7 @@ from samplecheck.backends import vllm_source as src
 from samplecheck.kernels.logprobs import Logprobs
 from samplecheck.registry import catalog
 from samplecheck.harness.packs import PackUnavailable
-from samplecheck.harness.registry import Backend, Mark
+from samplecheck.registry.records import Backend, Mark
 from samplecheck.inputs.pools import expand_pool
 from samplecheck.judging.edge_values import kept_set_differs_in_rows_holding
 

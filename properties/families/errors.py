@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import torch
 
-from samplecheck.harness.registry import ErrorInput, tensor_on, zeros_on
+from samplecheck.registry.records import ErrorInput, tensor_on, zeros_on
 
 NAN, INF = float("nan"), float("inf")
 LOGITS = zeros_on(2, 8)  # the valid logits of every error input: 2 rows of V = 8

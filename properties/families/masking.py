@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from samplecheck.families.rows import row_args
 from samplecheck.inputs.pools import pools, row_pools, sampled_rows
-from samplecheck.harness.registry import KernelInfo
+from samplecheck.registry.records import KernelInfo
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.inputs.strategies import Budget, logits_recipes, top_k_values, top_p_values
 from samplecheck.registry import checks

@@ -26,7 +26,7 @@ from hypothesis import event, strategies as st
 
 from samplecheck.families.errors import built, call
 from samplecheck.families.samplers import MIN_SAMPLING_T
-from samplecheck.harness.registry import ErrorInput, KernelInfo
+from samplecheck.registry.records import ErrorInput, KernelInfo
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.inputs.strategies import Budget, logits_recipes
 from samplecheck.registry import checks

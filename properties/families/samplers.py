@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from samplecheck.families.rows import row_args
 from samplecheck.inputs.pools import pools, row_pools, sampled_rows
 from samplecheck.registry import catalog
-from samplecheck.harness.registry import ErrorInput, KernelInfo, Mark
+from samplecheck.registry.records import ErrorInput, KernelInfo, Mark
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.inputs.strategies import Budget, logits_recipes
 from samplecheck.kernels.gumbel import extra_bytes

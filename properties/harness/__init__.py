@@ -1,2 +1,2 @@
-"""What runs the properties: the registry of kernel records, the runner that builds a case and
-calls a backend, plug-ins and mutants, the Hypothesis profiles, and the pytest plugin."""
+"""What runs the properties: the runner that builds a case and calls a backend, plug-ins and
+mutants, the Hypothesis profiles, and the pytest plugin."""

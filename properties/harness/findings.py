@@ -1,4 +1,4 @@
-"""Pins with a signature (`samplecheck.harness.registry.Mark.witness`): whether a failure of a
+"""Pins with a signature (`samplecheck.registry.records.Mark.witness`): whether a failure of a
 test is its pinned finding."""
 
 

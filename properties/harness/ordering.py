@@ -27,7 +27,7 @@ TABLE = Path(__file__).with_name("durations.json")
 def cost_key(item) -> str:
     """The table's key of a test: its function, and the record and backend of its `combo` or
     `error_case` parameter, the cell the results file records it under (results.CaseRecorder)."""
-    from samplecheck.harness.registry import Combo
+    from samplecheck.registry.matrix import Combo
 
     params = getattr(getattr(item, "callspec", None), "params", {})
     combo, error_case = params.get("combo"), params.get("error_case")

@@ -2,7 +2,7 @@
 
 A pack is an entry point in the group `samplecheck.packs`, named after the engine, whose value
 is "package.module:callable". The callable takes no argument and returns the pack's
-(kernel, Backend) pairs: each backend a `samplecheck.harness.registry.Backend` whose target
+(kernel, Backend) pairs: each backend a `samplecheck.registry.records.Backend` whose target
 calls the engine exactly as the engine's own call site does, with the conventions it
 legitimately differs in declared as data (`semantics`, `accepts`) and its defects pinned
 (`marks`). When the engine is not there (not installed, no GPU it needs), the callable raises

@@ -26,7 +26,7 @@ MARKERS = (
     "interpreter: runs under the Triton CPU interpreter too (select with -m interpreter)",
     "gpu: needs a CUDA device; skipped on CPU",
     "slow: nightly-sized; skipped outside the nightly profile",
-    "finding(witness, reason): a pinned finding's signature (samplecheck.harness.registry.Mark.witness)",
+    "finding(witness, reason): a pinned finding's signature (samplecheck.registry.records.Mark.witness)",
 )
 # A worker keeps at most this much GPU memory cached between tests: xdist workers share
 # the GPUs, and one worker's cache of a large test must not starve the others.
@@ -38,7 +38,7 @@ def matrix_marker() -> str:
     passes them to."""
     import inspect
 
-    from samplecheck.harness.registry import combos
+    from samplecheck.registry.matrix import combos
 
     keywords = [f"{p.name}={p.default!r}" for p in inspect.signature(combos).parameters.values()
                 if p.kind is p.KEYWORD_ONLY]
@@ -85,7 +85,8 @@ def pytest_configure(config):
 
 def _plug_backends(config) -> None:
     from samplecheck.harness import packs, plugins
-    from samplecheck.harness.registry import plug, register_all
+    from samplecheck.harness.plugins import register_all
+    from samplecheck.registry.matrix import plug
 
     register_all()
     only = config.getoption("--sc-backend-only")
@@ -108,7 +109,7 @@ def _plug_backends(config) -> None:
 def pytest_report_header(config):
     from samplecheck.harness.plugins import UNPLUGGED
     from samplecheck.harness.profiles import profile_name
-    from samplecheck.harness.registry import declarations
+    from samplecheck.registry.matrix import declarations
 
     return ([f"samplecheck: device {config.samplecheck_device}, profile {profile_name(config)}"] + declarations()
             + [f"samplecheck: not tested: {reason}" for reason in UNPLUGGED])
@@ -128,7 +129,7 @@ def pytest_make_collect_report(collector):
 def pytest_generate_tests(metafunc):
     if not owns(metafunc.definition.path):
         return
-    from samplecheck.harness import registry
+    from samplecheck.registry.matrix import combos, error_cases
 
     device_type = metafunc.config.samplecheck_device.type
     name = metafunc.definition.originalname
@@ -137,9 +138,9 @@ def pytest_generate_tests(metafunc):
         matrix = {}
         for marker in reversed(list(metafunc.definition.iter_markers("matrix"))):
             matrix.update(marker.kwargs)
-        metafunc.parametrize("combo", registry.combos(name, device_type, **matrix))
+        metafunc.parametrize("combo", combos(name, device_type, **matrix))
     if "error_case" in metafunc.fixturenames:
-        metafunc.parametrize("error_case", registry.error_cases(device_type))
+        metafunc.parametrize("error_case", error_cases(device_type))
 
 
 def pytest_collection_modifyitems(config, items):

@@ -1,4 +1,5 @@
-"""Backends from outside this repo, and mutants, plugged into the registry.
+"""Backends from outside this repo, and mutants, plugged into the registry (`register_all`
+registers the records they join: every module of samplecheck.infos).
 
 - `pytest --sc-backend KERNEL=package.module:callable` (repeatable);
 - installed packages: entry points in the group `samplecheck.backends`, each named
@@ -24,8 +25,9 @@ import inspect
 from importlib.metadata import entry_points
 
 from samplecheck.harness.packs import installed_packs
-from samplecheck.harness.registry import RECORDS, REGISTRY, Backend, Mark
 from samplecheck.kernels.mutants import GENERATED_ENV, MUTANTS
+from samplecheck.registry.matrix import RECORDS, REGISTRY
+from samplecheck.registry.records import Backend, Mark
 
 ENTRY_POINT_GROUP = "samplecheck.backends"
 # The keys of a plug-in's `samplecheck` declaration, each the Backend field of that name.
@@ -36,7 +38,7 @@ DECLARATION_KEYS = (
     "extra_memory",  # a callable (logits, args) -> bytes a call may allocate beyond its inputs
     #                  (undeclared: the record's bound, our kernel's)
     "accepts",  # a callable case -> bool: the drawn cases it implements (undeclared: all)
-    "semantics",  # {axis: value} along the axes of samplecheck.judging.semantics (undeclared: the strict defaults)
+    "semantics",  # {axis: value} along the axes of samplecheck.registry.semantics (undeclared: the strict defaults)
     "fixed_vocabs",  # True: it compiles per vocabulary size, so only the fixed sizes are drawn; or the sizes to draw
     "capturable",  # True: a call captures in a CUDA graph and replays bitwise (test_graph_replay, CUDA)
     "batch_invariant",  # True: each row's outputs do not depend on its batch (test_batch_invariance fails a
@@ -56,6 +58,11 @@ class BrokenPlugins(ImportError):
                          "--sc-allow-broken-plugins, `samplecheck test --allow-broken-plugins`, to report them "
                          "and skip their tests):\n" + "\n".join(f"  {reason}" for reason in reasons))
         self.reasons = reasons
+
+
+def register_all() -> None:
+    """Register every record (importing samplecheck.infos registers each of its modules)."""
+    import samplecheck.infos  # noqa: F401
 
 
 def backend_from_target(kernel: str, name: str, target: str) -> Backend:

@@ -73,7 +73,8 @@ class CaseRecorder:
         observability.OBSERVABILITY_COLLECT_COVERAGE = False
 
     def pytest_collection_modifyitems(self, items):
-        from samplecheck.harness.registry import DTYPE_NAMES, Combo
+        from samplecheck.registry.matrix import Combo
+        from samplecheck.registry.records import DTYPE_NAMES
 
         for item in items:
             params = getattr(getattr(item, "callspec", None), "params", {})

@@ -6,7 +6,7 @@ from samplecheck.registry.checks import assert_bitwise_equal, output_tensors
 from samplecheck.inputs.tensor_tree import named_tensors
 from samplecheck.registry.layouts import Placed, place
 from samplecheck.inputs.recipes import materialize
-from samplecheck.harness.registry import Combo
+from samplecheck.registry.matrix import Combo
 
 POISONS = (float("nan"), float("inf"), 3e38)
 
@@ -48,5 +48,5 @@ def reference(combo: Combo, original: torch.Tensor, args: dict):
     """The oracle's verdict for this combo, at its dtype's tolerance. `combo.info` is the record
     as the combo's backend is judged: the backend's declared semantics merged over the record's
     and, for a declared variant, that axis's oracle branch
-    (`samplecheck.judging.semantics.declared_record`)."""
+    (`samplecheck.registry.semantics.declared_record`)."""
     return combo.info.verdict(original, args, combo.dtype)

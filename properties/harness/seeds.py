@@ -20,7 +20,7 @@ import pytest
 from hypothesis import is_hypothesis_test, seed, settings
 
 from samplecheck.harness.options import owns
-from samplecheck.harness.registry import DTYPE_NAMES
+from samplecheck.registry.records import DTYPE_NAMES
 
 SEED = pytest.StashKey[int]()
 # Packages whose modules are test code (Hypothesis takes no constants from them) or need

@@ -8,7 +8,8 @@ take no such parameter. Under `--sc-backend-only` the plugin keeps only the test
 under `--sc-cells` only those that judge one of the named (record, backend) pairs.
 """
 
-from samplecheck.harness.registry import Backend, Combo, KernelInfo
+from samplecheck.registry.matrix import Combo
+from samplecheck.registry.records import Backend, KernelInfo
 
 
 def judges_backends(item) -> bool:

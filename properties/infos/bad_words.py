@@ -10,7 +10,8 @@ import torch
 from samplecheck.families.errors import dtype_message, floats, full, id_ends, id_range, ids, logits_errors, rejected
 from samplecheck.families.token_lists import BadWordsCase, bad_words_args, bad_words_cases, bad_words_row
 from samplecheck.families.values import ValueInfo, check_banned
-from samplecheck.harness.registry import ALL_DTYPES, Backend, RegressionExample, register
+from samplecheck.registry.matrix import register
+from samplecheck.registry.records import ALL_DTYPES, Backend, RegressionExample
 from samplecheck.inputs.far_lists import IdList, IdLists
 from samplecheck.inputs.off_encodings import BAD_WORDS_OFF
 from samplecheck.registry.layouts import LAYOUTS

@@ -6,7 +6,8 @@ from samplecheck.families.errors import INF, NAN, dtype_message, floats, ids, lo
 from samplecheck.families.samplers import (INT64_MAX, INT64_MIN, GumbelCase, SamplerInfo, gumbel_args, gumbel_cases,
                                          gumbel_check, gumbel_distribution_cases, gumbel_memory, gumbel_sampling_law,
                                          gumbel_targets, sample_gumbel)
-from samplecheck.harness.registry import ALL_DTYPES, Backend, Oracle, RegressionExample, per_dtype, register, zeros_on
+from samplecheck.registry.matrix import register
+from samplecheck.registry.records import ALL_DTYPES, Backend, Oracle, RegressionExample, per_dtype, zeros_on
 from samplecheck.inputs.off_encodings import TEMPERATURE_OFF
 from samplecheck.registry.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe

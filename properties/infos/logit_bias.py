@@ -6,7 +6,8 @@ from samplecheck.families.errors import (INF, NAN, dtype_message, floats, full, 
                                        logits_errors, rejected, row_shape)
 from samplecheck.families.token_lists import F32_MAX, LogitBiasCase, logit_bias_args, logit_bias_cases
 from samplecheck.families.values import ValueInfo, check_biased, logit_bias_verdict
-from samplecheck.harness.registry import ALL_DTYPES, Backend, RegressionExample, register
+from samplecheck.registry.matrix import register
+from samplecheck.registry.records import ALL_DTYPES, Backend, RegressionExample
 from samplecheck.inputs.far_lists import IdList, IdLists
 from samplecheck.inputs.off_encodings import LOGIT_BIAS_OFF
 from samplecheck.registry.layouts import LAYOUTS

@@ -4,8 +4,9 @@ import torch
 
 from samplecheck.families.errors import call, dtype_message, floats, ids, logits_errors, rejected, row_shape
 from samplecheck.families.logprobs import LogprobsCase, logprobs_args, logprobs_cases, logprobs_check, logprobs_memory
-from samplecheck.harness.registry import (ALL_DTYPES, Backend, ErrorInput, KernelInfo, Oracle, RegressionExample,
-                                          per_dtype, register)
+from samplecheck.registry.matrix import register
+from samplecheck.registry.records import (ALL_DTYPES, Backend, ErrorInput, KernelInfo, Oracle, RegressionExample,
+                                          per_dtype)
 from samplecheck.registry.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.kernels.logprobs import scratch_bytes

@@ -12,7 +12,8 @@ from samplecheck.families.errors import (INF, NAN, dtype_message, floats, id_end
                                        rejected, row_shape)
 from samplecheck.families.token_lists import FixedHistory, HistoryRecipe, PenaltiesCase, penalties_args, penalties_cases
 from samplecheck.families.values import ValueInfo, check_penalised
-from samplecheck.harness.registry import ALL_DTYPES, Backend, Oracle, RegressionExample, register
+from samplecheck.registry.matrix import register
+from samplecheck.registry.records import ALL_DTYPES, Backend, Oracle, RegressionExample
 from samplecheck.inputs.far_lists import IdList, IdLists
 from samplecheck.inputs.off_encodings import PENALTIES_OFF
 from samplecheck.registry.layouts import LAYOUTS

@@ -13,7 +13,8 @@ from samplecheck.families.samplers import GumbelCase
 from samplecheck.families.token_lists import LogitBiasCase
 from samplecheck.families.values import TemperatureCase
 from samplecheck.registry import catalog
-from samplecheck.harness.registry import ALL_DTYPES, Backend, Mark, RegressionExample, per_dtype, register
+from samplecheck.registry.matrix import register
+from samplecheck.registry.records import ALL_DTYPES, Backend, Mark, RegressionExample, per_dtype
 from samplecheck.infos.bad_words import BAD_WORDS
 from samplecheck.infos.gumbel_sample import GUMBEL
 from samplecheck.infos.logit_bias import LOGIT_BIAS

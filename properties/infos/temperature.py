@@ -5,7 +5,8 @@ import torch
 from samplecheck.families.errors import INF, NAN, dtype_message, every_other, floats, logits_errors, rejected, row_shape
 from samplecheck.families.values import (TemperatureCase, ValueInfo, check_scaled, temperature_args, temperature_cases,
                                        temperature_distribution_cases, temperature_targets)
-from samplecheck.harness.registry import ALL_DTYPES, Oracle, RegressionExample, register, triton_and_torch
+from samplecheck.registry.matrix import register
+from samplecheck.registry.records import ALL_DTYPES, Oracle, RegressionExample, triton_and_torch
 from samplecheck.inputs.off_encodings import TEMPERATURE_OFF
 from samplecheck.registry.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe

@@ -6,7 +6,8 @@ from samplecheck.families.errors import NAN, dtype_message, floats, ids, logits_
 from samplecheck.families.masking import (MaskingInfo, TopKTopPCase, top_k_top_p_args, top_k_top_p_cases,
                                         top_k_top_p_distribution_cases, top_k_top_p_targets)
 from samplecheck.registry import catalog
-from samplecheck.harness.registry import ALL_DTYPES, Oracle, RegressionExample, register, triton_and_torch
+from samplecheck.registry.matrix import register
+from samplecheck.registry.records import ALL_DTYPES, Oracle, RegressionExample, triton_and_torch
 from samplecheck.inputs.off_encodings import TOP_K_TOP_P_OFF
 from samplecheck.registry.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe

@@ -16,7 +16,7 @@ from typing import NamedTuple
 import torch
 from hypothesis import assume, event, strategies as st
 
-from samplecheck.harness.registry import Combo
+from samplecheck.registry.matrix import Combo
 from samplecheck.harness.runner import poison_for
 from samplecheck.inputs.drawing import accepted, accepted_cases
 from samplecheck.registry.layouts import Placed, place

@@ -14,7 +14,7 @@ import dataclasses
 import itertools
 import math
 
-from samplecheck.harness.registry import DTYPE_NAMES
+from samplecheck.registry.records import DTYPE_NAMES
 from samplecheck.inputs.strategies import ADVERSARIAL_VOCABS, EDGE_BATCHES, REAL_VOCABS
 
 # Upper bounds of the vocab and batch buckets (each is (previous bound, bound]; None: unbounded).

@@ -24,7 +24,8 @@ from hypothesis import assume, event, example
 
 from samplecheck.inputs.coverage import case_events
 
-from samplecheck.harness.registry import REGISTRY, Combo, RegressionExample
+from samplecheck.registry.matrix import REGISTRY, Combo
+from samplecheck.registry.records import RegressionExample
 
 
 class ExampleCounter:

@@ -1,7 +1,7 @@
 """The edge-value property's check, shared by tests/cover/test_edge_values.py and the tests of
 its power: a drawn case with rows holding NaN, +inf or -inf (samplecheck.inputs.edge_rows)
 written into it, against the oracle. Every row is judged, but where the backend declares
-`nan_policy: row_unspecified` (samplecheck.judging.semantics): there the rows holding NaN
+`nan_policy: row_unspecified` (samplecheck.registry.semantics): there the rows holding NaN
 are left out and the others judged alone (the oracle is row-wise)."""
 
 import re
@@ -12,7 +12,7 @@ from samplecheck.harness.runner import prepare, reference, run
 from samplecheck.inputs.call_inputs import cut_rows
 from samplecheck.inputs.edge_rows import EDGE_VALUES, EdgeRow, nan_rows, write_edge_rows
 from samplecheck.registry.checks import output_rows
-from samplecheck.judging.semantics import nan_rows_unspecified
+from samplecheck.registry.semantics import nan_rows_unspecified
 
 
 def check_edge_rows(combo, case, edges: tuple[EdgeRow, ...], device) -> dict[int, EdgeRow]:

@@ -14,7 +14,7 @@ from typing import Callable
 
 import torch
 
-from samplecheck.harness.registry import Combo
+from samplecheck.registry.matrix import Combo
 from samplecheck.harness.runner import prepare, run
 from samplecheck.inputs.call_inputs import CallInputs, clone_inputs, copy_inputs, draw_fresh_inputs
 from samplecheck.inputs.tensor_tree import tensors_of

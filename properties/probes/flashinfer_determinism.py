@@ -15,7 +15,7 @@ from samplecheck.backends.flashinfer_pack import pack
 from samplecheck.families.masking import TopKTopPCase
 from samplecheck.infos.top_k_top_p_sample import TOP_K_TOP_P_SAMPLE
 from samplecheck.inputs.recipes import LogitsRecipe, materialize
-from samplecheck.harness.registry import DTYPE_NAMES
+from samplecheck.registry.records import DTYPE_NAMES
 
 CASE = TopKTopPCase(LogitsRecipe(batch=49, vocab=202048, family="randn", scale=0.1, seed=49), None, None)
 REPEATS = 200

@@ -17,7 +17,8 @@ def main(argv: list[str] | None = None) -> int:
     from samplecheck.kernels.runtime import use_device
 
     device = use_device(flags.resolve_device(parser, args.device))
-    from samplecheck.harness.registry import REGISTRY, register_all
+    from samplecheck.harness.plugins import register_all
+    from samplecheck.registry.matrix import REGISTRY
     from samplecheck.tests.cover import bad_input_outcomes as outcomes
 
     register_all()

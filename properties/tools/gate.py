@@ -69,7 +69,8 @@ def changed_scope(ref: str, chosen: flags.SuiteFlags):
     import subprocess
 
     from samplecheck.harness import changes, packs, plugins
-    from samplecheck.harness.registry import REGISTRY, plug, register_all
+    from samplecheck.harness.plugins import register_all
+    from samplecheck.registry.matrix import REGISTRY, plug
 
     top = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True)
     if top.returncode != 0:

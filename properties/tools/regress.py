@@ -67,7 +67,7 @@ def case_classes() -> dict[str, str]:
 
 def imports_for(case_source: str) -> list[str]:
     known = case_classes()
-    lines = ["import torch", "from samplecheck.harness.registry import RegressionExample"]
+    lines = ["import torch", "from samplecheck.registry.records import RegressionExample"]
     for name in sorted(set(CLASS_CALL.findall(case_source))):
         if name not in known:
             raise SystemExit(f"regress: the case names {name}, which no samplecheck.infos or "
@@ -90,7 +90,7 @@ def evaluate(case_source: str, imports: list[str]):
 
 def entry_source(record: dict, case_source: str, started: float) -> tuple[str, str]:
     """(reference, source of the (kernel, RegressionExample) pair) for a failure record."""
-    from samplecheck.harness.registry import DTYPE_NAMES
+    from samplecheck.registry.records import DTYPE_NAMES
 
     dtype = {name: str(d) for d, name in DTYPE_NAMES.items()}[record["dtype"]]
     message = (record.get("message") or "").splitlines()[0][:100] if record.get("message") else ""

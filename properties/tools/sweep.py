@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from samplecheck.harness.registry import REGISTRY, declarations
+from samplecheck.registry.matrix import REGISTRY, declarations
 from samplecheck.tools import flags
 from samplecheck.tools.suite import config_args, suite_path
 from samplecheck.tools.sweep_report import SweepReport, elsewhere

@@ -14,7 +14,7 @@ from collections import defaultdict
 import pytest
 
 from samplecheck.registry import catalog
-from samplecheck.harness.registry import DTYPE_NAMES
+from samplecheck.registry.records import DTYPE_NAMES
 from samplecheck.harness.results import MEASURED
 
 COLUMNS = tuple(name.removeprefix("test_") for name in (

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.interpreter
 def pytest_generate_tests(metafunc):
     if "bad_input" not in metafunc.fixturenames:
         return
-    from samplecheck.harness.registry import REGISTRY
+    from samplecheck.registry.matrix import REGISTRY
 
     device = metafunc.config.samplecheck_device.type
     metafunc.parametrize("bad_input", [

@@ -33,7 +33,7 @@ from samplecheck.harness.runner import prepare, run
 from samplecheck.inputs.call_inputs import cut_rows
 from samplecheck.inputs.drawing import draw_case, skip_unless_accepted
 from samplecheck.registry.checks import assert_same_output, output_rows
-from samplecheck.judging.semantics import nan_rows_unspecified
+from samplecheck.registry.semantics import nan_rows_unspecified
 
 pytestmark = pytest.mark.interpreter
 

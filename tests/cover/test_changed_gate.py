@@ -11,7 +11,9 @@ import pytest
 import torch
 
 from samplecheck.harness import changes
-from samplecheck.harness.registry import RECORDS, Backend, Combo, register_all
+from samplecheck.harness.plugins import register_all
+from samplecheck.registry.matrix import RECORDS, Combo
+from samplecheck.registry.records import Backend
 from samplecheck.harness.selection import judged_cells, parse_cells
 from samplecheck.kernels.mutants import MUTANTS
 from samplecheck.tests.cover.fake_suite import passed

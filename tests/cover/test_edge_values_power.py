@@ -15,7 +15,8 @@ import pytest
 import torch
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
-from samplecheck.harness.registry import RECORDS, Backend, Combo
+from samplecheck.registry.matrix import RECORDS, Combo
+from samplecheck.registry.records import Backend
 from samplecheck.inputs.drawing import draw_case
 from samplecheck.inputs.edge_rows import edge_rows
 from samplecheck.judging.edge_values import check_edge_rows

@@ -11,7 +11,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from samplecheck.harness.registry import RECORDS, Combo
+from samplecheck.registry.matrix import RECORDS, Combo
 from samplecheck.harness.runner import prepare, run
 from samplecheck.inputs.call_inputs import (CallInputs, clone_inputs, copy_inputs, draw_fresh_inputs, resample_rows,
                                             signature)

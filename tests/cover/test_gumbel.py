@@ -12,7 +12,7 @@ from samplecheck.families.samplers import GumbelCase
 from samplecheck.inputs.drawing import draw_case, skip_unless_accepted
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.harness.runner import prepare, run
-from samplecheck.judging.semantics import nan_rows_unspecified
+from samplecheck.registry.semantics import nan_rows_unspecified
 
 pytestmark = [pytest.mark.interpreter, pytest.mark.matrix(kernel="gumbel_sample", layouts=("contig",))]
 

@@ -1,4 +1,4 @@
-"""The min_p_softmax axis (samplecheck.judging.semantics): a probability-space min-p passes
+"""The min_p_softmax axis (samplecheck.registry.semantics): a probability-space min-p passes
 only where it is declared, at the softmax dtype declared, and a bug outside the axis still
 fails with it declared.
 
@@ -10,10 +10,11 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from samplecheck.harness.registry import RECORDS, Backend, Combo
+from samplecheck.registry.matrix import RECORDS, Combo
+from samplecheck.registry.records import Backend
 from samplecheck.harness.runner import prepare, reference
 from samplecheck.inputs.strategies import BUDGETS
-from samplecheck.judging.semantics import validate
+from samplecheck.registry.semantics import validate
 
 FP32 = {"min_p_softmax": "fp32"}
 LOGITS_DTYPE = {"min_p_softmax": "logits_dtype"}

@@ -13,8 +13,10 @@ import pytest
 
 from samplecheck.backends import flashinfer_pack
 from samplecheck.harness import packs
-from samplecheck.harness.registry import RECORDS, Backend, Mark, register_all
-from samplecheck.judging.semantics import validate
+from samplecheck.harness.plugins import register_all
+from samplecheck.registry.matrix import RECORDS
+from samplecheck.registry.records import Backend, Mark
+from samplecheck.registry.semantics import validate
 
 pytestmark = pytest.mark.interpreter
 

@@ -14,7 +14,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 
-from samplecheck.harness.registry import RECORDS
+from samplecheck.registry.matrix import RECORDS
 from samplecheck.tests.cover.fake_backends import OutsideAccepts, repetition_only
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,8 @@ import torch
 from hypothesis import given, settings
 
 from samplecheck.harness import plugins
-from samplecheck.harness.registry import RECORDS, Backend, Combo
+from samplecheck.registry.matrix import RECORDS, Combo
+from samplecheck.registry.records import Backend
 from samplecheck.harness.selection import judges_backends
 from samplecheck.inputs.strategies import Budget
 

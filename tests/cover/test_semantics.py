@@ -1,4 +1,4 @@
-"""Declared semantics relax only along their axis (samplecheck.judging.semantics).
+"""Declared semantics relax only along their axis (samplecheck.registry.semantics).
 
 For each axis with an oracle branch, a small torch implementation of a declared variant
 (a) passes the record's exact check with the variant declared, and fails it undeclared
@@ -12,11 +12,12 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from samplecheck.harness.registry import RECORDS, Backend, Combo, plug
+from samplecheck.registry.matrix import RECORDS, Combo, plug
+from samplecheck.registry.records import Backend
 from samplecheck.harness.runner import prepare, reference
 from samplecheck.inputs.strategies import BUDGETS
 from samplecheck.registry.checks import assert_same_output
-from samplecheck.judging.semantics import AXES, describe, validate
+from samplecheck.registry.semantics import AXES, describe, validate
 from samplecheck.kernels.logprobs import Logprobs
 from samplecheck.kernels.top_k_top_p_torch import apply_top_k_top_p_torch
 
@@ -248,7 +249,7 @@ def test_declarations_are_validated_and_printed():
 
 
 def test_plug_rejects_a_bad_declaration(monkeypatch):
-    monkeypatch.setattr("samplecheck.harness.registry.REGISTRY", dict(RECORDS))
+    monkeypatch.setattr("samplecheck.registry.matrix.REGISTRY", dict(RECORDS))
     bad = dataclasses.replace(Backend("x", "unused:unused"), semantics={"division": "reciprocal"})
     with pytest.raises(ValueError, match="applies to temperature, penalties"):
         plug([("min_p", bad)], only=False)

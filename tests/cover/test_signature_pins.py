@@ -1,4 +1,4 @@
-"""A pin with a signature (samplecheck.harness.registry.Mark.witness) hides only its finding: in
+"""A pin with a signature (samplecheck.registry.records.Mark.witness) hides only its finding: in
 its cell a failure that shows the signature is the expected failure, any other failure fails
 the test, and a pass passes (the case did not reach the finding). A whole-cell strict pin, the
 kind without a signature, reports any failure as expected. Shown on a synthetic cell, and on a
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.interpreter
 PINNED_TESTS = '''
 import pytest
 
-from samplecheck.harness.registry import Mark
+from samplecheck.registry.records import Mark
 
 SIGNED = Mark("xfail", "finding X", witness=lambda failure: "rows past 2**31 differ" in failure).as_pytest_marks()
 WHOLE_CELL = Mark("xfail", "finding Y").as_pytest_marks()
@@ -57,7 +57,7 @@ import os
 
 import pytest
 
-from samplecheck.harness import registry
+from samplecheck.registry import matrix
 
 RECORD, BACKEND = "top_k_top_p", "transformers_top_k_top_p"
 PINNED = {}
@@ -69,14 +69,14 @@ def top_p_skipped(logits, k=None, p=None):
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config):
-    info = registry.REGISTRY[RECORD]
+    info = matrix.REGISTRY[RECORD]
     (backend,) = [b for b in info.backends if b.name == BACKEND]
     PINNED["call"] = backend.resolve()
     marks = backend.marks
     if os.environ["PLANTED_PINS"] == "whole_cell":  # the same findings, pinned over the whole cell
         marks = tuple(dataclasses.replace(m, witness=None) for m in marks)
     target = "planted:top_p_skipped" if os.environ["PLANTED_DEFECT"] == "1" else backend.target
-    registry.REGISTRY[RECORD] = dataclasses.replace(info, backends=(dataclasses.replace(backend, target=target,
+    matrix.REGISTRY[RECORD] = dataclasses.replace(info, backends=(dataclasses.replace(backend, target=target,
                                                                                         marks=marks),))
 '''
 

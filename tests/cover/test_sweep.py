@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import torch
 from _pytest.reports import TestReport
 
-from samplecheck.harness.registry import Backend
+from samplecheck.registry.records import Backend
 from samplecheck.harness import results
 from samplecheck.harness.results import MEASURED
 from samplecheck.tools.sweep_report import COLUMNS, HEADING, WIDTH, SweepReport, elsewhere, split_cell

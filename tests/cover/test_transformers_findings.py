@@ -12,9 +12,9 @@ import torch
 
 from samplecheck.backends import transformers, transformers_calls as hf
 from samplecheck.harness.packs import PackUnavailable
-from samplecheck.harness.registry import RECORDS, Combo
+from samplecheck.registry.matrix import RECORDS, Combo
 from samplecheck.harness.runner import reference, run
-from samplecheck.judging.semantics import validate
+from samplecheck.registry.semantics import validate
 
 pytestmark = pytest.mark.skipif(transformers.unavailable() is not None, reason=str(transformers.unavailable()))
 INF = float("inf")

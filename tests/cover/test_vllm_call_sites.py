@@ -19,7 +19,7 @@ import torch
 
 import samplecheck.infos  # noqa: F401  (registers the records whose dtypes the pack inherits)
 from samplecheck.backends import vllm, vllm_source
-from samplecheck.harness.registry import RECORDS
+from samplecheck.registry.matrix import RECORDS
 
 pytestmark = pytest.mark.interpreter
 V = 8  # the vocabulary of the hand-made cases

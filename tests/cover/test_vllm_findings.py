@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from samplecheck.backends import vllm, vllm_source
-from samplecheck.harness.registry import RECORDS, Combo
+from samplecheck.registry.matrix import RECORDS, Combo
 from samplecheck.harness.runner import prepare, reference, run
 from samplecheck.infos.logit_bias import BIG_ALLOWLIST
 from samplecheck.judging.memory import peak_extra_bytes

@@ -17,7 +17,8 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from samplecheck.harness.registry import RECORDS, Backend, Combo
+from samplecheck.registry.matrix import RECORDS, Combo
+from samplecheck.registry.records import Backend
 from samplecheck.inputs.drawing import draw_case
 from samplecheck.inputs.strategies import BUDGETS
 from samplecheck.judging import graph_replay

@@ -11,7 +11,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, seed, settings, strategies as st
 
-from samplecheck.harness.registry import RECORDS, Combo
+from samplecheck.registry.matrix import RECORDS, Combo
 from samplecheck.harness.runner import prepare, reference, run
 from samplecheck.inputs.drawing import draw_case
 from samplecheck.inputs.strategies import BUDGETS

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from samplecheck.harness.plugins import mutant_backend
-from samplecheck.harness.registry import RECORDS, Combo
+from samplecheck.registry.matrix import RECORDS, Combo
 from samplecheck.inputs.recipes import materialize
 from samplecheck.kernels import mutants
 from samplecheck.kernels.mutants import Mutant

@@ -40,7 +40,8 @@ class Target:
 
 def targets() -> list[Target]:
     """Our Triton kernels: every registered backend named `triton` in samplecheck.kernels."""
-    from samplecheck.harness.registry import REGISTRY, register_all
+    from samplecheck.harness.plugins import register_all
+    from samplecheck.registry.matrix import REGISTRY
 
     if not REGISTRY:
         register_all()

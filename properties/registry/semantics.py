@@ -6,7 +6,7 @@ that our records and oracles state. A declared value swaps in that axis's oracle
 (and the check and bound it implies) for that backend alone; everything outside the axis
 is judged as before, so a declaration relaxes only along its axis.
 
-`declared_record(info, backend)` is the record as that backend is judged (the registry's
+`declared_record(info, backend)` is the record as that backend is judged (the matrix's
 `Combo` applies it, so every test, the runner's oracle call included, sees it);
 `axis_marks(info, backend)` are the skips a declaration implies (tests that need our own
 random stream); `describe(backend)` is the text the pytest header and sweep table print.
@@ -19,15 +19,15 @@ from dataclasses import dataclass
 
 import torch
 
-from samplecheck.harness.registry import Oracle
-from samplecheck.registry.layouts import as_bits
-from samplecheck.registry import checks
 from samplecheck.oracles.gumbel import own_stream_reference
 from samplecheck.oracles.min_p import min_p_softmax_reference
 from samplecheck.oracles.penalties import penalties_model_reference
 from samplecheck.oracles.temperature import temperature_reference
 from samplecheck.oracles.top_k_top_p import top_k_top_p_declared_reference
 from samplecheck.oracles.ulp import ulp32
+from samplecheck.registry import checks
+from samplecheck.registry.layouts import as_bits
+from samplecheck.registry.records import Oracle
 
 TOP_K_TOP_P_RECORDS = ("top_k_top_p", "top_k_top_p_sample")
 
