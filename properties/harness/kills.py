@@ -3,6 +3,9 @@ hunted in one pytest run, each stopping at its first kill.
 
 A mutant's first failed test (its call phase; a setup error is no kill) writes the file
 DIR/<mutant>: that test's node id on the first line, the epoch second it ended on the second.
+A mutant's tests outside its known killer's file (`Mutant.killed_by`) are deselected: the
+shared run is the round of the known killers, and a mutant they miss is hunted alone, over
+the whole suite, afterwards (samplecheck.tools.killtable).
 Before each test of a mutant whose file exists, the test is skipped ("already killed"), in
 this process and in every pytest-xdist worker sharing DIR, so a mutant costs the tests up to
 its first kill, as a `-x` run of it alone would. Tests are drawn as in any other run (the seed
@@ -17,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from samplecheck.harness.selection import judged_cells
+from samplecheck.kernels.mutants import MUTANTS
 
 MUTANT_PREFIX = "mutant-"  # a mutant's backend name (samplecheck.harness.plugins.mutant_backend)
 
@@ -42,6 +46,17 @@ class Kills:
     def __init__(self, folder: str):
         self.folder = Path(folder)
         self.mutant_by_test: dict[str, str] = {}  # node id -> mutant, for the tests this process set up
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        kept, elsewhere = [], []
+        for item in items:
+            name = mutant_of(item)
+            own_file = name is None or item.path.stem == MUTANTS[name].killed_by
+            (kept if own_file else elsewhere).append(item)
+        if elsewhere:
+            config.hook.pytest_deselected(items=elsewhere)
+            items[:] = kept
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item):
