@@ -26,6 +26,7 @@ MARKERS = (
     "interpreter: runs under the Triton CPU interpreter too (select with -m interpreter)",
     "gpu: needs a CUDA device; skipped on CPU",
     "slow: nightly-sized; skipped outside the nightly profile",
+    "cpu_subject: runs what it checks on the CPU whatever the device; skipped on a GPU run (CPU CI runs it)",
     "finding(witness, reason): a pinned finding's signature (samplecheck.registry.records.Mark.witness)",
 )
 # A worker keeps at most this much GPU memory cached between tests: xdist workers share
@@ -165,6 +166,9 @@ def pytest_collection_modifyitems(config, items):
     for item in ours:
         if not on_gpu and item.get_closest_marker("gpu"):
             item.add_marker(pytest.mark.skip(reason="needs a CUDA device (marker gpu): run with --sc-device=cuda"))
+        if on_gpu and item.get_closest_marker("cpu_subject"):
+            item.add_marker(pytest.mark.skip(reason="checks a CPU run whatever the device (marker cpu_subject): "
+                                                    "run with --sc-device=cpu"))
         if not nightly and item.get_closest_marker("slow"):
             item.add_marker(pytest.mark.skip(reason=f"nightly-sized (marker slow): run with --sc-profile={NIGHTLY}"))
     reorder(config, items, ours)

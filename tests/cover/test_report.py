@@ -142,6 +142,7 @@ def test_budget_and_plan():
     assert nightly.plan_examples([], 100.0, 1)[0] == nightly.DEFAULT_EXAMPLES
 
 
+@pytest.mark.cpu_subject
 def test_regression_is_replayed_by_the_test_it_came_from(built, tmp_path):
     """The recorded mutant failure of test_distribution, kept with `samplecheck regress`, makes
     that test fail on its explicit example (before any drawn one) against the same mutant."""

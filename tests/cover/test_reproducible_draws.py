@@ -38,6 +38,7 @@ def _draws(tmp_path, files: list[str]) -> list[str]:
     return [line for line in result.stdout.splitlines() if line.startswith("DRAW")]
 
 
+@pytest.mark.cpu_subject
 def test_draws_do_not_depend_on_what_else_is_collected(tmp_path):
     (tmp_path / "test_drawing.py").write_text(DRAWING_TEST)
     (tmp_path / "test_importing.py").write_text(IMPORTING_TEST)
@@ -63,6 +64,7 @@ def _nightly(command: list[str], cwd, **env) -> subprocess.CompletedProcess:
                           env={**environment, "CI": "true", **env})
 
 
+@pytest.mark.cpu_subject
 def test_nightly_failure_replays_from_its_database_anywhere(tmp_path):
     (tmp_path / "test_failing.py").write_text(FAILING_TEST)
     elsewhere = tmp_path / "elsewhere"

@@ -36,6 +36,7 @@ def test_cell(defect):
 '''
 
 
+@pytest.mark.cpu_subject
 def test_a_signed_pin_hides_its_finding_alone(tmp_path):
     (tmp_path / "test_pinned.py").write_text(PINNED_TESTS)
     result = subprocess.run([sys.executable, "-m", "pytest", "test_pinned.py", "-rA", "-p", "no:cacheprovider",

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
 import torch
 from _pytest.reports import TestReport
 
@@ -117,6 +118,7 @@ temperature.samplecheck = {"devices": ("cuda",)}
 '''
 
 
+@pytest.mark.cpu_subject
 def test_the_screen_shows_progress_then_the_report_and_the_log_holds_pytests_output(tmp_path):
     """The screen and the report of a sweep on the CPU; the torch backend alone of our kernels,
     so that the test also holds on a GPU host whose Triton cannot interpret our kernels (the
