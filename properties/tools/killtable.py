@@ -7,7 +7,8 @@ The mutants (samplecheck.kernels.mutants) are hunted under the given device and 
 profile, in two rounds; the first failing test of a mutant is its killer:
 1. shared: one pytest run (WORKERS xdist workers) of the files of the mutants' known killers
    (`Mutant.killed_by`) over all of them at once (`--sc-mutant=A,B,... --sc-kills DIR`,
-   samplecheck.harness.kills: a mutant's tests after its first kill are skipped). Each mutant is
+   samplecheck.harness.kills: each mutant's tests in its own known killer's file only, and none
+   after its first kill). Each mutant is
    a backend of its own, its patched module imported under its own name, so the mutants and
    the real kernels never meet; its time to kill is from the run's start to its first kill.
    A mutant whose patch can fault memory (`Mutant.faults_memory`) skips this round.
