@@ -16,12 +16,12 @@ from typing import NamedTuple
 import torch
 from hypothesis import assume, event, strategies as st
 
-from samplecheck.registry.matrix import Combo
 from samplecheck.harness.runner import poison_for
 from samplecheck.inputs.drawing import accepted, accepted_cases
-from samplecheck.registry.layouts import Placed, place
-from samplecheck.inputs.tensor_tree import map_tensors, tensors_of
 from samplecheck.inputs.recipes import materialize
+from samplecheck.inputs.tensor_tree import map_tensors, tensors_of
+from samplecheck.registry.layouts import Placed, place
+from samplecheck.registry.matrix import Combo
 
 SEEDS = st.integers(0, 2**63 - 1)
 

@@ -14,11 +14,11 @@ from typing import Callable
 
 import torch
 
-from samplecheck.registry.matrix import Combo
+from samplecheck.harness.call_inputs import CallInputs, clone_inputs, copy_inputs, draw_fresh_inputs
 from samplecheck.harness.runner import prepare, run
-from samplecheck.inputs.call_inputs import CallInputs, clone_inputs, copy_inputs, draw_fresh_inputs
 from samplecheck.inputs.tensor_tree import tensors_of
 from samplecheck.registry.checks import assert_bitwise_equal, assert_outputs_bitwise
+from samplecheck.registry.matrix import Combo
 
 # Fresh inputs replayed per example, after the case's own.
 FRESH_INPUTS = 2

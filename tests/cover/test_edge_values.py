@@ -2,7 +2,7 @@
 values"): rows holding NaN, +inf or -inf, each a whole row or one entry of an otherwise finite
 row (placed at an id the row's lists name, at the row's maximum, or anywhere:
 samplecheck.inputs.edge_rows), written into up to three rows of a drawn case, against the
-oracle (samplecheck.judging.edge_values). Drawn cases never hold NaN or +inf, and -inf only as
+oracle (samplecheck.harness.edge_check). Drawn cases never hold NaN or +inf, and -inf only as
 a share of the entries: each shape here is drawn on purpose. A backend that declares
 `nan_policy: row_unspecified` has its rows holding NaN left unjudged (its other rows are
 judged). tests/cover/test_edge_values_power.py shows what it catches."""
@@ -12,7 +12,7 @@ from hypothesis import event, given, strategies as st
 
 from samplecheck.inputs.drawing import draw_case
 from samplecheck.inputs.edge_rows import edge_rows
-from samplecheck.judging.edge_values import check_edge_rows
+from samplecheck.harness.edge_check import check_edge_rows
 
 pytestmark = pytest.mark.interpreter
 

@@ -19,7 +19,7 @@ from samplecheck.registry.matrix import RECORDS, Combo
 from samplecheck.registry.records import Backend
 from samplecheck.inputs.drawing import draw_case
 from samplecheck.inputs.edge_rows import edge_rows
-from samplecheck.judging.edge_values import check_edge_rows
+from samplecheck.harness.edge_check import check_edge_rows
 from samplecheck.tests.cover.test_edge_values import finite_cases
 
 pytestmark = pytest.mark.interpreter

@@ -11,7 +11,7 @@ import torch
 from hypothesis import given, strategies as st
 
 from samplecheck.harness.runner import prepare, run
-from samplecheck.inputs.call_inputs import CallInputs, clone_inputs
+from samplecheck.harness.call_inputs import CallInputs, clone_inputs
 from samplecheck.inputs.drawing import draw_case
 from samplecheck.registry.checks import assert_bitwise_equal, assert_same_output
 from samplecheck.kernels.validation import unchecked_values

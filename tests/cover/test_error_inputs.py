@@ -17,7 +17,7 @@ import re
 
 import pytest
 
-from samplecheck.inputs.call_inputs import cut_rows
+from samplecheck.harness.call_inputs import cut_rows
 from samplecheck.kernels import value_modes
 from samplecheck.kernels.validation import raise_pending, value_checks
 from samplecheck.tests.cover.bad_input_outcomes import changed, snapshot

@@ -1,7 +1,7 @@
 """A backend that declares itself capturable (`Backend.capturable`) captures in a CUDA graph,
 and each replay on new inputs copied into the captured buffers equals, bitwise, an eager call
 on the same inputs: the output, the logits buffer with its row-stride gaps, and every tensor
-argument (samplecheck.judging.graph_replay). GPU only: CUDA graphs need a CUDA device.
+argument (samplecheck.harness.graph_replay). GPU only: CUDA graphs need a CUDA device.
 
 The helpers that build and copy the inputs run on CPU too: tested here without a graph."""
 
@@ -13,13 +13,13 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from samplecheck.registry.matrix import RECORDS, Combo
 from samplecheck.harness.runner import prepare, run
-from samplecheck.inputs.call_inputs import (CallInputs, clone_inputs, copy_inputs, draw_fresh_inputs, resample_rows,
+from samplecheck.harness.call_inputs import (CallInputs, clone_inputs, copy_inputs, draw_fresh_inputs, resample_rows,
                                             signature)
 from samplecheck.inputs.tensor_tree import tensors_of
 from samplecheck.inputs.drawing import draw_case
 from samplecheck.registry.layouts import as_bits, place
 from samplecheck.inputs.strategies import BUDGETS
-from samplecheck.judging.graph_replay import check_graph_replay
+from samplecheck.harness.graph_replay import check_graph_replay
 
 
 @pytest.mark.gpu

@@ -2,7 +2,7 @@
 a drawn batch: in the row with the most finite entries, its other parameters and the other
 rows as drawn (mostly binding), and in the next rows where it alone decides, on distinct,
 tied and fp32-underflowing values, the record's other parameters off there and those it acts
-with armed (samplecheck.judging.off_rows, samplecheck.inputs.off_encodings). Drawn cases reach each
+with armed (samplecheck.harness.off_rows, samplecheck.inputs.off_encodings). Drawn cases reach each
 encoding only by chance; here each one is tried on every example, for every record that
 lists them (`KernelInfo.off_encodings`), the sampler included; the records' regression
 examples meant for it are replayed first. tests/quality/test_off_encodings_power.py measures
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from samplecheck.inputs.drawing import draw_case, with_regression_examples
-from samplecheck.judging.off_rows import check_off_encodings
+from samplecheck.harness.off_rows import check_off_encodings
 
 pytestmark = pytest.mark.interpreter
 

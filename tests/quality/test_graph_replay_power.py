@@ -1,4 +1,4 @@
-"""The graph-replay property (samplecheck.judging.graph_replay) fails where it must: on a
+"""The graph-replay property (samplecheck.harness.graph_replay) fails where it must: on a
 temperature backend that reads a value back to the host (the capture raises), on one that
 reads a Python value at each call (a replay keeps the value of the capture), and on one that
 keeps host-side state chosen at capture time (a copy of its temperature per tensor object:
@@ -21,7 +21,7 @@ from samplecheck.registry.matrix import RECORDS, Combo
 from samplecheck.registry.records import Backend
 from samplecheck.inputs.drawing import draw_case
 from samplecheck.inputs.strategies import BUDGETS
-from samplecheck.judging import graph_replay
+from samplecheck.harness import graph_replay
 from samplecheck.registry.checks import output_tensors
 
 EXAMPLES = 10
