@@ -15,9 +15,8 @@ import torch
 
 from samplecheck.backends.flashinfer_findings import (EXACT_K_TIES, HALF_SOFTMAX, INF_ROW_MASKED, MISALIGNED_SOFTMAX,
                                                      SHORT_NUCLEUS, UNREPEATABLE_HALF, contiguity_marks)
-from samplecheck.harness.packs import PackUnavailable
-from samplecheck.registry.records import Backend, Mark, beyond_memory_bound
 from samplecheck.inputs.pools import expand_pool
+from samplecheck.registry.records import Backend, Mark, PackUnavailable, beyond_memory_bound
 
 MODULE = "samplecheck.backends.flashinfer"
 INSTALL_HINT = "flashinfer is not installed (pip install -e '.[flashinfer]' on a GPU machine)"

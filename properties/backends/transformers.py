@@ -29,10 +29,9 @@ import torch
 
 from samplecheck.backends.transformers_findings import (ADDITIVE_MASKS, ALLOWLIST_MASKS, CB_TOP_P, INF_ROWS,
                                                        SAMPLING, no_reciprocal_overflow, satisfiable_allowlists)
-from samplecheck.registry import catalog
-from samplecheck.harness.packs import PackUnavailable
-from samplecheck.registry.records import Backend, Mark
 from samplecheck.inputs.pools import expand_pool
+from samplecheck.registry import catalog
+from samplecheck.registry.records import Backend, Mark, PackUnavailable
 
 MODULE = "samplecheck.backends.transformers_calls"
 # The transformers releases whose call sites the adapters follow (scripts/setup.sh installs them):

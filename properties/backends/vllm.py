@@ -15,12 +15,11 @@ and its strict xfails (the defects found, docs/findings-vllm.md); it needs no vL
 import torch
 
 from samplecheck.backends import vllm_source as src
-from samplecheck.kernels.logprobs import Logprobs
-from samplecheck.registry import catalog
-from samplecheck.harness.packs import PackUnavailable
-from samplecheck.registry.records import Backend, Mark
 from samplecheck.inputs.pools import expand_pool
 from samplecheck.judging.edge_values import kept_set_differs_in_rows_holding
+from samplecheck.kernels.logprobs import Logprobs
+from samplecheck.registry import catalog
+from samplecheck.registry.records import Backend, Mark, PackUnavailable
 
 MODULE = "samplecheck.backends.vllm"
 

@@ -6,9 +6,9 @@ is "package.module:callable". The callable takes no argument and returns the pac
 calls the engine exactly as the engine's own call site does, with the conventions it
 legitimately differs in declared as data (`semantics`, `accepts`) and its defects pinned
 (`marks`). When the engine is not there (not installed, no GPU it needs), the callable raises
-`PackUnavailable` with the reason: the pack is then reported, not tested. The harness names
-no engine: samplecheck's own packs (vLLM, FlashInfer, Hugging Face transformers) are declared
-in its pyproject.toml like any other package's.
+`PackUnavailable` (samplecheck.registry.records) with the reason: the pack is then reported,
+not tested. The harness names no engine: samplecheck's own packs (vLLM, FlashInfer, Hugging
+Face transformers) are declared in its pyproject.toml like any other package's.
 
 The callable is called once per pytest process, after the device is chosen (so a pack's
 Triton kernels see TRITON_INTERPRET=1 on a CPU run), and must not import the engine's kernels
@@ -21,12 +21,9 @@ A pack module may also keep its pairs, built without the engine, as a module-lev
 
 from importlib.metadata import entry_points
 
+from samplecheck.registry.records import PackUnavailable
+
 PACK_GROUP = "samplecheck.packs"
-
-
-class PackUnavailable(Exception):
-    """Raised by a pack's callable when its engine cannot run here; the message says why
-    (e.g. "vLLM pack: no vLLM installed and SAMPLECHECK_VLLM_KERNELS unset")."""
 
 
 def selected(option: str) -> set[str] | None:

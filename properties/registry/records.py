@@ -3,7 +3,8 @@
 A record names its backends (implementations: our Triton kernel, our PyTorch fallback,
 later third-party and plugged-in ones), its oracle and input strategy, its tolerance per
 dtype (the dtypes it supports), its layouts and semantics flags, its error inputs and its
-regression examples. Records are data (samplecheck.infos), registered into the matrix the
+regression examples; a pack whose engine cannot run here raises `PackUnavailable` instead of
+giving its backends. Records are data (samplecheck.infos), registered into the matrix the
 generic tests iterate over (samplecheck.registry.matrix); the behaviour records of one kind
 share lives in their family (samplecheck.families: KernelInfo subclasses with the family's
 defaults, and the functions they use).
@@ -133,6 +134,11 @@ def triton_and_torch(triton: str, torch_fallback: str, fallback_memory: str, *,
     return (Backend("triton", triton, capturable=True, guard_flag=True, batch_invariant=True),
             Backend("torch", torch_fallback, marks=(beyond_memory_bound(fallback_memory),),
                     capturable=torch_capturable))
+
+
+class PackUnavailable(Exception):
+    """Raised by a pack's callable (samplecheck.harness.packs) when its engine cannot run here;
+    the message says why (e.g. "vLLM pack: no vLLM installed and SAMPLECHECK_VLLM_KERNELS unset")."""
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from samplecheck.backends import flashinfer_pack
 from samplecheck.harness import packs
 from samplecheck.harness.plugins import register_all
 from samplecheck.registry.matrix import RECORDS
-from samplecheck.registry.records import Backend, Mark
+from samplecheck.registry.records import Backend, Mark, PackUnavailable
 from samplecheck.registry.semantics import validate
 
 pytestmark = pytest.mark.interpreter
@@ -29,7 +29,7 @@ def fake_pack():
 
 
 def absent_pack():
-    raise packs.PackUnavailable(ABSENT_REASON)
+    raise PackUnavailable(ABSENT_REASON)
 
 
 def _installed(monkeypatch, **values: str) -> None:
@@ -114,7 +114,7 @@ def test_flashinfer_pack_declares_cuda_only_backends_of_its_adapters():
 
 def test_flashinfer_pack_is_unavailable_without_flashinfer(monkeypatch):
     monkeypatch.setitem(sys.modules, "flashinfer", None)  # import machinery: "not installed"
-    with pytest.raises(packs.PackUnavailable) as raised:
+    with pytest.raises(PackUnavailable) as raised:
         flashinfer_pack.pack()
     assert str(raised.value) == flashinfer_pack.INSTALL_HINT
 
@@ -124,7 +124,7 @@ def test_flashinfer_pack_is_unavailable_without_cuda(monkeypatch):
     installed.__spec__ = ModuleSpec("flashinfer", None)
     monkeypatch.setitem(sys.modules, "flashinfer", installed)
     monkeypatch.setattr(flashinfer_pack, "cuda_present", lambda: False)
-    with pytest.raises(packs.PackUnavailable) as raised:
+    with pytest.raises(PackUnavailable) as raised:
         flashinfer_pack.pack()
     assert str(raised.value) == flashinfer_pack.NO_CUDA
 

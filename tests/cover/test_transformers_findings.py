@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from samplecheck.backends import transformers, transformers_calls as hf
-from samplecheck.harness.packs import PackUnavailable
-from samplecheck.registry.matrix import RECORDS, Combo
 from samplecheck.harness.runner import reference, run
+from samplecheck.registry.matrix import RECORDS, Combo
+from samplecheck.registry.records import PackUnavailable
 from samplecheck.registry.semantics import validate
 
 pytestmark = pytest.mark.skipif(transformers.unavailable() is not None, reason=str(transformers.unavailable()))

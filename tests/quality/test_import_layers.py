@@ -30,7 +30,6 @@ LAYERS = (
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # Today's violations (importer -> imported), which issue 32 removes.
 KNOWN = {
-    ("backends", "harness"),
     ("kernels", "registry"),  # a mutant names the property that kills it (samplecheck.registry.catalog)
     ("harness", "tools"),  # the plugin reads the suite's paths from tools
     ("tools", "tests"),  # the bad-input tool imports the table from samplecheck.tests
