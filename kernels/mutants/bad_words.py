@@ -1,7 +1,7 @@
 """Mutants of the bad_words kernel."""
 
-from samplecheck.registry import catalog
 from samplecheck.kernels.mutants import Mutant
+from samplecheck.registry import catalog
 
 MUTANTS = (
     Mutant(

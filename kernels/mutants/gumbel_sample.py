@@ -1,7 +1,7 @@
 """Mutants of the Gumbel-max sampling kernel."""
 
-from samplecheck.registry import catalog
 from samplecheck.kernels.mutants import Mutant
+from samplecheck.registry import catalog
 
 _MODULE, _ENTRY = "samplecheck.kernels.gumbel", "gumbel_sample"
 

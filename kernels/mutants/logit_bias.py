@@ -1,7 +1,7 @@
 """Mutants of the allowed_token_ids / logit_bias / min_tokens kernel."""
 
-from samplecheck.registry import catalog
 from samplecheck.kernels.mutants import Mutant
+from samplecheck.registry import catalog
 
 _MODULE, _ENTRY = "samplecheck.kernels.logit_bias", "apply_logit_bias"
 _RESTORE = "        tl.store(row_ptr + allowed, saved, mask=keep)\n"

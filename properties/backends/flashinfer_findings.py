@@ -4,9 +4,9 @@ the reason text that every report prints."""
 
 import torch
 
+from samplecheck.judging.edge_values import drew_masked_ids_in_finite_rows, kept_set_differs_in_rows_holding
 from samplecheck.registry import catalog
 from samplecheck.registry.records import Mark
-from samplecheck.judging.edge_values import drew_masked_ids_in_finite_rows, kept_set_differs_in_rows_holding
 
 F3 = ("F3: FlashInfer requires a contiguous, vector-aligned tensor where the API does not upcast it "
       "(flashinfer#1866): a row-strided view raises 'logits must be contiguous', and a contiguous view at "

@@ -5,10 +5,10 @@ pack's backends. Each finding has a minimal reproducer in tests/cover/test_trans
 
 import torch
 
-from samplecheck.registry import catalog
-from samplecheck.registry.records import Mark
 from samplecheck.inputs.pools import expand_pool
 from samplecheck.judging.edge_values import kept_set_differs_in_rows_holding
+from samplecheck.registry import catalog
+from samplecheck.registry.records import Mark
 
 UNMASKED_ALLOWLIST = "finding T1: PrefixConstrainedLogitsProcessor sets an allowlist left all -inf to 0"
 INF_MINUS_INF = ("finding T2: NoBadWordsLogitsProcessor and PrefixConstrainedLogitsProcessor mask by adding -inf, so "

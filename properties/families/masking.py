@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 
 from samplecheck.families.rows import row_args
 from samplecheck.inputs.pools import pools, row_pools, sampled_rows
-from samplecheck.registry.records import KernelInfo
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.inputs.strategies import Budget, logits_recipes, top_k_values, top_p_values
-from samplecheck.registry import checks
 from samplecheck.judging.laws import masked_input_law
+from samplecheck.registry import checks
+from samplecheck.registry.records import KernelInfo
 
 DISTRIBUTION_MAX_VOCAB = 4096  # sampling tests bin the whole vocab
 

@@ -26,12 +26,12 @@ from hypothesis import event, strategies as st
 
 from samplecheck.families.errors import built, call
 from samplecheck.families.samplers import MIN_SAMPLING_T
-from samplecheck.registry.records import ErrorInput, KernelInfo
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.inputs.strategies import Budget, logits_recipes
-from samplecheck.registry import checks
 from samplecheck.kernels.sampling_params import PENALTY_DEFAULTS, SamplingBatch
 from samplecheck.oracles.gumbel import gumbel_law, lowest_one_hot, noise_resolves
+from samplecheck.registry import checks
+from samplecheck.registry.records import ErrorInput, KernelInfo
 
 LOGPROBS_MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
 NUM_LOGPROBS = (None, 0, 1, 5, -1)

@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 
 from samplecheck.families.rows import row_args
 from samplecheck.inputs.pools import pools, row_pools, sampled_rows
-from samplecheck.registry import catalog
-from samplecheck.registry.records import ErrorInput, KernelInfo, Mark
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.inputs.strategies import Budget, logits_recipes
 from samplecheck.kernels.gumbel import extra_bytes
 from samplecheck.oracles.gumbel import GumbelReference, gumbel_law
+from samplecheck.registry import catalog
+from samplecheck.registry.records import ErrorInput, KernelInfo, Mark
 
 SEED_MASK = 2**63 - 1
 SAMPLER_SEMANTICS = {"output": "int64 ids [B], one draw per row",

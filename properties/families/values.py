@@ -13,13 +13,13 @@ from hypothesis import strategies as st
 
 from samplecheck.families.rows import row_args
 from samplecheck.inputs.pools import pools, sampled_rows
-from samplecheck.registry.records import KernelInfo
-from samplecheck.registry.layouts import as_bits
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.inputs.strategies import Budget, logits_recipes
-from samplecheck.registry import checks
 from samplecheck.judging.laws import exact_output_law
 from samplecheck.oracles.logit_bias import logit_bias_reference
+from samplecheck.registry import checks
+from samplecheck.registry.layouts import as_bits
+from samplecheck.registry.records import KernelInfo
 
 
 def expected_field(original, reference) -> torch.Tensor:

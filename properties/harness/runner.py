@@ -2,10 +2,10 @@
 
 import torch
 
-from samplecheck.registry.checks import assert_bitwise_equal, output_tensors
-from samplecheck.inputs.tensor_tree import named_tensors
-from samplecheck.registry.layouts import Placed, place
 from samplecheck.inputs.recipes import materialize
+from samplecheck.inputs.tensor_tree import named_tensors
+from samplecheck.registry.checks import assert_bitwise_equal, output_tensors
+from samplecheck.registry.layouts import Placed, place
 from samplecheck.registry.matrix import Combo
 
 POISONS = (float("nan"), float("inf"), 3e38)

@@ -10,14 +10,14 @@ import torch
 from samplecheck.families.errors import dtype_message, floats, full, id_ends, id_range, ids, logits_errors, rejected
 from samplecheck.families.token_lists import BadWordsCase, bad_words_args, bad_words_cases, bad_words_row
 from samplecheck.families.values import ValueInfo, check_banned
-from samplecheck.registry.matrix import register
-from samplecheck.registry.records import ALL_DTYPES, Backend, RegressionExample
 from samplecheck.inputs.far_lists import IdList, IdLists
 from samplecheck.inputs.off_encodings import BAD_WORDS_OFF
-from samplecheck.registry.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.kernels.bad_words import MAX_WORD_TOKENS, MAX_WORDS
 from samplecheck.oracles.bad_words import bad_words_expected, bad_words_reference
+from samplecheck.registry.layouts import LAYOUTS
+from samplecheck.registry.matrix import register
+from samplecheck.registry.records import ALL_DTYPES, Backend, RegressionExample
 
 VALID = {"bad_words": ids([[[1, 2, -1]], [[3, -1, -1]]]), "output_token_ids": ids([[1, -1], [0, 4]])}
 WORDS_RANGE = id_range("bad_words")

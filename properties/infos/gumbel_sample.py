@@ -6,12 +6,12 @@ from samplecheck.families.errors import INF, NAN, dtype_message, floats, ids, lo
 from samplecheck.families.samplers import (INT64_MAX, INT64_MIN, GumbelCase, SamplerInfo, gumbel_args, gumbel_cases,
                                          gumbel_check, gumbel_distribution_cases, gumbel_memory, gumbel_sampling_law,
                                          gumbel_targets, sample_gumbel)
-from samplecheck.registry.matrix import register
-from samplecheck.registry.records import ALL_DTYPES, Backend, Oracle, RegressionExample, per_dtype, zeros_on
 from samplecheck.inputs.off_encodings import TEMPERATURE_OFF
-from samplecheck.registry.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.oracles.gumbel import gumbel_reference
+from samplecheck.registry.layouts import LAYOUTS
+from samplecheck.registry.matrix import register
+from samplecheck.registry.records import ALL_DTYPES, Backend, Oracle, RegressionExample, per_dtype, zeros_on
 
 VALID = {"seeds": ids([1, 2]), "positions": ids([0, 5]), "temperature": None}
 GUMBEL_ERRORS = (

@@ -6,13 +6,13 @@ from samplecheck.families.errors import (INF, NAN, dtype_message, floats, full, 
                                        logits_errors, rejected, row_shape)
 from samplecheck.families.token_lists import F32_MAX, LogitBiasCase, logit_bias_args, logit_bias_cases
 from samplecheck.families.values import ValueInfo, check_biased, logit_bias_verdict
-from samplecheck.registry.matrix import register
-from samplecheck.registry.records import ALL_DTYPES, Backend, RegressionExample
 from samplecheck.inputs.far_lists import IdList, IdLists
 from samplecheck.inputs.off_encodings import LOGIT_BIAS_OFF
-from samplecheck.registry.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.kernels.logit_bias import MAX_ALLOWED, MAX_BIAS, MAX_STOP
+from samplecheck.registry.layouts import LAYOUTS
+from samplecheck.registry.matrix import register
+from samplecheck.registry.records import ALL_DTYPES, Backend, RegressionExample
 
 
 TOGETHER = r"logit_bias_ids and logit_bias_values must be given together"

@@ -7,10 +7,10 @@ from samplecheck.families.logprobs import LogprobsCase, logprobs_args, logprobs_
 from samplecheck.registry.matrix import register
 from samplecheck.registry.records import (ALL_DTYPES, Backend, ErrorInput, KernelInfo, Oracle, RegressionExample,
                                           per_dtype)
-from samplecheck.registry.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.kernels.logprobs import scratch_bytes
 from samplecheck.oracles.logprobs import logprobs_reference
+from samplecheck.registry.layouts import LAYOUTS
 
 VALID = {"sampled": ids([1, 2]), "num_logprobs": 2}
 N_RANGE = r"num_logprobs must be None, -1 \(whole vocab\), 0 \(sampled token only\) or in \[1, vocab = 8\]"

@@ -5,12 +5,12 @@ import torch
 from samplecheck.families.errors import INF, NAN, dtype_message, every_other, floats, logits_errors, rejected, row_shape
 from samplecheck.families.masking import (MaskingInfo, MinPCase, min_p_args, min_p_cases, min_p_distribution_cases,
                                         min_p_targets)
-from samplecheck.registry.matrix import register
-from samplecheck.registry.records import ALL_DTYPES, Oracle, RegressionExample, per_dtype, triton_and_torch
 from samplecheck.inputs.off_encodings import MIN_P_OFF
-from samplecheck.registry.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.oracles.min_p import min_p_reference
+from samplecheck.registry.layouts import LAYOUTS
+from samplecheck.registry.matrix import register
+from samplecheck.registry.records import ALL_DTYPES, Oracle, RegressionExample, per_dtype, triton_and_torch
 
 MIN_P_ERRORS = (
     logits_errors(min_p=floats([0.1, 0.1]))

@@ -19,9 +19,9 @@ fp32 threshold only.
 
 from samplecheck.families.masking import min_p_distribution_cases
 from samplecheck.families.samplers import TORCH_CPU_DISTRIBUTION, sampler_of
+from samplecheck.infos.min_p import MIN_P
 from samplecheck.registry.matrix import register
 from samplecheck.registry.records import Backend, beyond_memory_bound, per_dtype
-from samplecheck.infos.min_p import MIN_P
 
 TORCH_COPIES = beyond_memory_bound(
     "the PyTorch path masks an fp32 clone and makes an fp32 softmax of [B, V] (by design)")

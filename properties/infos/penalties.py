@@ -12,14 +12,14 @@ from samplecheck.families.errors import (INF, NAN, dtype_message, floats, id_end
                                        rejected, row_shape)
 from samplecheck.families.token_lists import FixedHistory, HistoryRecipe, PenaltiesCase, penalties_args, penalties_cases
 from samplecheck.families.values import ValueInfo, check_penalised
-from samplecheck.registry.matrix import register
-from samplecheck.registry.records import ALL_DTYPES, Backend, Oracle, RegressionExample
 from samplecheck.inputs.far_lists import IdList, IdLists
 from samplecheck.inputs.off_encodings import PENALTIES_OFF
-from samplecheck.registry.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.kernels.penalties import SCRATCH_BYTES_PER_ID
 from samplecheck.oracles.penalties import penalties_reference
+from samplecheck.registry.layouts import LAYOUTS
+from samplecheck.registry.matrix import register
+from samplecheck.registry.records import ALL_DTYPES, Backend, Oracle, RegressionExample
 
 VALID = {"prompt_token_ids": ids([[1, 2, -1], [3, 8, -1]]), "output_token_ids": ids([[1, -1], [-1, 8]]),
          "repetition_penalty": floats([1.2, 1.0]), "frequency_penalty": floats([0.5, 0.0]),

@@ -12,9 +12,6 @@ from samplecheck.families.pipeline import PipelineCase, field_rejected, pipeline
 from samplecheck.families.samplers import GumbelCase
 from samplecheck.families.token_lists import LogitBiasCase
 from samplecheck.families.values import TemperatureCase
-from samplecheck.registry import catalog
-from samplecheck.registry.matrix import register
-from samplecheck.registry.records import ALL_DTYPES, Backend, Mark, RegressionExample, per_dtype
 from samplecheck.infos.bad_words import BAD_WORDS
 from samplecheck.infos.gumbel_sample import GUMBEL
 from samplecheck.infos.logit_bias import LOGIT_BIAS
@@ -24,6 +21,9 @@ from samplecheck.infos.penalties import PENALTIES
 from samplecheck.infos.temperature import TEMPERATURE
 from samplecheck.infos.top_k_top_p import TOP_K_TOP_P
 from samplecheck.inputs.recipes import LogitsRecipe
+from samplecheck.registry import catalog
+from samplecheck.registry.matrix import register
+from samplecheck.registry.records import ALL_DTYPES, Backend, Mark, RegressionExample, per_dtype
 
 
 PIPELINE_ERRORS = (

@@ -17,10 +17,10 @@ import torch
 
 from samplecheck.families.errors import INF, NAN, dtype_message, floats, logits_errors, rejected, row_shape
 from samplecheck.families.values import TemperatureCase, check_probabilities, softmax_cases, temperature_args
-from samplecheck.registry.matrix import register
-from samplecheck.registry.records import Backend, KernelInfo, Oracle, RegressionExample, beyond_memory_bound, per_dtype
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.oracles.softmax import softmax_reference
+from samplecheck.registry.matrix import register
+from samplecheck.registry.records import Backend, KernelInfo, Oracle, RegressionExample, beyond_memory_bound, per_dtype
 
 SOFTMAX_ERRORS = (
     logits_errors(temperature=floats([0.5, 2.0]))

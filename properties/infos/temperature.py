@@ -5,12 +5,12 @@ import torch
 from samplecheck.families.errors import INF, NAN, dtype_message, every_other, floats, logits_errors, rejected, row_shape
 from samplecheck.families.values import (TemperatureCase, ValueInfo, check_scaled, temperature_args, temperature_cases,
                                        temperature_distribution_cases, temperature_targets)
-from samplecheck.registry.matrix import register
-from samplecheck.registry.records import ALL_DTYPES, Oracle, RegressionExample, triton_and_torch
 from samplecheck.inputs.off_encodings import TEMPERATURE_OFF
-from samplecheck.registry.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.oracles.temperature import temperature_reference
+from samplecheck.registry.layouts import LAYOUTS
+from samplecheck.registry.matrix import register
+from samplecheck.registry.records import ALL_DTYPES, Oracle, RegressionExample, triton_and_torch
 
 TEMPERATURE_ERRORS = (
     logits_errors(temperature=floats([0.5, 2.0]))

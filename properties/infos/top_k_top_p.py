@@ -5,14 +5,14 @@ import torch
 from samplecheck.families.errors import NAN, dtype_message, floats, ids, logits_errors, rejected, row_shape
 from samplecheck.families.masking import (MaskingInfo, TopKTopPCase, top_k_top_p_args, top_k_top_p_cases,
                                         top_k_top_p_distribution_cases, top_k_top_p_targets)
-from samplecheck.registry import catalog
-from samplecheck.registry.matrix import register
-from samplecheck.registry.records import ALL_DTYPES, Oracle, RegressionExample, triton_and_torch
 from samplecheck.inputs.off_encodings import TOP_K_TOP_P_OFF
-from samplecheck.registry.layouts import LAYOUTS
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.kernels.top_k_top_p import LAUNCH_CONFIG
 from samplecheck.oracles.top_k_top_p import top_k_top_p_reference
+from samplecheck.registry import catalog
+from samplecheck.registry.layouts import LAYOUTS
+from samplecheck.registry.matrix import register
+from samplecheck.registry.records import ALL_DTYPES, Oracle, RegressionExample, triton_and_torch
 
 OFF = {"k": None, "p": None}  # each error input passes both, the one it tests set
 TOP_K_TOP_P_ERRORS = (

@@ -16,12 +16,12 @@ import torch
 
 from samplecheck.families.masking import DISTRIBUTION_MAX_VOCAB, TopKTopPCase, top_k_top_p_cases
 from samplecheck.families.samplers import TORCH_CPU_DISTRIBUTION, sampler_of
+from samplecheck.infos.top_k_top_p import FLAT_ROWS_32000, SEED_REGRESSIONS, TOP_K_TOP_P
+from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.registry import catalog
+from samplecheck.registry.layouts import LAYOUTS
 from samplecheck.registry.matrix import register
 from samplecheck.registry.records import Backend, RegressionExample, beyond_memory_bound
-from samplecheck.infos.top_k_top_p import FLAT_ROWS_32000, SEED_REGRESSIONS, TOP_K_TOP_P
-from samplecheck.registry.layouts import LAYOUTS
-from samplecheck.inputs.recipes import LogitsRecipe
 
 TORCH_SORTS = beyond_memory_bound("the PyTorch path sorts full rows and makes fp32 copies of [B, V] (by design)")
 

@@ -14,8 +14,8 @@ import dataclasses
 import itertools
 import math
 
-from samplecheck.registry.records import DTYPE_NAMES
 from samplecheck.inputs.strategies import ADVERSARIAL_VOCABS, EDGE_BATCHES, REAL_VOCABS
+from samplecheck.registry.records import DTYPE_NAMES
 
 # Upper bounds of the vocab and batch buckets (each is (previous bound, bound]; None: unbounded).
 VOCAB_BOUNDS = (1, 16, 1024, 8192, 65536, 131072, None)

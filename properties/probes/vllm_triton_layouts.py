@@ -26,9 +26,9 @@ import torch
 
 from samplecheck.backends import vllm_source as src
 from samplecheck.infos.top_k_top_p import TOP_K_TOP_P
-from samplecheck.registry.layouts import place
 from samplecheck.inputs.recipes import LogitsRecipe, materialize
 from samplecheck.oracles.top_k_top_p import top_k_top_p_declared_reference
+from samplecheck.registry.layouts import place
 
 VOCABS = (65537, 32000, 8193)
 BATCHES = (91, 200)

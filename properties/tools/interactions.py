@@ -22,9 +22,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from samplecheck.families.pipeline import OP_PAIRS, binding_pairs
 from samplecheck.harness.plugins import register_all
-from samplecheck.registry.matrix import RECORDS, Combo
 from samplecheck.harness.runner import prepare
 from samplecheck.inputs.strategies import BUDGETS
+from samplecheck.registry.matrix import RECORDS, Combo
 from samplecheck.tools import flags
 
 

@@ -13,9 +13,9 @@ from collections import defaultdict
 
 import pytest
 
+from samplecheck.harness.results import MEASURED
 from samplecheck.registry import catalog
 from samplecheck.registry.records import DTYPE_NAMES
-from samplecheck.harness.results import MEASURED
 
 COLUMNS = tuple(name.removeprefix("test_") for name in (
     catalog.ORACLE_EQUIVALENCE, catalog.STRIDED_BITWISE, catalog.ROW_ISOLATION, catalog.DETERMINISTIC,

@@ -15,9 +15,9 @@ from samplecheck.harness.options import owns
 def runs_here(item, device: str) -> bool:
     """Whether `item` judges backends, every backend it names runs on `device`, and its cell
     (a `Combo`'s dtype and layout) is one its backend declares."""
+    from samplecheck.harness.selection import judges_backends
     from samplecheck.registry.matrix import Combo
     from samplecheck.registry.records import Backend
-    from samplecheck.harness.selection import judges_backends
 
     if not judges_backends(item):
         return False

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import torch
 
-from samplecheck.registry import catalog
 from samplecheck.inputs.tensor_tree import named_tensors
 from samplecheck.kernels.validation import raise_pending
+from samplecheck.registry import catalog
 from samplecheck.tests.cover.bad_input_table import TABLE, BadInput
 
 CLEAR, DOCUMENTED, UNCLEAR, CHANGED = ("clear error", "documented result", "unclear", "input changed before error")

@@ -28,9 +28,9 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from samplecheck.harness.call_inputs import cut_rows
 from samplecheck.harness.results import MEASURED
 from samplecheck.harness.runner import prepare, run
-from samplecheck.harness.call_inputs import cut_rows
 from samplecheck.inputs.drawing import draw_case, skip_unless_accepted
 from samplecheck.registry.checks import assert_same_output, output_rows
 from samplecheck.registry.semantics import nan_rows_unspecified

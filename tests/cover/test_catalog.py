@@ -8,8 +8,8 @@ from pathlib import Path
 import samplecheck
 import samplecheck.kernels
 import samplecheck.oracles
-import samplecheck.tests
 from samplecheck.registry import catalog
+import samplecheck.tests
 
 COVER = Path(__file__).parent
 

@@ -12,10 +12,10 @@ import torch
 
 from samplecheck.harness import changes
 from samplecheck.harness.plugins import register_all
-from samplecheck.registry.matrix import RECORDS, Combo
-from samplecheck.registry.records import Backend
 from samplecheck.harness.selection import judged_cells, parse_cells
 from samplecheck.kernels.mutants import MUTANTS
+from samplecheck.registry.matrix import RECORDS, Combo
+from samplecheck.registry.records import Backend
 from samplecheck.tests.cover.fake_suite import passed
 from samplecheck.tools import gate, killtable, suite
 from samplecheck.tools.suite import suite_root

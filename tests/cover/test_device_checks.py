@@ -9,8 +9,8 @@ from hypothesis import given, strategies as st
 
 from samplecheck.harness.runner import prepare, run
 from samplecheck.inputs.drawing import draw_case
-from samplecheck.registry.checks import assert_same_output
 from samplecheck.kernels.validation import raise_pending, value_checks
+from samplecheck.registry.checks import assert_same_output
 
 pytestmark = pytest.mark.interpreter
 

@@ -10,9 +10,9 @@ judged). tests/cover/test_edge_values_power.py shows what it catches."""
 import pytest
 from hypothesis import event, given, strategies as st
 
+from samplecheck.harness.edge_check import check_edge_rows
 from samplecheck.inputs.drawing import draw_case
 from samplecheck.inputs.edge_rows import edge_rows
-from samplecheck.harness.edge_check import check_edge_rows
 
 pytestmark = pytest.mark.interpreter
 

@@ -15,11 +15,11 @@ import pytest
 import torch
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
-from samplecheck.registry.matrix import RECORDS, Combo
-from samplecheck.registry.records import Backend
+from samplecheck.harness.edge_check import check_edge_rows
 from samplecheck.inputs.drawing import draw_case
 from samplecheck.inputs.edge_rows import edge_rows
-from samplecheck.harness.edge_check import check_edge_rows
+from samplecheck.registry.matrix import RECORDS, Combo
+from samplecheck.registry.records import Backend
 from samplecheck.tests.cover.test_edge_values import finite_cases
 
 pytestmark = pytest.mark.interpreter

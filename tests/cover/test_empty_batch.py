@@ -9,8 +9,8 @@ import dataclasses
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from samplecheck.harness.runner import prepare, reference, run
 from samplecheck.harness.call_inputs import cut_rows
+from samplecheck.harness.runner import prepare, reference, run
 from samplecheck.inputs.drawing import draw_case, skip_unless_accepted
 from samplecheck.registry.checks import output_tensors
 

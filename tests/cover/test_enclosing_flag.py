@@ -10,11 +10,11 @@ import pytest
 import torch
 from hypothesis import given, strategies as st
 
-from samplecheck.harness.runner import prepare, run
 from samplecheck.harness.call_inputs import CallInputs, clone_inputs
+from samplecheck.harness.runner import prepare, run
 from samplecheck.inputs.drawing import draw_case
-from samplecheck.registry.checks import assert_bitwise_equal, assert_same_output
 from samplecheck.kernels.validation import unchecked_values
+from samplecheck.registry.checks import assert_bitwise_equal, assert_same_output
 
 pytestmark = pytest.mark.interpreter
 

@@ -11,15 +11,15 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from samplecheck.registry.matrix import RECORDS, Combo
 from samplecheck.harness.runner import prepare, run
+from samplecheck.registry.matrix import RECORDS, Combo
 from samplecheck.harness.call_inputs import (CallInputs, clone_inputs, copy_inputs, draw_fresh_inputs, resample_rows,
                                             signature)
-from samplecheck.inputs.tensor_tree import tensors_of
-from samplecheck.inputs.drawing import draw_case
-from samplecheck.registry.layouts import as_bits, place
-from samplecheck.inputs.strategies import BUDGETS
 from samplecheck.harness.graph_replay import check_graph_replay
+from samplecheck.inputs.drawing import draw_case
+from samplecheck.inputs.strategies import BUDGETS
+from samplecheck.inputs.tensor_tree import tensors_of
+from samplecheck.registry.layouts import as_bits, place
 
 
 @pytest.mark.gpu

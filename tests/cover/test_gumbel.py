@@ -9,9 +9,9 @@ import triton
 from hypothesis import given, strategies as st
 
 from samplecheck.families.samplers import GumbelCase
+from samplecheck.harness.runner import prepare, run
 from samplecheck.inputs.drawing import draw_case, skip_unless_accepted
 from samplecheck.inputs.recipes import LogitsRecipe
-from samplecheck.harness.runner import prepare, run
 from samplecheck.registry.semantics import nan_rows_unspecified
 
 pytestmark = [pytest.mark.interpreter, pytest.mark.matrix(kernel="gumbel_sample", layouts=("contig",))]

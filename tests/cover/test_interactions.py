@@ -4,9 +4,9 @@ which rows, and the measurement over drawn cases."""
 import torch
 
 from samplecheck.families.pipeline import OP_PAIRS, binding_pairs
-from samplecheck.registry.matrix import RECORDS, Combo
 from samplecheck.harness.runner import prepare
 from samplecheck.infos.sampling_params import EVERYTHING_ON
+from samplecheck.registry.matrix import RECORDS, Combo
 from samplecheck.tools.interactions import measure, table
 
 

@@ -29,14 +29,14 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from samplecheck.registry import catalog
 from samplecheck.harness.big_buffers import big_buffers
 from samplecheck.harness.runner import run
 from samplecheck.inputs.drawing import draw_case, skip_unless_accepted
 from samplecheck.inputs.far_lists import Scale, far_args, far_budget, far_bytes, far_logits, given_lists, with_bad_id
 from samplecheck.inputs.recipes import materialize
-from samplecheck.registry.checks import assert_bitwise_equal, assert_same_output, output_rows
 from samplecheck.kernels.validation import raise_pending, value_checks
+from samplecheck.registry import catalog
+from samplecheck.registry.checks import assert_bitwise_equal, assert_same_output, output_rows
 
 # 2**31 entries apart; uncapped lists 4096 wide (2**19 filler rows); logits of at most 2 GiB;
 # the per-row arguments of a far batch within 18 GiB (a far logit_bias_ids list and its

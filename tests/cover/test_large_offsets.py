@@ -14,12 +14,12 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from samplecheck.registry.checks import assert_bitwise_equal, assert_same_output
-from samplecheck.inputs.drawing import draw_case
-from samplecheck.inputs.recipes import materialize
 from samplecheck.harness.big_buffers import big_buffers
 from samplecheck.harness.runner import poison_for, run
+from samplecheck.inputs.drawing import draw_case
+from samplecheck.inputs.recipes import materialize
 from samplecheck.inputs.strategies import Budget
+from samplecheck.registry.checks import assert_bitwise_equal, assert_same_output
 
 pytestmark = pytest.mark.gpu
 

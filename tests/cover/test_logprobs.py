@@ -27,16 +27,16 @@ import pytest
 import torch
 from hypothesis import given, strategies as st
 
-from samplecheck.oracles.logprobs import error_bound
-from samplecheck.registry.checks import assert_outputs_bitwise
-from samplecheck.inputs.drawing import draw_case, skip_unless_accepted
-from samplecheck.registry.layouts import place
 from samplecheck.families.logprobs import LogprobsCase, logprobs_cases
-from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.harness.runner import prepare, reference, run
+from samplecheck.inputs.drawing import draw_case, skip_unless_accepted
+from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.inputs.strategies import logits_recipes
 from samplecheck.judging.memory import peak_extra_bytes, stated_bound
 from samplecheck.kernels.validation import unchecked_values
+from samplecheck.oracles.logprobs import error_bound
+from samplecheck.registry.checks import assert_outputs_bitwise
+from samplecheck.registry.layouts import place
 
 pytestmark = [pytest.mark.interpreter, pytest.mark.matrix(kernel="logprobs", layouts=("contig",))]
 

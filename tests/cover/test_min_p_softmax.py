@@ -10,10 +10,10 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from samplecheck.registry.matrix import RECORDS, Combo
-from samplecheck.registry.records import Backend
 from samplecheck.harness.runner import prepare, reference
 from samplecheck.inputs.strategies import BUDGETS
+from samplecheck.registry.matrix import RECORDS, Combo
+from samplecheck.registry.records import Backend
 from samplecheck.registry.semantics import validate
 
 FP32 = {"min_p_softmax": "fp32"}

@@ -11,8 +11,8 @@ what it catches."""
 import pytest
 from hypothesis import given, strategies as st
 
-from samplecheck.inputs.drawing import draw_case, with_regression_examples
 from samplecheck.harness.off_rows import check_off_encodings
+from samplecheck.inputs.drawing import draw_case, with_regression_examples
 
 pytestmark = pytest.mark.interpreter
 

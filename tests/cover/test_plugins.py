@@ -13,10 +13,10 @@ import torch
 from hypothesis import given, settings
 
 from samplecheck.harness import plugins
-from samplecheck.registry.matrix import RECORDS, Combo
-from samplecheck.registry.records import Backend
 from samplecheck.harness.selection import judges_backends
 from samplecheck.inputs.strategies import Budget
+from samplecheck.registry.matrix import RECORDS, Combo
+from samplecheck.registry.records import Backend
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "external_topk"

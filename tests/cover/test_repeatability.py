@@ -9,10 +9,10 @@ with probability below 1e-10.
 
 import pytest
 
-from samplecheck.probes.flashinfer_determinism import CASE
-from samplecheck.registry.checks import assert_outputs_bitwise
 from samplecheck.harness.runner import prepare, run
 from samplecheck.inputs.drawing import skip_unless_accepted
+from samplecheck.probes.flashinfer_determinism import CASE
+from samplecheck.registry.checks import assert_outputs_bitwise
 
 pytestmark = pytest.mark.gpu
 

@@ -9,9 +9,9 @@ import pytest
 import torch
 from hypothesis import given, strategies as st
 
-from samplecheck.registry.checks import assert_outputs_bitwise, assert_same_output, output_rows
-from samplecheck.inputs.drawing import draw_case
 from samplecheck.harness.runner import prepare, run
+from samplecheck.inputs.drawing import draw_case
+from samplecheck.registry.checks import assert_outputs_bitwise, assert_same_output, output_rows
 
 pytestmark = pytest.mark.interpreter
 

@@ -12,14 +12,14 @@ import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
-from samplecheck.registry.matrix import RECORDS, Combo, plug
-from samplecheck.registry.records import Backend
 from samplecheck.harness.runner import prepare, reference
 from samplecheck.inputs.strategies import BUDGETS
-from samplecheck.registry.checks import assert_same_output
-from samplecheck.registry.semantics import AXES, describe, validate
 from samplecheck.kernels.logprobs import Logprobs
 from samplecheck.kernels.top_k_top_p_torch import apply_top_k_top_p_torch
+from samplecheck.registry.checks import assert_same_output
+from samplecheck.registry.matrix import RECORDS, Combo, plug
+from samplecheck.registry.records import Backend
+from samplecheck.registry.semantics import AXES, describe, validate
 
 EXACTLY_K = {"tie_policy": "exactly_k_lowest_index"}
 VLLM_V1_PENALTIES = {"division": "reciprocal", "frequency_rounding": "two", "compute_dtype": "logits_dtype"}

@@ -4,10 +4,10 @@ import pytest
 import torch
 from hypothesis import given, strategies as st
 
-from samplecheck.registry.checks import assert_bitwise_equal, assert_same_output
-from samplecheck.inputs.drawing import draw_case, with_regression_examples
-from samplecheck.registry.layouts import LAYOUTS
 from samplecheck.harness.runner import prepare, run
+from samplecheck.inputs.drawing import draw_case, with_regression_examples
+from samplecheck.registry.checks import assert_bitwise_equal, assert_same_output
+from samplecheck.registry.layouts import LAYOUTS
 
 pytestmark = pytest.mark.interpreter
 

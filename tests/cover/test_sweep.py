@@ -13,9 +13,9 @@ import pytest
 import torch
 from _pytest.reports import TestReport
 
-from samplecheck.registry.records import Backend
 from samplecheck.harness import results
 from samplecheck.harness.results import MEASURED
+from samplecheck.registry.records import Backend
 from samplecheck.tools.sweep_report import COLUMNS, HEADING, WIDTH, SweepReport, elsewhere, split_cell
 
 ROOT = Path(__file__).resolve().parents[2]

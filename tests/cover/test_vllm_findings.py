@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from samplecheck.backends import vllm, vllm_source
-from samplecheck.registry.matrix import RECORDS, Combo
 from samplecheck.harness.runner import prepare, reference, run
 from samplecheck.infos.logit_bias import BIG_ALLOWLIST
 from samplecheck.judging.memory import peak_extra_bytes
+from samplecheck.registry.matrix import RECORDS, Combo
 
 pytestmark = [pytest.mark.interpreter,
               pytest.mark.skipif(vllm_source.unavailable() is not None,

@@ -21,8 +21,8 @@ from hypothesis import given, settings, strategies as st
 from samplecheck.harness.runner import run
 from samplecheck.inputs.drawing import draw_case
 from samplecheck.inputs.recipes import materialize
-from samplecheck.registry.checks import assert_same_output
 from samplecheck.kernels.validation import unchecked_values
+from samplecheck.registry.checks import assert_same_output
 
 pytestmark = pytest.mark.interpreter
 

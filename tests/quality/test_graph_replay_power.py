@@ -17,12 +17,12 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from samplecheck.registry.matrix import RECORDS, Combo
-from samplecheck.registry.records import Backend
+from samplecheck.harness import graph_replay
 from samplecheck.inputs.drawing import draw_case
 from samplecheck.inputs.strategies import BUDGETS
-from samplecheck.harness import graph_replay
 from samplecheck.registry.checks import output_tensors
+from samplecheck.registry.matrix import RECORDS, Combo
+from samplecheck.registry.records import Backend
 
 EXAMPLES = 10
 

@@ -11,11 +11,11 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, seed, settings, strategies as st
 
-from samplecheck.registry.matrix import RECORDS, Combo
 from samplecheck.harness.runner import prepare, reference, run
 from samplecheck.inputs.drawing import draw_case
 from samplecheck.inputs.strategies import BUDGETS
 from samplecheck.kernels import sampling_params as sampler
+from samplecheck.registry.matrix import RECORDS, Combo
 from samplecheck.tests.quality.test_off_encodings_power import Injected
 
 EXAMPLES = 25

@@ -9,8 +9,8 @@ a property is missing: add the property, never delete the mutant.
 
 import pytest
 
-from samplecheck.registry import catalog
 from samplecheck.kernels.mutants import MUTANTS
+from samplecheck.registry import catalog
 from samplecheck.tools import killtable
 from samplecheck.tools.suite import suite_path
 

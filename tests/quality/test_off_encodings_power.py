@@ -13,10 +13,10 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from samplecheck.harness.off_rows import check_off_encodings, misreading
+from samplecheck.inputs.strategies import BUDGETS
 from samplecheck.registry.matrix import RECORDS, Combo
 from samplecheck.registry.records import Backend
-from samplecheck.inputs.strategies import BUDGETS
-from samplecheck.harness.off_rows import check_off_encodings, misreading
 from samplecheck.tests.cover.test_off_encodings import off_cases
 
 EXAMPLES = 10
