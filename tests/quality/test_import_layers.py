@@ -4,9 +4,10 @@ states once, and no two import each other.
 Every `import samplecheck.X...` and `from samplecheck.X... import` statement of the installed
 layout (properties/ as `samplecheck`, kernels/, oracles/), module-level or inside a function,
 is an arrow from the importing subpackage to the imported one. An arrow to a higher layer, or
-to another subpackage of the same layer that imports back, is a violation. Issue 32 moves the code that makes today's violations (`KNOWN`); until then this
-test fails on any violation not in `KNOWN`, and on any entry of `KNOWN` that no longer occurs
-(remove it: the list only shrinks).
+to another subpackage of the same layer that imports back, is a violation. The violations
+that remain are listed in `KNOWN`, each with its reason; this test fails on any violation not
+in `KNOWN`, and on any entry of `KNOWN` that no longer occurs (remove it: the list only
+shrinks).
 """
 
 import ast
@@ -28,10 +29,10 @@ LAYERS = (
     ("tests",),
 )
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
-# Today's violations (importer -> imported), which issue 32 removes.
+# The violations that remain (importer -> imported), each with its reason.
 KNOWN = {
     ("kernels", "registry"),  # a mutant names the property that kills it (samplecheck.registry.catalog)
-    ("harness", "tools"),  # the plugin reads the suite's paths from tools
+    ("harness", "tools"),  # a failure's reproduce line takes the suite's pytest configuration from tools
     ("tools", "tests"),  # the bad-input tool imports the table from samplecheck.tests
 }
 
