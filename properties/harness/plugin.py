@@ -35,8 +35,8 @@ CACHED_GPU_BYTES = 4 * 2**30
 
 
 def matrix_marker() -> str:
-    """The `matrix` marker's line: its keywords are those of `registry.combos`, which it
-    passes them to."""
+    """The `matrix` marker's line: its keywords are those of `samplecheck.registry.matrix.combos`,
+    which it passes them to."""
     import inspect
 
     from samplecheck.registry.matrix import combos

@@ -2,7 +2,7 @@
 cells.
 
 `register` adds a record (each module of samplecheck.infos registers its own); `plug` adds
-backends to the records and, with `only`, leaves the plugged ones alone. The generic tests in
+backends to the records and, with `only`, keeps the plugged backends alone. The generic tests in
 tests/ iterate over `combos()`, so a kernel registered here is covered by every generic
 property without new test code; each cell is a `Combo`, whose record is the record as that
 cell's backend is judged (samplecheck.registry.semantics). `declarations` describes the
