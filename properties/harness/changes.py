@@ -124,8 +124,8 @@ def backend_files(records: dict, root: Path) -> dict[tuple[str, str], set[str]]:
 
 def mutant_files(root: Path) -> dict[str, set[str]]:
     """For every mutant: its kernel module's files and the file that declares it."""
-    import samplecheck.kernels.mutants as package
-    from samplecheck.kernels.mutants import MUTANTS
+    import samplecheck.mutants as package
+    from samplecheck.mutants import MUTANTS
 
     declared = {}
     for info in pkgutil.iter_modules(package.__path__):
@@ -155,7 +155,7 @@ def scope(changed: list[str], records: dict, root: Path) -> Scope:
 def _mutants_of(cells: set[tuple[str, str]], records: dict) -> set[str]:
     """The mutants of the kernel modules behind `cells`: a changed oracle or record re-hunts
     the mutants its properties must still kill."""
-    from samplecheck.kernels.mutants import MUTANTS
+    from samplecheck.mutants import MUTANTS
 
     modules = {(record, backend.target.partition(":")[0]) for record, name in cells
                for backend in records[record].backends if backend.name == name}

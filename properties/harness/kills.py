@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from samplecheck.harness.selection import judged_cells
+from samplecheck.mutants import MUTANTS
 
 MUTANT_PREFIX = "mutant-"  # a mutant's backend name (samplecheck.harness.plugins.mutant_backend)
 
@@ -48,8 +49,6 @@ class Kills:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config, items):
-        from samplecheck.kernels.mutants import MUTANTS  # here: this module loads before the device is chosen
-
         kept, elsewhere = [], []
         for item in items:
             name = mutant_of(item)

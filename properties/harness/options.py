@@ -38,7 +38,7 @@ def add_options(parser) -> None:
     group.addoption("--sc-stat-alpha", type=float, default=None,
                     help="per-test false-alarm rate of statistical tests (default 1e-6; nightly profile 1e-8)")
     group.addoption("--sc-mutant", default=None, metavar="NAME[,NAME...]",
-                    help="run the suite against these mutants alone (names: samplecheck.kernels.mutants.MUTANTS)")
+                    help="run the suite against these mutants alone (names: samplecheck.mutants.MUTANTS)")
     group.addoption("--sc-kills", default=None, metavar="DIR",
                     help="the kill table's shared run: record each mutant's first failed test in DIR and skip "
                          "its later tests (samplecheck.harness.kills)")

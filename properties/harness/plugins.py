@@ -10,7 +10,7 @@ registers the records they join: every module of samplecheck.infos).
   when their engine is there (reported when it is not); a pack that fails otherwise fails the
   run like a broken entry point;
 - `pytest --sc-backend-only`: test the plugged implementations alone;
-- `pytest --sc-mutant NAME[,NAME...]`: test mutants of samplecheck.kernels.mutants alone.
+- `pytest --sc-mutant NAME[,NAME...]`: test mutants of samplecheck.mutants alone.
 
 A plugged callable may declare what it supports with a `samplecheck` attribute, a dict with
 any of the keys of `DECLARATION_KEYS` (each explained there); undeclared devices, dtypes and
@@ -25,7 +25,7 @@ import inspect
 from importlib.metadata import entry_points
 
 from samplecheck.harness.packs import installed_packs
-from samplecheck.kernels.mutants import GENERATED_ENV, MUTANTS
+from samplecheck.mutants import GENERATED_ENV, MUTANTS
 from samplecheck.registry.matrix import RECORDS, REGISTRY
 from samplecheck.registry.records import Backend, Mark
 
@@ -188,7 +188,7 @@ def mutant_backend(name: str) -> tuple[str, Backend]:
                          f"in ${GENERATED_ENV}); got {name!r}")
     mutant = MUTANTS[name]
     original = next(b for b in REGISTRY[mutant.kernel].backends if b.target == f"{mutant.module}:{mutant.entry}")
-    return mutant.kernel, dataclasses.replace(original, name=f"mutant-{name}", target=f"samplecheck.kernels.mutants:{name}")
+    return mutant.kernel, dataclasses.replace(original, name=f"mutant-{name}", target=f"samplecheck.mutants:{name}")
 
 
 def _batch_invariant(declared: dict) -> bool | None:

@@ -121,7 +121,7 @@ def slowest(results: Path, count: int = SLOWEST) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    from samplecheck.kernels.mutants import MUTANTS
+    from samplecheck.mutants import MUTANTS
     from samplecheck.tools import bench_check, killtable
     from samplecheck.harness import mps
     from samplecheck.tools.suite import compile_sources, pytest_command

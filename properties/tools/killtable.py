@@ -3,7 +3,7 @@
     samplecheck killtable [--device auto|cpu|cuda] [--profile gate] [--workers N] [--report FILE.md]
                           [MUTANT ...]
 
-The mutants (samplecheck.kernels.mutants) are hunted under the given device and Hypothesis
+The mutants (samplecheck.mutants) are hunted under the given device and Hypothesis
 profile, in two rounds; the first failing test of a mutant is its killer:
 1. shared: one pytest run (WORKERS xdist workers) of the files of the mutants' known killers
    (`Mutant.killed_by`) over all of them at once (`--sc-mutant=A,B,... --sc-kills DIR`,
@@ -32,7 +32,7 @@ from pathlib import Path
 
 from samplecheck.harness import mps
 from samplecheck.harness.kills import read_kill
-from samplecheck.kernels.mutants import MUTANTS
+from samplecheck.mutants import MUTANTS
 from samplecheck.registry import catalog
 from samplecheck.tools import flags
 from samplecheck.tools.suite import config_args, suite_path

@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 
-from samplecheck.kernels import mutants as machinery
+from samplecheck import mutants as machinery
 from samplecheck.tools import flags
 from samplecheck.tools.killtable import Hunt, hunt
 from samplecheck.tools.mutation import report

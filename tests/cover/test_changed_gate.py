@@ -13,7 +13,7 @@ import torch
 from samplecheck.harness import changes
 from samplecheck.harness.plugins import register_all
 from samplecheck.harness.selection import judged_cells, parse_cells
-from samplecheck.kernels.mutants import MUTANTS
+from samplecheck.mutants import MUTANTS
 from samplecheck.registry.matrix import RECORDS, Combo
 from samplecheck.registry.records import Backend
 from samplecheck.tests.cover.fake_suite import passed
@@ -68,7 +68,7 @@ def test_an_oracle_selects_every_backend_of_its_record(records):
 
 
 def test_a_mutant_file_selects_its_mutants_and_no_cell(records):
-    scope = changes.scope(["kernels/mutants/temperature.py"], records, ROOT)
+    scope = changes.scope(["properties/mutants/temperature.py"], records, ROOT)
     assert not scope.cells and scope.mutants == {m.name for m in MUTANTS.values() if m.kernel == "temperature"}
 
 

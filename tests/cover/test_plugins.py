@@ -232,7 +232,7 @@ def test_a_mutant_replaces_the_backend_it_patches():
     kernel, backend = plugins.mutant_backend("temperature_contiguous_copy")
     own = next(b for b in RECORDS["temperature"].backends if b.name == "triton")
     assert (kernel, backend.name, backend.target) == (
-        "temperature", "mutant-temperature_contiguous_copy", "samplecheck.kernels.mutants:temperature_contiguous_copy")
+        "temperature", "mutant-temperature_contiguous_copy", "samplecheck.mutants:temperature_contiguous_copy")
     assert (backend.marks, backend.knobs, backend.capturable) == (own.marks, own.knobs, own.capturable)
 
 

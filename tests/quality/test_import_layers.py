@@ -20,7 +20,7 @@ FOLDERS = {"properties": "samplecheck", "kernels": "samplecheck.kernels", "oracl
 LAYERS = (
     ("kernels", "oracles"),  # the ground: production kernels and references
     ("registry",),  # the test catalog, layouts, checks, the records' vocabulary, the registered matrix
-    ("inputs", "judging"),  # drawing cases; judging outputs
+    ("inputs", "judging", "mutants"),  # drawing cases; judging outputs; planted defects of our kernels
     ("families",),  # behaviour shared by records of one kind
     ("infos",),  # the records, as data
     ("backends",),  # the packs' adapters
@@ -31,7 +31,6 @@ LAYERS = (
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # The violations that remain (importer -> imported), each with its reason.
 KNOWN = {
-    ("kernels", "registry"),  # a mutant names the property that kills it (samplecheck.registry.catalog)
     ("harness", "tools"),  # a failure's reproduce line takes the suite's pytest configuration from tools
     ("tools", "tests"),  # the bad-input tool imports the table from samplecheck.tests
 }

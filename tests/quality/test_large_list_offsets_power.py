@@ -13,8 +13,8 @@ import torch
 
 from samplecheck.harness.plugins import mutant_backend
 from samplecheck.inputs.recipes import materialize
-from samplecheck.kernels import mutants
-from samplecheck.kernels.mutants import Mutant
+from samplecheck import mutants
+from samplecheck.mutants import Mutant
 from samplecheck.registry.matrix import RECORDS, Combo
 from samplecheck.tests.cover.test_large_list_offsets import SMALL, check_far_rows_checked, check_far_rows_compute
 

@@ -1,4 +1,4 @@
-"""The suite finds these bugs: every mutant in samplecheck.kernels.mutants fails the generic properties.
+"""The suite finds these bugs: every mutant in samplecheck.mutants fails the generic properties.
 
 The mutants are hunted as `samplecheck killtable` hunts them (samplecheck.tools.killtable):
 their known killers' files over all of them in one pytest run, under the current device and
@@ -9,7 +9,7 @@ a property is missing: add the property, never delete the mutant.
 
 import pytest
 
-from samplecheck.kernels.mutants import MUTANTS
+from samplecheck.mutants import MUTANTS
 from samplecheck.registry import catalog
 from samplecheck.tools import killtable
 from samplecheck.tools.suite import suite_path

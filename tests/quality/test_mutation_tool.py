@@ -11,7 +11,7 @@ from dataclasses import asdict
 
 import pytest
 
-from samplecheck.kernels.mutants import GENERATED_ENV
+from samplecheck.mutants import GENERATED_ENV
 from samplecheck.tools.killtable import hunt
 from samplecheck.tools.mutation.generate import generate, importable, targets
 from samplecheck.tools.mutation.operators import ALL
@@ -44,7 +44,7 @@ def test_generated_mutant_is_killed_by_a_narrow_hunt(mutants, tmp_path, monkeypa
     path = tmp_path / "mutants.json"
     path.write_text(json.dumps([asdict(flip)]))
     monkeypatch.setenv(GENERATED_ENV, str(path))
-    from samplecheck.kernels.mutants import add_generated
+    from samplecheck.mutants import add_generated
 
     add_generated(path)
     result = hunt(flip.name, "cpu", "ci", timeout=300, tests=[str(_suite_file("test_oracle_equivalence.py"))])

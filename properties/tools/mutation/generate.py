@@ -1,4 +1,4 @@
-"""Mutants generated mechanically from our kernel modules, as `samplecheck.kernels.mutants.Mutant`s.
+"""Mutants generated mechanically from our kernel modules, as `samplecheck.mutants.Mutant`s.
 
 Each kernel module with a registered `triton` backend is parsed; the code reachable from the
 backend's entry point (the entry function, the module functions it names, transitively, and
@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from samplecheck.kernels import mutants as machinery
-from samplecheck.kernels.mutants import Mutant
+from samplecheck import mutants as machinery
+from samplecheck.mutants import Mutant
 from samplecheck.tools.mutation.operators import ALL, OPERATORS, reorder
 
 KERNEL_PACKAGE = "samplecheck.kernels."

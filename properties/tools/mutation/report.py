@@ -15,7 +15,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from samplecheck.kernels.mutants import Mutant
+from samplecheck.mutants import Mutant
 from samplecheck.tools.killtable import Hunt
 
 OUTCOMES = ("killed", "survived", "error", "not run")

@@ -1,10 +1,10 @@
 """Deliberately broken copies of our kernels, each reproducing a real bug.
 
-Mutants live in one module per kernel (`kernels/mutants/<kernel>.py`, a `MUTANTS`
+Mutants live in one module per kernel (`properties/mutants/<kernel>.py`, a `MUTANTS`
 tuple), collected here. A mutant is a source patch of one kernel module: find -> replace,
 then any further (find, replace) edits in order, each `find` occurring exactly once. The patched module is written to a temporary file and imported from
 there, so Triton's JIT (which reads function source) compiles it on a GPU and the
-interpreter runs it on CPU. `samplecheck.kernels.mutants:<name>` resolves to the mutant's entry
+interpreter runs it on CPU. `samplecheck.mutants:<name>` resolves to the mutant's entry
 point, so a mutant plugs into the registry like any backend (`pytest --sc-mutant=<name>`).
 
 Generated mutants (`samplecheck mutate`) join these from a JSON file (a list of Mutant

@@ -1,6 +1,6 @@
 """Mutants of the penalties kernel."""
 
-from samplecheck.kernels.mutants import Mutant
+from samplecheck.mutants import Mutant
 
 MUTANTS = (
     Mutant(

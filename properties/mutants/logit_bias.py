@@ -1,6 +1,6 @@
 """Mutants of the allowed_token_ids / logit_bias / min_tokens kernel."""
 
-from samplecheck.kernels.mutants import Mutant
+from samplecheck.mutants import Mutant
 from samplecheck.registry import catalog
 
 _MODULE, _ENTRY = "samplecheck.kernels.logit_bias", "apply_logit_bias"

@@ -1,6 +1,6 @@
 """Mutants of the apply_sampling_params pipeline."""
 
-from samplecheck.kernels.mutants import Mutant
+from samplecheck.mutants import Mutant
 
 MUTANTS = (
     Mutant(

@@ -1,6 +1,6 @@
 """Mutants of the top_k_top_p kernel."""
 
-from samplecheck.kernels.mutants import Mutant
+from samplecheck.mutants import Mutant
 from samplecheck.registry import catalog
 
 MUTANTS = (

@@ -1,6 +1,6 @@
 """Mutants of the Gumbel-max sampling kernel."""
 
-from samplecheck.kernels.mutants import Mutant
+from samplecheck.mutants import Mutant
 from samplecheck.registry import catalog
 
 _MODULE, _ENTRY = "samplecheck.kernels.gumbel", "gumbel_sample"

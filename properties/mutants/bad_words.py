@@ -1,6 +1,6 @@
 """Mutants of the bad_words kernel."""
 
-from samplecheck.kernels.mutants import Mutant
+from samplecheck.mutants import Mutant
 from samplecheck.registry import catalog
 
 MUTANTS = (

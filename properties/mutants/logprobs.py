@@ -1,6 +1,6 @@
 """Mutants of the logprobs kernel."""
 
-from samplecheck.kernels.mutants import Mutant
+from samplecheck.mutants import Mutant
 from samplecheck.registry import catalog
 
 MUTANTS = (
