@@ -33,7 +33,7 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from bench.report import markdown_table
-from samplecheck.tools.suite import config_args, suite_path
+from samplecheck.harness.suite_files import config_args, suite_path
 
 SELECT = "sampling_params and triton"
 

@@ -14,7 +14,7 @@ from samplecheck.harness.kills import mutant_of
 from samplecheck.harness.options import EVERY_TEST, SUITE_PLUGIN, owns
 from samplecheck.harness.profiles import EXAMPLE_DB_ENV, NIGHTLY, nightly_database, profile_name
 from samplecheck.harness.seeds import SEED
-from samplecheck.tools.suite import config_args
+from samplecheck.harness.suite_files import config_args
 
 BLOB = re.compile(r"@reproduce_failure\([^)]*\)")
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from samplecheck.tools.suite import suite_path
+from samplecheck.harness.suite_files import suite_path
 
 DEFAULT_BASELINE = Path("bench") / "baselines" / "h200.json"
 

@@ -61,7 +61,7 @@ def read_junit(path: Path, rerun: Rerun) -> None:
 
 def command(chosen: SuiteFlags, seed: int, workers: str, report: Path, pytest_args: list[str]) -> list[str]:
     """One rerun's pytest command (`chosen`'s profile is the dev profile)."""
-    from samplecheck.tools.suite import config_args, suite_path
+    from samplecheck.harness.suite_files import config_args, suite_path
 
     files = [str(suite_path() / name) for name in TEST_FILES]
     cmd = [sys.executable, "-m", "pytest", *files, *config_args(), "-p", "no:cacheprovider", *chosen.pytest_options(),

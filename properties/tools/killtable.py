@@ -32,10 +32,10 @@ from pathlib import Path
 
 from samplecheck.harness import mps
 from samplecheck.harness.kills import read_kill
+from samplecheck.harness.suite_files import config_args, suite_path
 from samplecheck.mutants import MUTANTS
 from samplecheck.registry import catalog
 from samplecheck.tools import flags
-from samplecheck.tools.suite import config_args, suite_path
 
 # After a mutant's known killer: exact checks first, the sampling test last (-x stops at the
 # first kill, so a mutant that an exact property catches never waits for the statistical

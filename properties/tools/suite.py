@@ -1,40 +1,15 @@
-"""samplecheck's property suite as a command: where its tests are installed, the pytest
-configuration they run under, and the pytest run of `samplecheck test`, `gate` and `nightly`.
-
-The suite is the package `samplecheck.tests` (tests/ in a checkout), so the same files run
-from a checkout and from an installed wheel; the entry point `pytest11` and the suite's
-conftest provide everything they need. Every run of it uses samplecheck's own configuration
-(`config_args`), never that of the project it is run in.
+"""samplecheck's property suite as a command: the pytest run of `samplecheck test`, `gate` and
+`nightly`, over the installed suite (samplecheck.harness.suite_files) under samplecheck's own
+configuration; the entry point `pytest11` and the suite's conftest provide everything the
+tests need.
 """
 
 import subprocess
 import sys
 from pathlib import Path
 
+from samplecheck.harness.suite_files import config_args, suite_path
 from samplecheck.tools.flags import SuiteFlags
-
-CONFIG = Path(__file__).with_name("suite.ini")
-
-
-def suite_path(folder: str = "cover") -> Path:
-    """The folder of the installed property tests (`cover`: the fast suite)."""
-    import samplecheck.tests
-
-    return Path(samplecheck.tests.__path__[0]) / folder
-
-
-def suite_root() -> Path:
-    """The folder holding the suite's `tests` package: the installed samplecheck package, or
-    the checkout's root for an editable install (node ids stay `tests/cover/...`)."""
-    return suite_path().parents[1]
-
-
-def config_args() -> list[str]:
-    """pytest arguments that make a run read samplecheck's configuration (suite.ini) alone:
-    no ini file of the working directory or its parents, and no conftest.py above the suite."""
-    root = str(suite_root())
-    return ["-c", str(CONFIG), "--rootdir", root, "--confcutdir", root]
-
 
 def compile_sources() -> None:
     """Byte-compile samplecheck's installed sources (package, kernels, oracles, suite) where

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
+from samplecheck.harness.suite_files import config_args, suite_path
 from samplecheck.registry.matrix import REGISTRY, declarations
 from samplecheck.tools import flags
-from samplecheck.tools.suite import config_args, suite_path
 from samplecheck.tools.sweep_report import SweepReport, elsewhere
 
 SELECTION = "samplecheck.tools.sweep_selection"

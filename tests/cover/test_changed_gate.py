@@ -13,12 +13,12 @@ import torch
 from samplecheck.harness import changes
 from samplecheck.harness.plugins import register_all
 from samplecheck.harness.selection import judged_cells, parse_cells
+from samplecheck.harness.suite_files import suite_root
 from samplecheck.mutants import MUTANTS
 from samplecheck.registry.matrix import RECORDS, Combo
 from samplecheck.registry.records import Backend
 from samplecheck.tests.cover.fake_suite import passed
 from samplecheck.tools import gate, killtable, suite
-from samplecheck.tools.suite import suite_root
 
 ROOT = suite_root()
 pytestmark = pytest.mark.skipif(not (ROOT / "kernels" / "min_p.py").is_file(),

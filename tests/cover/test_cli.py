@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from samplecheck.harness import suite_files
 from samplecheck.tests.cover.fake_suite import passed
 from samplecheck.tools import cli, flags, suite
 
@@ -52,12 +53,12 @@ def test_the_suite_runs_under_samplecheck_configuration_alone(monkeypatch):
     """-c names the ini file shipped in the package; --rootdir and --confcutdir the folder
     holding the suite, so no ini file or conftest.py of the folders around it applies."""
     command = _pytest_command(monkeypatch, ["test", "--device=cpu"])
-    root = str(suite.suite_root())
-    assert command[3:12] == [str(suite.suite_path()), "-c", str(suite.CONFIG), "--rootdir", root,
+    root = str(suite_files.suite_root())
+    assert command[3:12] == [str(suite_files.suite_path()), "-c", str(suite_files.CONFIG), "--rootdir", root,
                              "--confcutdir", root, "-p", "no:cacheprovider"], command
-    assert suite.suite_path().is_relative_to(suite.suite_root()) and (suite.suite_root() / "tests").is_dir()
+    assert suite_files.suite_path().is_relative_to(suite_files.suite_root()) and (suite_files.suite_root() / "tests").is_dir()
     ini = configparser.ConfigParser()
-    assert ini.read(suite.CONFIG) == [str(suite.CONFIG)]
+    assert ini.read(suite_files.CONFIG) == [str(suite_files.CONFIG)]
     assert ini.sections() == ["pytest"] and dict(ini["pytest"]) == {
         "addopts": "--strict-markers", "filterwarnings": "\nignore::RuntimeWarning:triton.runtime.interpreter"}
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from samplecheck.harness.suite_files import suite_path
 from samplecheck.tools import nightly, regress
 from samplecheck.tools import report as reports
 from samplecheck.tools.report import data, page, plots
-from samplecheck.tools.suite import suite_path
 
 RECORDED = Path(__file__).parents[1] / "data" / "nightly"
 NIGHT1 = [RECORDED / "night1.results.json.gz"]

@@ -84,7 +84,7 @@ def pytest_configure(config):
 
 def _run_planted(tmp_path, pins: str, defect: bool) -> str:
     """The outcome (PASSED, FAILED, XFAIL, XPASS) of the edge-value property on the fp32 cell."""
-    from samplecheck.tools.suite import config_args, suite_path
+    from samplecheck.harness.suite_files import config_args, suite_path
 
     (tmp_path / "planted.py").write_text(PLANTED_PLUGIN)
     env = {**os.environ, "PYTHONPATH": str(tmp_path), "PLANTED_PINS": pins, "PLANTED_DEFECT": str(int(defect))}

@@ -31,7 +31,6 @@ LAYERS = (
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 # The violations that remain (importer -> imported), each with its reason.
 KNOWN = {
-    ("harness", "tools"),  # a failure's reproduce line takes the suite's pytest configuration from tools
     ("tools", "tests"),  # the bad-input tool imports the table from samplecheck.tests
 }
 

@@ -9,10 +9,10 @@ a property is missing: add the property, never delete the mutant.
 
 import pytest
 
+from samplecheck.harness.suite_files import suite_path
 from samplecheck.mutants import MUTANTS
 from samplecheck.registry import catalog
 from samplecheck.tools import killtable
-from samplecheck.tools.suite import suite_path
 
 
 @pytest.mark.parametrize("name", sorted(MUTANTS))

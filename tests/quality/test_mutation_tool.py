@@ -53,7 +53,7 @@ def test_generated_mutant_is_killed_by_a_narrow_hunt(mutants, tmp_path, monkeypa
 
 
 def _suite_file(name: str):
-    from samplecheck.tools.suite import suite_path
+    from samplecheck.harness.suite_files import suite_path
 
     return suite_path() / name
 
