@@ -1,8 +1,11 @@
 """Error-input sets: the one builder of a bad call and the inputs every kernel rejects.
 
-An `ErrorInput.make(device)` returns (args, kwargs); `call` builds it from the record's
-arguments, each either a function of the device (a tensor made there) or a plain value
-passed as given, so a record writes only what is wrong with the call.
+An `ErrorInput.make(device)` (and a bad-input table entry's, samplecheck.families.bad_inputs)
+returns (args, kwargs); `call` builds it from the logits and the arguments, each either a
+function of the device (a tensor made there) or a plain value passed as given, so a record
+writes only what is wrong with the call. The argument builders below (`ids`, `floats`,
+`full`, `every_other`, `strided_columns`, `on_other_device`, `on_meta`) are the one
+vocabulary of both.
 """
 
 from collections.abc import Callable
@@ -12,7 +15,8 @@ import torch
 from samplecheck.registry.records import ErrorInput, tensor_on, zeros_on
 
 NAN, INF = float("nan"), float("inf")
-LOGITS = zeros_on(2, 8)  # the valid logits of every error input: 2 rows of V = 8
+B, V = 2, 8  # the size of every bad call: 2 rows of a vocabulary of 8
+LOGITS = zeros_on(B, V)  # the valid logits of every error input
 
 
 def built(value, device):
@@ -24,7 +28,7 @@ def built(value, device):
 def call(logits=LOGITS, **params):
     """make(device) for an ErrorInput: `logits` and each parameter `built` on the device."""
     def make(device):
-        return (logits(device),), {name: built(value, device) for name, value in params.items()}
+        return (built(logits, device),), {name: built(value, device) for name, value in params.items()}
     return make
 
 
@@ -48,6 +52,26 @@ def every_other(values, dtype=torch.float32):
     return lambda device: tensor_on(values, dtype)(device)[::2]
 
 
+def strided_columns(make):
+    """Every other column of the 2-D tensor `make(device)`: a view of column stride 2."""
+    return lambda device: make(device)[:, ::2]
+
+
+def other_device(device: str) -> str:
+    """A device that is not the call's: meta beside the CPU, the CPU beside any other."""
+    return "meta" if device == "cpu" else "cpu"
+
+
+def on_other_device(make):
+    """The argument `make` builds, made on the `other_device` of the call's."""
+    return lambda device: make(other_device(device))
+
+
+def on_meta(make):
+    """The argument `make` builds, made on the meta device whatever the call's."""
+    return lambda device: make("meta")
+
+
 def logits_errors(**valid) -> tuple[ErrorInput, ...]:
     """The bad logits every kernel rejects first (1-D, float64, a column-strided view), each
     beside the record's `valid` other arguments for two rows."""
@@ -55,7 +79,7 @@ def logits_errors(**valid) -> tuple[ErrorInput, ...]:
         ErrorInput("1-D logits", call(zeros_on(8), **valid), ValueError, r"logits must be 2-D", argument="logits"),
         ErrorInput("float64 logits", call(zeros_on(2, 8, dtype=torch.float64), **valid),
                    TypeError, r"logits dtype must be one of float32, bfloat16, float16", argument="logits"),
-        ErrorInput("column-strided logits", call(lambda device: zeros_on(2, 16)(device)[:, ::2], **valid),
+        ErrorInput("column-strided logits", call(strided_columns(zeros_on(2, 16)), **valid),
                    ValueError, r"column stride 1", argument="logits"),
     )
 
