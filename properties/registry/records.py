@@ -156,6 +156,25 @@ class ErrorInput:
     argument: str | None = None
 
 
+@dataclass(frozen=True)
+class BadInput:
+    """An entry of the bad-input table (samplecheck.families.bad_inputs): calling a backend
+    of the record `kernel` with `make(device)` -> (args, kwargs) (built as an ErrorInput's)
+    must either raise `error`, with a message naming `argument` (the caller's parameter the
+    error is about; a SamplingBatch field for the sampler) and what it allows, or, with
+    `error` None, return what `result(output, args, kwargs)` accepts (the documented result;
+    it raises AssertionError otherwise). `category`: the kind of bad input (dtype, range,
+    non-finite-row, ...)."""
+
+    kernel: str
+    description: str
+    category: str
+    make: Callable[[str], tuple[tuple, dict]]
+    error: type[Exception] | None = None
+    argument: str | None = None
+    result: Callable | None = None
+
+
 def zeros_on(*shape, dtype=torch.float32):
     """An ErrorInput argument: make(device) -> zeros of `shape` on the device."""
     return lambda device: torch.zeros(shape, dtype=dtype, device=device)

@@ -18,9 +18,9 @@ import re
 import pytest
 
 from samplecheck.harness.call_inputs import cut_rows
+from samplecheck.judging.bad_calls import changed, snapshot
 from samplecheck.kernels import value_modes
 from samplecheck.kernels.validation import raise_pending, value_checks
-from samplecheck.tests.cover.bad_input_outcomes import changed, snapshot
 
 pytestmark = pytest.mark.interpreter
 

@@ -1,14 +1,16 @@
-"""Running the bad-input table: one entry on one backend -> its outcome.
+"""Judging a bad call: one bad-input table entry on one backend -> its outcome, and whether a
+call changed its inputs.
 
 Outcomes (the counts the lead quotes, `samplecheck badinputs`):
 - "clear error": the declared exception type, and (for our backends) a message that names
-  the caller's field as a word and states what is allowed (RANGE_WORDS);
+  the caller's argument as a word and states what is allowed (RANGE_WORDS);
 - "documented result": no exception, and the entry's result check passes;
-- "unclear": anything else (another exception, a message missing the field, no error
+- "unclear": anything else (another exception, a message missing the argument, no error
   where one is declared, a result other than the documented one);
 - "input changed before error": an exception left an input (logits or any other
   argument, fields of a SamplingBatch included) not bitwise equal to what was passed.
 A documented result may change only what its contract writes (in-place ops: the logits).
+The table itself is data (samplecheck.families.bad_inputs.TABLE), passed in by the caller.
 """
 
 import re
@@ -20,15 +22,18 @@ import torch
 from samplecheck.inputs.tensor_tree import named_tensors
 from samplecheck.kernels.validation import raise_pending
 from samplecheck.registry import catalog
-from samplecheck.tests.cover.bad_input_table import TABLE, BadInput
+from samplecheck.registry.records import BadInput
 
 CLEAR, DOCUMENTED, UNCLEAR, CHANGED = ("clear error", "documented result", "unclear", "input changed before error")
 OUTCOMES = (CLEAR, DOCUMENTED, UNCLEAR, CHANGED)
 RANGE_WORDS = ("must", "required", "at most")  # a message states what is allowed
+OURS = "samplecheck.kernels."  # the module prefix of the backends we ship
 
 
 @dataclass(frozen=True)
 class Outcome:
+    """One of OUTCOMES (`kind`) and what happened (`detail`: the exception, or what is wrong)."""
+
     kind: str
     detail: str
 
@@ -45,23 +50,28 @@ def _same(a, b) -> bool:
 
 
 def snapshot(args, kwargs) -> dict:
+    """Every tensor a call's (args, kwargs) hold (SamplingBatch fields included), by path
+    ("args[0]", "params.top_k"), as a host copy of its exact bits."""
     named = [(f"args[{i}]", a) for i, a in enumerate(args)] + list(kwargs.items())
     return {path: _bits(t) for name, value in named for path, t in named_tensors(value, name)}
 
 
 def changed(before: dict, args, kwargs, allowed=()) -> list[str]:
+    """The paths of `before` (a `snapshot` of the same call) whose tensors are no longer
+    bitwise equal, those in `allowed` left out."""
     after = snapshot(args, kwargs)
     return [path for path, bits in before.items() if path not in allowed and not _same(bits, after[path])]
 
 
-def names_field(message: str, field: str) -> bool:
-    """The field as a word (so `k` is not found inside `top_k`), with what is allowed."""
-    named = re.search(rf"(?<![\w.]){re.escape(field)}(?!\w)", message) is not None
+def names_argument(message: str, argument: str) -> bool:
+    """The argument as a word (so `k` is not found inside `top_k`), with what is allowed."""
+    named = re.search(rf"(?<![\w.]){re.escape(argument)}(?!\w)", message) is not None
     return named and any(word in message for word in RANGE_WORDS)
 
 
 def run(entry: BadInput, fn, device: str, *, messages: bool = True) -> Outcome:
-    """Call `fn` on the entry's input on `device` and classify what happened."""
+    """Call `fn` on the entry's input on `device` and classify what happened; `messages`
+    False: an error is judged by its type alone (a plug-in's wording is its own)."""
     args, kwargs = entry.make(device)
     before = snapshot(args, kwargs)
     try:
@@ -75,11 +85,11 @@ def run(entry: BadInput, fn, device: str, *, messages: bool = True) -> Outcome:
             return Outcome(UNCLEAR, f"documented result expected, raised {type(exc).__name__}: {exc}")
         if not isinstance(exc, entry.error):
             return Outcome(UNCLEAR, f"expected {entry.error.__name__}, raised {type(exc).__name__}: {exc}")
-        if messages and not names_field(str(exc), entry.field):
-            return Outcome(UNCLEAR, f"message does not name {entry.field!r} and its range: {exc}")
+        if messages and not names_argument(str(exc), entry.argument):
+            return Outcome(UNCLEAR, f"message does not name {entry.argument!r} and its range: {exc}")
         return Outcome(CLEAR, f"{type(exc).__name__}: {exc}")
     if entry.error is not None:
-        return Outcome(UNCLEAR, f"expected {entry.error.__name__} naming {entry.field!r}, got a result")
+        return Outcome(UNCLEAR, f"expected {entry.error.__name__} naming {entry.argument!r}, got a result")
     moved = changed(before, args, kwargs, allowed=("args[0]",))
     if moved:
         return Outcome(UNCLEAR, f"the result changed inputs its contract does not write: {', '.join(moved)}")
@@ -90,17 +100,14 @@ def run(entry: BadInput, fn, device: str, *, messages: bool = True) -> Outcome:
     return Outcome(DOCUMENTED, "as documented")
 
 
-OURS = "samplecheck.kernels."
-
-
-def cases(device: str, registry: dict):
-    """(entry, record, backend) for every entry and every backend of its record that runs on
-    `device`. The documented results (edge values) are the contract of the backends we ship
-    (samplecheck.kernels, mutants included); third-party adapters (FlashInfer's) and plug-ins
-    get the error entries only, plug-ins (error_messages=False) by exception type; a backend
-    whose error inputs are skipped by declaration (it validates nowhere, e.g. vLLM's kernels,
-    which take state validated upstream) gets none."""
-    for entry in TABLE:
+def cases(table, device: str, registry: dict):
+    """(entry, record, backend) for every entry of `table` and every backend of its record
+    that runs on `device`. The documented results (edge values) are the contract of the
+    backends we ship (samplecheck.kernels, mutants included); third-party adapters
+    (FlashInfer's) and plug-ins get the error entries only, plug-ins (error_messages=False)
+    by exception type; a backend whose error inputs are skipped by declaration (it validates
+    nowhere, e.g. vLLM's kernels, which take state validated upstream) gets none."""
+    for entry in table:
         info = registry.get(entry.kernel)
         if info is None:
             continue
@@ -112,10 +119,11 @@ def cases(device: str, registry: dict):
             yield entry, info, backend
 
 
-def tally(device: str, registry: dict) -> tuple[Counter, list[str]]:
-    """Outcome counts over the whole table on `device`, and one line per non-passing cell."""
+def tally(table, device: str, registry: dict) -> tuple[Counter, list[str]]:
+    """Outcome counts over `table` on `device`, and one line per cell neither a clear error
+    nor its documented result."""
     counts, notes = Counter(), []
-    for entry, info, backend in cases(device, registry):
+    for entry, info, backend in cases(table, device, registry):
         outcome = run(entry, backend.resolve(), device, messages=backend.error_messages)
         counts[outcome.kind] += 1
         if outcome.kind in (UNCLEAR, CHANGED):
