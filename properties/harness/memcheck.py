@@ -38,7 +38,7 @@ def child_environment() -> dict[str, str]:
     every tensor is its own allocation and an access past its end is out of bounds for the
     sanitizer, not inside a cached block) and no MPS server to join (a faulting child would end
     every client's context there)."""
-    return {**mps.without(dict(os.environ)), CHILD_ENV: "1", "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
+    return {**mps.without(), CHILD_ENV: "1", "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
 
 
 def reported_errors(output: str, limit: int = 12) -> str:

@@ -18,7 +18,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -34,8 +34,9 @@ def available() -> bool:
     return shutil.which(CONTROL) is not None
 
 
-def without(environment: dict[str, str]) -> dict[str, str]:
-    """`environment` with no MPS daemon to find: its process gets a context of its own."""
+def without(environment: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """`environment` (default: this process's) with no MPS daemon to find: a process started
+    with it gets a context of its own."""
     return {name: value for name, value in environment.items() if name not in VARIABLES}
 
 
@@ -44,7 +45,7 @@ def server() -> Iterator[dict[str, str]]:
     """A private MPS control daemon for the duration of the block; yields the environment of
     the processes that are to share the GPU through it. Raises OSError when it cannot start."""
     with tempfile.TemporaryDirectory(prefix="samplecheck-mps-") as folder:
-        environment = {**without(dict(os.environ)), VARIABLES[0]: f"{folder}/pipe", VARIABLES[1]: f"{folder}/log"}
+        environment = {**without(), VARIABLES[0]: f"{folder}/pipe", VARIABLES[1]: f"{folder}/log"}
         for name in VARIABLES:
             os.makedirs(environment[name])
         started = subprocess.run([CONTROL, "-d"], env=environment, capture_output=True, text=True)

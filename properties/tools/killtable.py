@@ -21,7 +21,6 @@ if any mutant that ran survived.
 """
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
@@ -76,7 +75,7 @@ def hunt(name: str, device: str, profile: str, timeout: float = 1800, tests: lis
     command = _pytest(selection, name, device, profile) + ["-x", "-p", "no:xdist"]
     start = time.monotonic()
     try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=mps.without(dict(os.environ)))
+        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=mps.without())
     except subprocess.TimeoutExpired as err:
         output = err.stdout.decode(errors="replace") if isinstance(err.stdout, bytes) else (err.stdout or "")
         return Hunt(name, True, True, f"timeout ({timeout:.0f} s)", time.monotonic() - start, output[-3000:])
@@ -107,7 +106,7 @@ def hunt_shared(names: list[str], device: str, profile: str, workers: int, timeo
         command = _pytest(files, ",".join(names), device, profile) + [f"--sc-kills={folder}", *spread]
         started = time.time()
         try:
-            result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=mps.without(dict(os.environ)))
+            result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=mps.without())
             output = result.stdout[-3000:] + result.stderr[-2000:]
         except subprocess.TimeoutExpired:
             output, result = f"the shared run outran {timeout:.0f} s", None
