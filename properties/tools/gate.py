@@ -107,17 +107,15 @@ def run_suite(command: list[str], log: Path, share: str) -> int:
     return run_pytest(command, log=log)
 
 
-def tests_run(results: Path) -> int:
-    """How many tests the results file records (0 when the suite wrote none)."""
-    return len(json.loads(results.read_text())["tests"]) if results.is_file() else 0
+def recorded_tests(results: Path) -> list[dict]:
+    """The test records of a results file (none when the suite wrote none)."""
+    return json.loads(results.read_text())["tests"] if results.is_file() else []
 
 
-def slowest(results: Path, count: int = SLOWEST) -> list[str]:
-    """The `count` slowest tests of a results file, one line each."""
-    if not results.is_file():
-        return []
-    records = sorted(json.loads(results.read_text())["tests"], key=lambda r: -r.get("duration", 0.0))
-    return [f"{r.get('duration', 0.0):8.1f} s  {r['nodeid']}" for r in records[:count]]
+def slowest(records: list[dict], count: int = SLOWEST) -> list[str]:
+    """The `count` slowest of the test `records`, one line each."""
+    ranked = sorted(records, key=lambda r: -r.get("duration", 0.0))
+    return [f"{r.get('duration', 0.0):8.1f} s  {r['nodeid']}" for r in ranked[:count]]
 
 
 def main(argv: list[str]) -> int:
@@ -149,6 +147,7 @@ def main(argv: list[str]) -> int:
     results = args.out / "gate-results.json"
     compile_sources()
     suite = kills = 0
+    records: list[dict] = []
     with ThreadPoolExecutor(1) as pool:
         hunting = None
         if not args.no_killtable and (hunt_all or mutants):
@@ -158,7 +157,8 @@ def main(argv: list[str]) -> int:
             command = pytest_command(chosen, [f"--sc-results={results}", *flags.pytest_args(rest)],
                                      workers=args.workers)
             suite = run_suite(command, args.out / "gate-suite.log", share)
-            if suite == 0 and tests_run(results) == 0:
+            records = recorded_tests(results)
+            if suite == 0 and not records:
                 print(f"gate: the suite ran no test (see {args.out / 'gate-suite.log'})", file=sys.stderr)
                 suite = 1
         if hunting is not None:
@@ -168,7 +168,7 @@ def main(argv: list[str]) -> int:
     wall = time.monotonic() - start
     if args.changed is None:
         print(bench_check.report(chosen.device, args.out, args.bench_baseline))
-    lines = slowest(results)
+    lines = slowest(records)
     if lines:
         print(f"gate: the {len(lines)} slowest tests (all durations: {results})\n" + "\n".join(lines))
     print(f"gate: suite exit {suite}, mutants exit {kills}, wall {wall:.0f} s (suite and kill table; "
