@@ -59,7 +59,7 @@ PYTEST_EPILOG = "Arguments not listed here go to pytest (e.g. -k EXPR, -x, --jun
 
 
 def test(argv: list[str]) -> int:
-    from samplecheck.tools.suite import compile_sources, pytest_command, run_pytest
+    from samplecheck.tools.suite import compile_sources, processes_of, pytest_command, run_pytest
 
     parser = flags.parser("test", COMMANDS["test"].what, epilog=PYTEST_EPILOG)
     flags.add_suite_flags(parser)
@@ -67,7 +67,8 @@ def test(argv: list[str]) -> int:
     args, rest = parser.parse_known_args(argv)
     chosen = flags.suite_flags(parser, args)
     compile_sources()
-    return run_pytest(pytest_command(chosen, flags.pytest_args(rest), workers=args.workers))
+    return run_pytest(pytest_command(chosen, flags.pytest_args(rest), workers=args.workers),
+                      processes=processes_of(args.workers))
 
 
 def probe(argv: list[str]) -> int:

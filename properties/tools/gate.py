@@ -82,29 +82,30 @@ def changed_scope(ref: str, chosen: flags.SuiteFlags):
     return changes.scope(changes.changed_files(ref, root), REGISTRY, root)
 
 
-def run_suite(command: list[str], log: Path, share: str) -> int:
-    """The suite's exit status, its workers sharing the GPU as `share` says. A run under MPS
+def run_suite(command: list[str], log: Path, share: str, processes: int = 1) -> int:
+    """The suite's exit status (`processes` pytest processes at once), its workers sharing the
+    GPU as `share` says. A run under MPS
     that met a fatal GPU error is run again time-sliced: under MPS one test's fault ends every
     worker's context, so only a run with a context per worker says which test faulted."""
     from samplecheck.harness import mps
     from samplecheck.tools.suite import run_pytest
 
     if share != "mps":
-        return run_pytest(command, log=log)
+        return run_pytest(command, log=log, processes=processes)
     try:
         with mps.server() as environment:
             print("gate: the suite's workers share the GPU through a private MPS server")
-            status = run_pytest(command, log=log, env=environment)
+            status = run_pytest(command, log=log, env=environment, processes=processes)
             faulted = status != 0 and mps.fatal_error(environment)
     except OSError as err:
         print(f"gate: no MPS server ({err}); the suite's workers time-slice the GPU")
-        return run_pytest(command, log=log)
+        return run_pytest(command, log=log, processes=processes)
     if not faulted:
         return status
     log.replace(log.with_name(f"{log.stem}-mps{log.suffix}"))
     print("gate: a kernel met a fatal GPU error under MPS, which ends every worker's context; the suite again "
           "with a context per worker, where a fault fails only its own test")
-    return run_pytest(command, log=log)
+    return run_pytest(command, log=log, processes=processes)
 
 
 def recorded_tests(results: Path) -> list[dict]:
@@ -122,7 +123,7 @@ def main(argv: list[str]) -> int:
     from samplecheck.mutants import MUTANTS
     from samplecheck.tools import bench_check, killtable
     from samplecheck.harness import mps
-    from samplecheck.tools.suite import compile_sources, pytest_command
+    from samplecheck.tools.suite import compile_sources, processes_of, pytest_command
 
     parser, args, rest = parse(argv)
     chosen = dataclasses.replace(flags.suite_flags(parser, args), profile="gate")
@@ -156,7 +157,7 @@ def main(argv: list[str]) -> int:
         if suite_wanted:
             command = pytest_command(chosen, [f"--sc-results={results}", *flags.pytest_args(rest)],
                                      workers=args.workers)
-            suite = run_suite(command, args.out / "gate-suite.log", share)
+            suite = run_suite(command, args.out / "gate-suite.log", share, processes_of(args.workers))
             records = recorded_tests(results)
             if suite == 0 and not records:
                 print(f"gate: the suite ran no test (see {args.out / 'gate-suite.log'})", file=sys.stderr)

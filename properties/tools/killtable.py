@@ -35,6 +35,7 @@ from samplecheck.harness.suite_files import config_args, suite_path
 from samplecheck.mutants import MUTANTS
 from samplecheck.registry import catalog
 from samplecheck.tools import flags
+from samplecheck.tools.suite import suite_environment
 
 # After a mutant's known killer: exact checks first, the sampling test last (-x stops at the
 # first kill, so a mutant that an exact property catches never waits for the statistical
@@ -61,11 +62,12 @@ class Hunt:
     returncode: int | None = None
 
 
-def hunt(name: str, device: str, profile: str, timeout: float = 1800, tests: list[str] | None = None) -> Hunt:
+def hunt(name: str, device: str, profile: str, timeout: float = 1800, tests: list[str] | None = None,
+         processes: int = 1) -> Hunt:
     """Run the fast suite's tests of the mutant (or those among the test files or node ids
     `tests`: `-k mutant` keeps the tests parametrized with it) against mutant `name` alone,
-    stopping at the first failure. Only a failed test of the mutant kills it: any other
-    failure makes the hunt an error, never a kill."""
+    stopping at the first failure, in one of `processes` hunts at once. Only a failed test of
+    the mutant kills it: any other failure makes the hunt an error, never a kill."""
     if device not in MUTANTS[name].devices:
         return Hunt(name, False, False, None, 0.0, f"changes behaviour only on {', '.join(MUTANTS[name].devices)}")
     cover = suite_path()
@@ -75,7 +77,8 @@ def hunt(name: str, device: str, profile: str, timeout: float = 1800, tests: lis
     command = _pytest(selection, name, device, profile) + ["-x", "-p", "no:xdist"]
     start = time.monotonic()
     try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=mps.without())
+        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                                env=suite_environment(mps.without(), processes))
     except subprocess.TimeoutExpired as err:
         output = err.stdout.decode(errors="replace") if isinstance(err.stdout, bytes) else (err.stdout or "")
         return Hunt(name, True, True, f"timeout ({timeout:.0f} s)", time.monotonic() - start, output[-3000:])
@@ -106,7 +109,8 @@ def hunt_shared(names: list[str], device: str, profile: str, workers: int, timeo
         command = _pytest(files, ",".join(names), device, profile) + [f"--sc-kills={folder}", *spread]
         started = time.time()
         try:
-            result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=mps.without())
+            result = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                                    env=suite_environment(mps.without(), workers))
             output = result.stdout[-3000:] + result.stderr[-2000:]
         except subprocess.TimeoutExpired:
             output, result = f"the shared run outran {timeout:.0f} s", None
@@ -120,9 +124,9 @@ def hunt_all(names: list[str], device: str, profile: str, workers: int) -> list[
     """Every mutant of `names` hunted in the two rounds of this module's docstring, in order."""
     shared = [n for n in names if device in MUTANTS[n].devices and not MUTANTS[n].faults_memory]
     with ThreadPoolExecutor(workers + 1) as pool:
-        alone = {n: pool.submit(hunt, n, device, profile) for n in names if n not in shared}
+        alone = {n: pool.submit(hunt, n, device, profile, processes=workers) for n in names if n not in shared}
         found = hunt_shared(shared, device, profile, workers) if shared else {}
-        alone |= {n: pool.submit(hunt, n, device, profile) for n in shared if n not in found}
+        alone |= {n: pool.submit(hunt, n, device, profile, processes=workers) for n in shared if n not in found}
         return [found[n] if n in found else alone[n].result() for n in names]
 
 

@@ -132,8 +132,8 @@ def _hunt_within(name: str, device: str, profile: str, args, deadline: float | N
     if left <= 0:
         return Hunt(name, False, False, None, 0.0, "not run: --budget spent before it started")
     if left >= args.timeout:
-        return hunt(name, device, profile, args.timeout, args.tests)
-    result = hunt(name, device, profile, left, args.tests)
+        return hunt(name, device, profile, args.timeout, args.tests, args.workers)
+    result = hunt(name, device, profile, left, args.tests, args.workers)
     if result.killer is not None and result.killer.startswith("timeout"):
         return Hunt(name, False, False, None, result.seconds, "not run: --budget spent while it ran")
     return result

@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.from_results:
         results = args.from_results
     else:
-        from samplecheck.tools.suite import pytest_command
+        from samplecheck.tools.suite import processes_of, pytest_command, suite_environment
 
         chosen = dataclasses.replace(flags.suite_flags(command_parser, args), profile=NIGHTLY)
         device = chosen.device
@@ -150,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
         command = pytest_command(chosen, pytest_args + [f"--sc-results={results[0]}",
                                                         f"--sc-deadline={end - reserve(args.budget):.0f}"],
                                  workers=args.workers)
-        env = dict(os.environ, **{EXAMPLE_DB_ENV: str(args.database.resolve()), NIGHTLY_EXAMPLES_ENV: str(examples)})
+        env = suite_environment({**os.environ, EXAMPLE_DB_ENV: str(args.database.resolve()),
+                                 NIGHTLY_EXAMPLES_ENV: str(examples)}, processes_of(args.workers))
         print(f"nightly: budget {args.budget:.0f} s, {how} examples per test, database {args.database}", flush=True)
         status, cut_short = run_suite(command, env, args.out / "nightly-suite.log", end - reserve(args.budget) / 2)
         meta.update(budget=f"{args.budget:.0f} s" + (" (cut short: tests were interrupted)" if cut_short else ""),

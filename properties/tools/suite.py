@@ -4,6 +4,7 @@ configuration; the entry point `pytest11` and the suite's conftest provide every
 tests need.
 """
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -38,9 +39,41 @@ def pytest_command(flags: SuiteFlags, pytest_args: list[str], *, workers: str = 
     return command + pytest_args
 
 
-def run_pytest(command: list[str], log: Path | None = None, env: dict[str, str] | None = None) -> int:
-    """Run `command` (in `env`, default this process's environment), echoing its output (and
-    writing it to `log` when given); its exit status."""
+# Triton's cache manager for the processes samplecheck starts: one compile per specialization
+# across them (samplecheck.harness.compile_once).
+COMPILE_ONCE = ("TRITON_CACHE_MANAGER", "samplecheck.harness.compile_once:CompileOnce")
+# The variables sizing a process's CPU thread pools (PyTorch's intra-op pool reads both).
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def suite_environment(base: dict[str, str] | None = None, processes: int = 1) -> dict[str, str]:
+    """The environment of one of `processes` pytest processes that samplecheck runs at once
+    (xdist workers, hunts), from `base` (default this process's environment); a variable `base`
+    sets stays as it is.
+    - Triton's cache manager is CompileOnce.
+    - Each process's CPU thread pools hold cores // `processes` threads (at least one). Each
+      pool otherwise sizes itself to every core, and its idle threads spin on cores the other
+      processes are using. One process alone keeps the default."""
+    environment = dict(os.environ if base is None else base)
+    variable, manager = COMPILE_ONCE
+    environment.setdefault(variable, manager)
+    if processes > 1:
+        for name in THREAD_VARIABLES:
+            environment.setdefault(name, str(max(1, (os.cpu_count() or 1) // processes)))
+    return environment
+
+
+def processes_of(workers: str) -> int:
+    """The pytest processes an xdist `workers` value runs at once: "auto" one per core, "0" one."""
+    return (os.cpu_count() or 1) if workers == "auto" else max(1, int(workers))
+
+
+def run_pytest(command: list[str], log: Path | None = None, env: dict[str, str] | None = None,
+               processes: int = 1) -> int:
+    """Run `command`, which starts `processes` pytest processes at once, in `suite_environment`
+    of `env` (default this process's environment), echoing its output (and writing it to `log`
+    when given); its exit status."""
+    env = suite_environment(env, processes)
     if log is None:
         return subprocess.run(command, env=env).returncode
     with log.open("w") as out:

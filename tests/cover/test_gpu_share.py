@@ -75,7 +75,7 @@ def suite_runs(monkeypatch, outcomes: list[tuple[int, bool]]) -> list[dict | Non
     fatal GPU error); returns the environment of each run (None: this process's)."""
     environments = []
 
-    def fake_run_pytest(command, log=None, env=None):
+    def fake_run_pytest(command, log=None, env=None, processes=1):
         status, fatal = outcomes[len(environments)]
         environments.append(env)
         log.write_text(f"run {len(environments)}\n")
@@ -109,7 +109,7 @@ def test_time_slicing_starts_no_server(monkeypatch, tmp_path, control_daemon):
 
 
 def test_a_suite_that_ran_no_test_fails_the_gate(monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr(gate, "run_suite", lambda command, log, share: 0)
+    monkeypatch.setattr(gate, "run_suite", lambda command, log, share, processes: 0)
     assert gate.main(["--device=cpu", "--no-killtable", "--out", str(tmp_path)]) == 1
     assert "the suite ran no test" in capsys.readouterr().err
     (tmp_path / "gate-results.json").write_text(json.dumps({"tests": [{"nodeid": "t", "duration": 1.0}]}))
