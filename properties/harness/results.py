@@ -7,8 +7,9 @@ function), kernel/backend/dtype/layout (from its `combo` or `error_case` paramet
 outcome, duration, examples drawn, the reproduce command and Hypothesis blob of a failure
 with its falsifying case and message, the coverage labels its cases reported with
 `hypothesis.event()` (examples per label), its `hypothesis.target()` maxima, its slowest
-case, the p-values of every sampling check it ran (`check_samples`), and what a passing test
-measured of a behaviour its backend does not declare (`MEASURED`). The worker that
+case, the p-values of every sampling check it ran (`check_samples`), what a passing test
+measured of a behaviour its backend does not declare (`MEASURED`), and the Triton compiles
+its call caused (samplecheck.harness.compiles). The worker that
 runs a test gathers these into `item.user_properties` (so they travel through
 pytest-xdist); the controlling process writes the file when the session ends, also when it
 is interrupted.
@@ -70,7 +71,14 @@ class CaseRecorder:
     def __init__(self):
         from hypothesis.internal import observability
 
+        from samplecheck.harness.compiles import CompileRecorder
+
         observability.OBSERVABILITY_COLLECT_COVERAGE = False
+        self.compiles = CompileRecorder()
+        self.compiles.install()
+
+    def pytest_unconfigure(self, config):
+        self.compiles.uninstall()
 
     def pytest_collection_modifyitems(self, items):
         from samplecheck.registry.matrix import Combo
@@ -116,13 +124,14 @@ class CaseRecorder:
             checks.append([_round(gp), _round(ep), _round(share), fired, df])
 
         VERDICT_OBSERVERS.append(note_verdict)
+        self.compiles.take()
         try:
             with with_observability_callback(observe):
                 return (yield)
         finally:
             VERDICT_OBSERVERS.remove(note_verdict)
             item.user_properties += [("cases", cases[0]), ("events", dict(events)), ("targets", targets),
-                                     ("checks", checks)]
+                                     ("checks", checks), ("compiles", self.compiles.take())]
             if cases[0]:
                 item.user_properties.append(("slowest_case", {"seconds": round(slowest[0], 4), "case": slowest[1]}))
 
@@ -193,6 +202,7 @@ def test_record(report) -> dict:
         "examples": props.get("examples", 0), "cases": props.get("cases", 0),
         "events": props.get("events", {}), "targets": props.get("targets", {}),
         "checks": props.get("checks", []), "slowest_case": props.get("slowest_case"),
+        "compiles": props.get("compiles", {}),
     }
     if outcome in ("failed", "error", "xpassed"):
         crash = _crash_text(report)

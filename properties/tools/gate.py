@@ -12,8 +12,9 @@ what the files changed since git REF can affect (samplecheck.harness.changes): t
 the kernels and adapters they implement and those kernels' mutants; a framework file gates
 everything, documentation nothing. Into `--out` go the suite's log (gate-suite.log), one JSON
 record per test with its duration (gate-results.json) and the kill table (gate-kills.md); the
-gate prints the 20 slowest tests, its wall time, and a warning when the suite and kill table
-took longer than `--budget` (default: 180 s on CUDA, none on CPU). On CUDA the suite's workers
+gate prints the 20 slowest tests, what Triton compiled for them (specializations and seconds
+by kernel: samplecheck.harness.compiles), its wall time, and a warning when the suite and kill
+table took longer than `--budget` (default: 180 s on CUDA, none on CPU). On CUDA the suite's workers
 share the GPU through a private MPS server where one can be started (samplecheck.harness.mps;
 `--gpu-share=time-slice` gives each its own context); the kill table's processes, whose
 mutants may fault, keep contexts of their own. On a GPU, from a checkout with a benchmark
@@ -122,7 +123,7 @@ def slowest(records: list[dict], count: int = SLOWEST) -> list[str]:
 def main(argv: list[str]) -> int:
     from samplecheck.mutants import MUTANTS
     from samplecheck.tools import bench_check, killtable
-    from samplecheck.harness import mps
+    from samplecheck.harness import compiles, mps
     from samplecheck.tools.suite import compile_sources, processes_of, pytest_command
 
     parser, args, rest = parse(argv)
@@ -172,6 +173,9 @@ def main(argv: list[str]) -> int:
     lines = slowest(records)
     if lines:
         print(f"gate: the {len(lines)} slowest tests (all durations: {results})\n" + "\n".join(lines))
+    compiled = compiles.summary(records)
+    if compiled:
+        print(f"gate: {compiled}")
     print(f"gate: suite exit {suite}, mutants exit {kills}, wall {wall:.0f} s (suite and kill table; "
           f"{time.monotonic() - start:.0f} s with the benchmark report)")
     if budget is not None and wall > budget:

@@ -18,7 +18,8 @@ SUBCOMMANDS = sorted(cli.COMMANDS)
 def _pytest_command(monkeypatch, argv: list[str]) -> list[str]:
     """The pytest command `samplecheck ARGV` (test or gate) runs."""
     ran = []
-    monkeypatch.setattr(suite, "run_pytest", lambda command, log=None, processes=1: ran.append(command) or passed(command))
+    monkeypatch.setattr(suite, "run_pytest",
+                        lambda command, log=None, processes=1: ran.append(command) or passed(command))
     assert cli.main(argv) == 0
     (command,) = ran
     return command
