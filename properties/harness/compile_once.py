@@ -6,9 +6,11 @@ workers start on cells of one kernel together (the gate starts its slowest tests
 them on the sampling pipeline), each compiles the same specializations on a CPU the others
 need. `CompileOnce` is a Triton cache manager (Triton's `TRITON_CACHE_MANAGER` extension
 point) that makes a process missing an entry take an exclusive lock on it while it compiles:
-the others sleep until the entry is stored, then load it. A wait is bounded by WAIT_LIMIT (a
-process that failed a compile may still hold its lock until the failure is dropped); past it
-the waiter compiles itself, as plain Triton would.
+the others sleep until the entry is stored, then load it. A compile that raises never stores
+its entry, and its lock lives as long as its traceback (pytest keeps a failed test's): the
+suite's plugin releases what its process holds once each test's call is over
+(`release_held`), and a wait is bounded by WAIT_LIMIT, past which the waiter compiles itself,
+as plain Triton would.
 
 samplecheck.tools.suite.compile_once_environment names it in the environment of the processes
 samplecheck's commands start (a caller's own cache manager is kept). It acts only where Triton
@@ -18,12 +20,14 @@ compiles (a GPU run); under the interpreter Triton never reads it.
 import fcntl
 import os
 import time
+import weakref
 
 from triton.runtime.cache import FileCacheManager
 
 LOCK_FILE = "samplecheck-compiling.lock"  # in the entry's own folder of the cache
-WAIT_LIMIT = 120.0  # seconds a process waits for another's compile of one entry
+WAIT_LIMIT = 60.0  # seconds a process waits for another's compile of one entry
 POLL = 0.05  # seconds between tries of the lock
+HOLDERS = weakref.WeakSet()  # this process's managers holding an entry's lock
 
 
 class CompileOnce(FileCacheManager):
@@ -41,6 +45,7 @@ class CompileOnce(FileCacheManager):
         if group is not None or not self._locks_entries or self._lock is not None:
             return group
         self._lock = acquire(os.path.join(self.cache_dir, LOCK_FILE), WAIT_LIMIT)
+        HOLDERS.add(self)
         group = super().get_group(filename)
         if group is not None:
             self._release()
@@ -56,9 +61,16 @@ class CompileOnce(FileCacheManager):
         if self._lock is not None:
             self._lock.close()
             self._lock = None
+        HOLDERS.discard(self)
 
     def __del__(self):
         self._release()
+
+
+def release_held() -> None:
+    """Release every entry lock this process holds (a compile that raised keeps its own)."""
+    for manager in list(HOLDERS):
+        manager._release()
 
 
 def acquire(path: str, limit: float):

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from samplecheck.harness import compile_once
+from samplecheck.harness import compile_once, plugin
 from samplecheck.harness.compile_once import CompileOnce
 from samplecheck.tools import killtable, suite
 
@@ -54,6 +54,16 @@ def test_a_failed_compile_frees_the_entry_when_dropped():
     second = CompileOnce(ENTRY)
     assert second.get_group(GROUP_FILE) is None, "the next process compiles"
     compile_into(second)
+
+
+def test_a_failed_compile_kept_alive_by_its_traceback_is_freed_when_its_test_call_ends(monkeypatch):
+    failed = CompileOnce(ENTRY)
+    assert failed.get_group(GROUP_FILE) is None  # then the compile raised; its traceback keeps `failed`
+    plugin.release_compile_locks()
+    monkeypatch.setattr(compile_once, "WAIT_LIMIT", 30)
+    start = time.monotonic()
+    assert CompileOnce(ENTRY).get_group(GROUP_FILE) is None
+    assert time.monotonic() - start < 5, "the next process compiles at once"
 
 
 def test_a_wait_past_the_limit_compiles_itself(monkeypatch):
