@@ -11,7 +11,8 @@ passes and every mutant dies. `--changed REF` gates only
 what the files changed since git REF can affect (samplecheck.harness.changes): the cells of
 the kernels and adapters they implement and those kernels' mutants; a framework file gates
 everything, documentation nothing. Into `--out` go the suite's log (gate-suite.log), one JSON
-record per test with its duration (gate-results.json) and the kill table (gate-kills.md); the
+record per test with its duration (gate-results.json), the kill table (gate-kills.md) and its
+shared round's pytest output with that round's slowest tests (gate-kills-shared.log); the
 gate prints the 20 slowest tests, what Triton compiled for them (specializations and seconds
 by kernel: samplecheck.harness.compiles), its wall time, and a warning when the suite and kill
 table took longer than `--budget` (default: 180 s on CUDA, none on CPU). On CUDA the suite's workers
@@ -154,7 +155,7 @@ def main(argv: list[str]) -> int:
         hunting = None
         if not args.no_killtable and (hunt_all or mutants):
             hunting = pool.submit(killtable.run, mutants or sorted(MUTANTS), chosen.device, chosen.resolved_profile,
-                                  args.mutant_workers)
+                                  args.mutant_workers, args.out / "gate-kills-shared.log")
         if suite_wanted:
             command = pytest_command(chosen, [f"--sc-results={results}", *flags.pytest_args(rest)],
                                      workers=args.workers)

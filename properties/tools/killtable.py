@@ -21,6 +21,7 @@ if any mutant that ran survived.
 """
 
 import argparse
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -98,34 +99,43 @@ def _pytest(selection: list[str], mutants: str, device: str, profile: str) -> li
             "-p", "no:cacheprovider"]
 
 
-def hunt_shared(names: list[str], device: str, profile: str, workers: int, timeout: float = 1800) -> dict[str, Hunt]:
+def hunt_shared(names: list[str], device: str, profile: str, workers: int, timeout: float = 1800,
+                log: Path | None = None) -> dict[str, Hunt]:
     """Round 1: the known killers' files over all of `names` in one pytest run, `workers`
     xdist workers (1: none), each mutant stopping at its first kill. The killed mutants' hunts,
-    by name; the others are left to `hunt`."""
+    by name; the others are left to `hunt`. `log`: where the run's output goes, headed by its
+    wall time (pytest lists its slowest tests last)."""
     cover = suite_path()
     files = sorted({str(cover / f"{MUTANTS[name].killed_by}.py") for name in names})
     spread = ["-n", str(workers), "--dist", "worksteal"] if workers > 1 else ["-p", "no:xdist"]
     with tempfile.TemporaryDirectory(prefix="samplecheck-kills-") as folder:
-        command = _pytest(files, ",".join(names), device, profile) + [f"--sc-kills={folder}", *spread]
+        command = _pytest(files, ",".join(names), device, profile) + [f"--sc-kills={folder}", "--durations=15",
+                                                                       *spread]
         started = time.time()
         try:
             result = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
                                     env=suite_environment(mps.without(), workers))
+            full = result.stdout + result.stderr
             output = result.stdout[-3000:] + result.stderr[-2000:]
         except subprocess.TimeoutExpired:
             output, result = f"the shared run outran {timeout:.0f} s", None
+            full = output
+        if log is not None:
+            log.write_text(f"# the kill table's shared round: {time.time() - started:.0f} s wall\n"
+                           f"# {shlex.join(command)}\n{full}")
         kills = {name: read_kill(Path(folder), name) for name in names}
     return {name: Hunt(name, True, True, kill[0], kill[1] - started, output,
                        None if result is None else result.returncode)
             for name, kill in kills.items() if kill is not None}
 
 
-def hunt_all(names: list[str], device: str, profile: str, workers: int) -> list[Hunt]:
-    """Every mutant of `names` hunted in the two rounds of this module's docstring, in order."""
+def hunt_all(names: list[str], device: str, profile: str, workers: int, log: Path | None = None) -> list[Hunt]:
+    """Every mutant of `names` hunted in the two rounds of this module's docstring, in order
+    (`log`: the shared round's output, as `hunt_shared` writes it)."""
     shared = [n for n in names if device in MUTANTS[n].devices and not MUTANTS[n].faults_memory]
     with ThreadPoolExecutor(workers + 1) as pool:
         alone = {n: pool.submit(hunt, n, device, profile, processes=workers) for n in names if n not in shared}
-        found = hunt_shared(shared, device, profile, workers) if shared else {}
+        found = hunt_shared(shared, device, profile, workers, log=log) if shared else {}
         alone |= {n: pool.submit(hunt, n, device, profile, processes=workers) for n in shared if n not in found}
         return [found[n] if n in found else alone[n].result() for n in names]
 
@@ -164,15 +174,17 @@ def main(argv=None) -> int:
     return status
 
 
-def run(names: list[str], device: str, profile: str, workers: int) -> tuple[str, int]:
-    """The kill table of `names` as text, and its exit status (0: every mutant run was killed)."""
+def run(names: list[str], device: str, profile: str, workers: int, log: Path | None = None) -> tuple[str, int]:
+    """The kill table of `names` as text, and its exit status (0: every mutant run was killed);
+    `log`: the shared round's output (`hunt_shared`)."""
     start = time.monotonic()
-    hunts = hunt_all(names, device, profile, workers)
+    hunts = hunt_all(names, device, profile, workers, log=log)
     killed = sum(h.killed for h in hunts)
     ran = sum(h.ran for h in hunts)
+    last = max((h.seconds for h in hunts if h.killed), default=0.0)
     text = (f"Mutant kill table on {device} (profile {profile}): {killed} of {ran} run killed, "
-            f"{len(hunts) - ran} not run on this device; {time.monotonic() - start:.0f} s wall, "
-            f"{workers} at once\n\n{table(hunts)}\n")
+            f"{len(hunts) - ran} not run on this device; {time.monotonic() - start:.0f} s wall (the last kill at "
+            f"{last:.0f} s), {workers} at once\n\n{table(hunts)}\n")
     return text, 0 if killed == ran else 1
 
 

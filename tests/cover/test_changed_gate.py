@@ -119,7 +119,8 @@ def run_gate(monkeypatch, tmp_path, scope) -> tuple[list, list]:
     monkeypatch.setattr(gate, "changed_scope", lambda ref, chosen: scope)
     monkeypatch.setattr(suite, "run_pytest",
                         lambda command, log=None, processes=1: suites.append(command) or passed(command))
-    monkeypatch.setattr(killtable, "run", lambda names, device, profile, workers: hunts.append(names) or ("", 0))
+    monkeypatch.setattr(killtable, "run",
+                        lambda names, device, profile, workers, log=None: hunts.append(names) or ("", 0))
     assert gate.main(["--device=cpu", "--changed", "HEAD", "--out", str(tmp_path)]) == 0
     return suites, hunts
 
