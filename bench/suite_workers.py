@@ -29,11 +29,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from pathlib import Path
 
 from bench.report import markdown_table
+from samplecheck.harness import mps
 from samplecheck.harness.suite_files import config_args, suite_path
+from samplecheck.tools.suite import THREAD_VARIABLES
 
 SELECT = "sampling_params and triton"
 
@@ -59,20 +61,6 @@ def run_slice(device: str, select: str, workers: int, env: dict, extra: tuple[st
     return wall, len(tests), total
 
 
-@contextmanager
-def mps_daemon():
-    """The environment of processes that run under a CUDA MPS control daemon started here."""
-    with tempfile.TemporaryDirectory() as tmp:
-        env = {**os.environ, "CUDA_MPS_PIPE_DIRECTORY": f"{tmp}/pipe", "CUDA_MPS_LOG_DIRECTORY": f"{tmp}/log"}
-        os.makedirs(env["CUDA_MPS_PIPE_DIRECTORY"])
-        os.makedirs(env["CUDA_MPS_LOG_DIRECTORY"])
-        subprocess.run(["nvidia-cuda-mps-control", "-d"], env=env, check=True)
-        try:
-            yield env
-        finally:
-            subprocess.run(["nvidia-cuda-mps-control"], input="quit\n", text=True, env=env)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.suite_workers", description=__doc__.splitlines()[0])
     parser.add_argument("--workers", default="4,8,16", help="worker counts, comma-separated (0: no xdist)")
@@ -95,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--threads takes a thread count >= 1, got {args.threads}")
     warm_wall, _, _ = run_slice(args.device, args.select, max(counts), dict(os.environ))
     rows = [(n, "default", "auto", "no", *run_slice(args.device, args.select, n, dict(os.environ))) for n in counts]
-    threads = {} if args.threads is None else {"OMP_NUM_THREADS": str(args.threads), "MKL_NUM_THREADS": str(args.threads)}
+    threads = {} if args.threads is None else dict.fromkeys(THREAD_VARIABLES, str(args.threads))
     wait = () if args.cuda_wait is None else (f"--sc-cuda-wait={args.cuda_wait}",)
     if threads:
         rows += [(n, str(args.threads), "auto", "no", *run_slice(args.device, args.select, n, {**os.environ, **threads}))
@@ -104,10 +92,10 @@ def main(argv: list[str] | None = None) -> int:
         rows += [(n, "default", args.cuda_wait, "no", *run_slice(args.device, args.select, n, dict(os.environ), wait))
                  for n in counts]
     if args.mps:
-        with mps_daemon() as env:
+        with mps.server() as env:
             rows += [(n, "default", "auto", "yes", *run_slice(args.device, args.select, n, env)) for n in counts]
     if args.together:
-        with mps_daemon() if args.mps else nullcontext(dict(os.environ)) as env:
+        with mps.server() if args.mps else nullcontext(dict(os.environ)) as env:
             rows += [(n, str(args.threads or "default"), args.cuda_wait or "auto", "yes" if args.mps else "no",
                       *run_slice(args.device, args.select, n, {**env, **threads}, wait)) for n in counts]
     command = [sys.executable, "-m", "bench.suite_workers", *(argv if argv is not None else sys.argv[1:])]
@@ -116,8 +104,8 @@ def main(argv: list[str] | None = None) -> int:
              f"command: {shlex.join(command)}", ""]
     lines += markdown_table(["workers", "CPU threads each", "CUDA wait", "MPS", "wall (s)", "tests", "test-seconds",
                              "per test (s)"],
-                            [[str(n), threads, wait, mps, f"{wall:.0f}", str(count), f"{total:.0f}",
-                              f"{total / max(count, 1):.2f}"] for n, threads, wait, mps, wall, count, total in rows])
+                            [[str(n), threads, wait, under_mps, f"{wall:.0f}", str(count), f"{total:.0f}",
+                              f"{total / max(count, 1):.2f}"] for n, threads, wait, under_mps, wall, count, total in rows])
     text = "\n".join(lines)
     print(text)
     if args.out:

@@ -75,14 +75,15 @@ def plan_examples(history: list[dict], seconds: float, workers: int) -> tuple[in
 
 
 def worker_count(workers: str, device: str) -> int:
-    """Workers the plan may count on (auto: one per GPU on CUDA, one per core on CPU)."""
-    if workers == "auto":
-        if device == "cuda":
-            import torch
+    """Workers the plan may count on (auto: one per GPU on CUDA, else the pytest processes the
+    value runs at once)."""
+    if workers == "auto" and device == "cuda":
+        import torch
 
-            return max(1, torch.cuda.device_count())
-        return os.cpu_count() or 1
-    return max(1, int(workers))
+        return max(1, torch.cuda.device_count())
+    from samplecheck.tools.suite import processes_of
+
+    return processes_of(workers)
 
 
 def run_suite(command: list[str], env: dict, log: Path, stop_at: float) -> tuple[int, bool]:
