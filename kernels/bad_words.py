@@ -30,14 +30,20 @@ cache), compares each word's prefix with the end of the past (steps of BLOCK_T),
 value). The blocks come from a short fixed menu per device (see `TILE`), so a few compiled
 variants serve every batch, word count and length. The small token-id tensors are made
 contiguous; the logits are used as given and never read.
+
+Value checks (deferred or captured mode, `samplecheck.kernels.validation`): when the batch's
+words and pasts hold at most INLINE_CHECK_IDS ids, every program checks them all itself
+(`bad_words_failures` over the whole batch, flat), stores nothing where a check fails, and
+program 0 records the failed checks in the call's guard flag: one launch. Larger calls launch
+`_bad_words_guard_kernel` (one program per row) first.
 """
 
 import torch
 import triton
 import triton.language as tl
 
-from samplecheck.kernels.runtime import check_launchable, first_fitting
-from samplecheck.kernels.guard import ValueGuard, list_has_bad_id
+from samplecheck.kernels.runtime import cdiv, check_launchable, first_fitting
+from samplecheck.kernels.guard import INLINE_CHECK_IDS, ValueGuard, list_has_bad_id, record_failed
 from samplecheck.kernels.validation import PAD_ID, check_id_layout, check_logits, token_ids_describer
 
 MAX_WORDS = 128
@@ -90,23 +96,29 @@ def check_bad_words(logits: torch.Tensor, bad_words: torch.Tensor, output_token_
     return guard
 
 
-@triton.jit(do_not_specialize=["V", "L", "T", "O"])
-def _bad_words_guard_kernel(flag_ptr, first, V, words_ptr, L, T, past_ptr, O, BLOCK: tl.constexpr):
-    """One program per row: its words' ids (L = words * T entries) and its past ids in
-    [0, V) or -1, and no id after a -1 within a word; the failed checks' bits (from
-    1 << first, in check_bad_words' order) OR-ed into the flag."""
-    row = tl.program_id(0).to(tl.int64)
-    failed = tl.zeros([], dtype=tl.int32)
-    failed |= tl.where(list_has_bad_id(words_ptr + row * L, L, V, -1, BLOCK), 1, 0)
-    failed |= tl.where(list_has_bad_id(past_ptr + row * O, O, V, -1, BLOCK), 2, 0)
+@triton.jit
+def bad_words_failures(words_ptr, L, T, past_ptr, O, V, BLOCK: tl.constexpr):
+    """The failed checks of consecutive rows (pointers at the first; L: their words' entries,
+    T per word; O: their past entries), as bits in check_bad_words' order: word ids and past
+    ids in [0, V) or -1; no id after a -1 within a word."""
+    failed = tl.where(list_has_bad_id(words_ptr, L, V, -1, BLOCK), 1, 0)
+    failed |= tl.where(list_has_bad_id(past_ptr, O, V, -1, BLOCK), 2, 0)
     after_pad = tl.zeros([], dtype=tl.int32)
     for start in range(0, L, BLOCK):
         k = start + tl.arange(0, BLOCK)
         pair = (k + 1 < L) & ((k + 1) % T != 0)  # k and k + 1 in the same word
-        here = tl.load(words_ptr + row * L + k, mask=pair, other=0)
-        after = tl.load(words_ptr + row * L + k + 1, mask=pair, other=0)
+        here = tl.load(words_ptr + k, mask=pair, other=0)
+        after = tl.load(words_ptr + k + 1, mask=pair, other=0)
         after_pad += tl.sum((pair & (here == -1) & (after != -1)).to(tl.int32), axis=0)
-    failed |= tl.where(after_pad > 0, 4, 0)
+    return failed | tl.where(after_pad > 0, 4, 0)
+
+
+@triton.jit(do_not_specialize=["V", "L", "T", "O"])
+def _bad_words_guard_kernel(flag_ptr, first, V, words_ptr, L, T, past_ptr, O, BLOCK: tl.constexpr):
+    """One program per row (L = words * T entries, O past entries): its failed checks OR-ed
+    into the flag from bit `first`."""
+    row = tl.program_id(0).to(tl.int64)
+    failed = bad_words_failures(words_ptr + row * L, L, T, past_ptr + row * O, O, V, BLOCK)
     if failed != 0:
         tl.atomic_or(flag_ptr, failed << first)
 
@@ -122,9 +134,10 @@ def _launch_guard(flag, first, vocab, bad_words, output_token_ids) -> None:
         BLOCK=GUARD_BLOCK[flag.device.type])
 
 
-@triton.jit(do_not_specialize=["row_stride", "V", "W", "T", "O", "PAIRS"])
-def _bad_words_kernel(logits_ptr, row_stride, V, words_ptr, W, T, past_ptr, O, PAIRS, guard_ptr,
-                      GUARDED: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_T: tl.constexpr, BLOCK_PAST: tl.constexpr):
+@triton.jit(do_not_specialize=["row_stride", "V", "W", "T", "O", "PAIRS", "B"])
+def _bad_words_kernel(logits_ptr, row_stride, V, words_ptr, W, T, past_ptr, O, PAIRS, B, guard_ptr,
+                      GUARDED: tl.constexpr, CHECK: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_T: tl.constexpr,
+                      BLOCK_PAST: tl.constexpr, CHECK_BLOCK: tl.constexpr):
     # BLOCK_P (row, word) pairs of the flattened [B * W] word list, one word per tile row.
     pair = tl.program_id(0).to(tl.int64) * BLOCK_P + tl.arange(0, BLOCK_P)
     in_batch = pair < PAIRS
@@ -158,6 +171,11 @@ def _bad_words_kernel(logits_ptr, row_stride, V, words_ptr, W, T, past_ptr, O, P
     match = applies & (mismatches == 0)
     if GUARDED:
         match = match & (tl.load(guard_ptr + tl.zeros([BLOCK_P], tl.int32)) == 0)
+    if CHECK:
+        failed = bad_words_failures(words_ptr, B * W * T, T, past_ptr, B * O, V, CHECK_BLOCK)
+        record_failed(guard_ptr, failed)
+        # Broadcast before the &: the interpreter rejects a load mask built from a scalar bool.
+        match = match & ((failed + tl.zeros([BLOCK_P], tl.int32)) == 0)
     banned = tl.load(words_ptr + pair * T + n, mask=match, other=0).to(tl.int64)
     neg_inf = tl.full([BLOCK_P], float("-inf"), tl.float32).to(logits_ptr.dtype.element_ty)
     # Unchecked calls may carry ids outside [0, V): never stored.
@@ -166,20 +184,25 @@ def _bad_words_kernel(logits_ptr, row_stride, V, words_ptr, W, T, past_ptr, O, P
 
 def apply_bad_words(logits: torch.Tensor, *, bad_words: torch.Tensor, output_token_ids: torch.Tensor) -> torch.Tensor:
     """Set every banned id of `logits` to -inf in place (module docstring) and return it."""
-    flag = check_bad_words(logits, bad_words, output_token_ids).settle()
+    guard = check_bad_words(logits, bad_words, output_token_ids)
     batch, vocab = logits.shape
     _, words, tokens = bad_words.shape
-    if batch == 0 or vocab == 0 or words == 0 or tokens == 0:
+    past = output_token_ids.size(1)
+    kind = logits.device.type
+    launched = batch > 0 and vocab > 0 and words > 0 and tokens > 0
+    inline = launched and batch * (words * tokens + past) <= INLINE_CHECK_IDS[kind]
+    flag = guard.settle(kernel_checks=len(guard.checks) if inline else 0)
+    if not launched:
         return logits
     check_launchable(_bad_words_kernel, logits)
     pairs = batch * words
-    if output_token_ids.size(1) == 0:  # no pasts: one -1 per row, so no kernel argument is empty
+    if past == 0:  # no pasts: one -1 per row, so no kernel argument is empty
         output_token_ids = torch.full((batch, 1), PAD_ID, dtype=output_token_ids.dtype, device=logits.device)
-    kind = logits.device.type
     block_t = first_fitting(WORD_BLOCKS[kind], tokens)
     block_p = min(first_fitting(PAIR_BLOCKS[kind], pairs), TILE[kind] // block_t)
-    _bad_words_kernel[(triton.cdiv(pairs, block_p),)](
+    _bad_words_kernel[(cdiv(pairs, block_p),)](
         logits, logits.stride(0), vocab, bad_words.contiguous(), words, tokens,
-        output_token_ids.contiguous(), output_token_ids.size(1), pairs, flag, GUARDED=flag is not None,
-        BLOCK_P=block_p, BLOCK_T=block_t, BLOCK_PAST=TILE[kind] // block_p)
+        output_token_ids.contiguous(), output_token_ids.size(1), pairs, batch, flag, GUARDED=flag is not None,
+        CHECK=guard.on_device, BLOCK_P=block_p, BLOCK_T=block_t, BLOCK_PAST=TILE[kind] // block_p,
+        CHECK_BLOCK=GUARD_BLOCK[kind])
     return logits

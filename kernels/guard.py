@@ -6,8 +6,13 @@ ids, ...). Each check has two forms:
   raises the error that names the caller's parameter and its allowed range;
 - device checks: launches that set the check's bit in an int32 flag [1] where the same
   condition fails, with no host synchronisation (a Triton range kernel per per-row
-  parameter, or one fused per-row kernel for all the checks of an op's id lists:
-  `ValueGuard.fused`).
+  parameter, `RangeCheck`, or one fused per-row kernel for all the checks of an op's id
+  lists: `ValueGuard.fused`). An op's own kernel may make its call's checks instead
+  (`settle(kernel_checks=...)`): every program that writes checks the whole batch itself
+  (`rows_in_range`, or the op's fused check over all rows at once) and writes nothing where a
+  check fails, and program (0, 0) records the failed checks' bits (`record_failed`); so a
+  call is one launch. For id lists the whole batch's lists must hold at most INLINE_CHECK_IDS
+  ids: every program reads them all, so a larger call launches its fused check first.
 `settle()` runs them as `samplecheck.kernels.value_modes.value_check_mode()` says: "eager"
 runs the describers now (the call raises before it writes); "deferred" and "captured" launch
 the device checks and return the flag (a slot of a pool, `samplecheck.kernels.value_modes`),
@@ -19,23 +24,32 @@ the flag of an enclosing call (the sampler's, which checked every field) or None
 """
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 import torch
 import triton
 import triton.language as tl
 
 from samplecheck.kernels import value_modes
+from samplecheck.kernels.runtime import cdiv
 
 BLOCK = 1024
 PAD_ID = -1
 FLOAT32_MAX = 3.4028234663852886e38
 FLOAT32_MAX_JIT = tl.constexpr(FLOAT32_MAX)  # the same, as a constant inside kernels
+INT64_MAX_JIT = tl.constexpr(2**63 - 1)  # the upper end of a count's or position's range, inside kernels
 # int32 flag: one bit per device check of a call.
 MAX_CHECKS = 31
+# The most ids (the whole batch's lists, as the op counts them) for which an op's kernel
+# checks its call's id lists itself, in every program (module docstring). Beyond, the fused
+# check (one program per row) costs less than every program reading every list, and its
+# launch is small beside the op's own work. On the CPU, small enough that the suite's drawn
+# lists take both paths.
+INLINE_CHECK_IDS = {"cuda": 4096, "cpu": 64}
 
 
 @triton.jit
-def _in_range(v, lo, hi, LO_OPEN: tl.constexpr, HI_OPEN: tl.constexpr):
+def in_range(v, lo, hi, LO_OPEN: tl.constexpr, HI_OPEN: tl.constexpr):
     """lo <(=) v <(=) hi, elementwise; False for NaN."""
     above = (v > lo) if LO_OPEN else (v >= lo)
     below = (v < hi) if HI_OPEN else (v <= hi)
@@ -49,19 +63,25 @@ def _range_guard_kernel(values_ptr, n, lo, hi, flag_ptr, bit, LO_OPEN: tl.conste
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     live = offs < n
     v = tl.load(values_ptr + offs, mask=live)
-    if tl.max((live & ~_in_range(v, lo, hi, LO_OPEN, HI_OPEN)).to(tl.int32), axis=0) > 0:
+    if tl.max((live & ~in_range(v, lo, hi, LO_OPEN, HI_OPEN)).to(tl.int32), axis=0) > 0:
         tl.atomic_or(flag_ptr, bit)
 
 
-def range_check(values: torch.Tensor, lo, hi, *, lo_open: bool = False, hi_open: bool = False) -> Callable:
-    """A device check: fails where lo <(=) v <(=) hi does not hold (NaN included)."""
-    def launch(flag: torch.Tensor, bit: int) -> None:
-        flat = values.reshape(-1)
-        if flat.numel() == 0:
-            return
-        _range_guard_kernel[(triton.cdiv(flat.numel(), BLOCK),)](
-            flat, flat.numel(), lo, hi, flag, bit, LO_OPEN=lo_open, HI_OPEN=hi_open, BLOCK=BLOCK)
-    return launch
+class RangeCheck(NamedTuple):
+    """A device check of a contiguous tensor: fails where lo <(=) v <(=) hi does not hold (NaN
+    included). Called as launch(flag, bit)."""
+
+    values: torch.Tensor
+    lo: float | int
+    hi: float | int
+    lo_open: bool = False
+    hi_open: bool = False
+
+    def __call__(self, flag: torch.Tensor, bit: int) -> None:
+        n = self.values.numel()
+        if n:
+            _range_guard_kernel[(cdiv(n, BLOCK),)](
+                self.values, n, self.lo, self.hi, flag, bit, LO_OPEN=self.lo_open, HI_OPEN=self.hi_open, BLOCK=BLOCK)
 
 
 class ValueGuard:
@@ -75,13 +95,12 @@ class ValueGuard:
         self.launches: list[tuple[int, Callable]] = []  # (first check index, launch(flag, first index))
         self.on_device = False
 
-    def check(self, name: str, describe: Callable[[], None], *device_checks: Callable) -> None:
-        """Add the check of parameter `name`: `describe()` raises its error eagerly; each of
-        `device_checks` (launch(flag, bit)) sets the check's bit where the check fails."""
+    def check(self, name: str, describe: Callable[[], None], device_check: RangeCheck) -> None:
+        """Add the range check of parameter `name`: `describe()` raises its error eagerly;
+        `device_check` sets the check's bit where the check fails."""
         index = len(self.checks)
         self.checks.append((name, describe))
-        for launch in device_checks:
-            self.launches.append((index, lambda flag, first, launch=launch: launch(flag, 1 << first)))
+        self.launches.append((index, lambda flag, first: device_check(flag, 1 << first)))
 
     def fused(self, checks: list[tuple[str, Callable[[], None]]], launch: Callable) -> None:
         """Add several checks (name, describe) made by ONE launch(flag, first): it sets bit
@@ -110,10 +129,12 @@ class ValueGuard:
         """Run the checks as the current mode says (module docstring); returns the flag the
         call's kernels load (None: unguarded). `kernel_checks`: the first that many checks
         are made by the call's kernel itself (on bits 1 << 0, ...), not launched here;
-        `self.on_device` then says whether the kernel must make them."""
+        `self.on_device` then says whether the kernel must make them (deferred or captured,
+        and kernel_checks > 0)."""
         mode = value_modes.value_check_mode(self.device)
-        self.on_device = mode in ("deferred", "captured")
-        if not self.on_device:
+        device_mode = mode in ("deferred", "captured")
+        self.on_device = device_mode and kernel_checks > 0
+        if not device_mode:
             if mode == "eager":
                 value_modes.raise_ready()
                 self.describe()
@@ -145,11 +166,19 @@ def list_has_bad_id(ids_ptr, length, V, also, BLOCK: tl.constexpr):
 @triton.jit
 def rows_in_range(values_ptr, n, lo, hi, LO_OPEN: tl.constexpr, HI_OPEN: tl.constexpr, BLOCK: tl.constexpr):
     """True when every one of the n values satisfies lo <(=) v <(=) hi (NaN does not): the
-    in-kernel form of `range_check`, for a kernel that checks its own per-row parameter."""
+    in-kernel form of `RangeCheck`, for a kernel that checks its own per-row parameter."""
     bad = tl.zeros([], dtype=tl.int32)
     for start in range(0, n, BLOCK):
         offs = start + tl.arange(0, BLOCK)
         live = offs < n
         v = tl.load(values_ptr + offs, mask=live)
-        bad += tl.sum((live & ~_in_range(v, lo, hi, LO_OPEN, HI_OPEN)).to(tl.int32), axis=0)
+        bad += tl.sum((live & ~in_range(v, lo, hi, LO_OPEN, HI_OPEN)).to(tl.int32), axis=0)
     return bad == 0
+
+
+@triton.jit
+def record_failed(guard_ptr, failed):
+    """OR the failed checks' bits `failed` into the flag from program (0, 0) alone: a kernel
+    making its call's checks itself computes the same bits in every program that needs them."""
+    if (failed != 0) & (tl.program_id(0) == 0) & (tl.program_id(1) == 0):
+        tl.atomic_or(guard_ptr, failed)

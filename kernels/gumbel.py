@@ -50,12 +50,12 @@ import triton
 import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32
-from samplecheck.kernels.runtime import check_launchable, first_fitting, is_interpreted
-from samplecheck.kernels.guard import FLOAT32_MAX, FLOAT32_MAX_JIT, ValueGuard, rows_in_range
+from samplecheck.kernels.runtime import cdiv, check_launchable, first_fitting, is_interpreted
+from samplecheck.kernels.guard import (FLOAT32_MAX, FLOAT32_MAX_JIT, INT64_MAX_JIT, ValueGuard, record_failed,
+                                      rows_in_range)
 from samplecheck.kernels.validation import check_logits, check_row_param, guard_range
 
 HASH_SEED = 0x5EED5A3D
-POSITION_MAX = tl.constexpr(2**63 - 1)
 CHECK_BLOCK = tl.constexpr(1024)  # parameters per step of the in-kernel value checks
 # Launch menu (`plan`): BLOCK_V is the first of BLOCK_V_MENU that holds the vocab, else the
 # last; BLOCK_B is TILE // BLOCK_V rows, at most FEW_ROWS for a batch of at most FEW_ROWS
@@ -134,12 +134,11 @@ def _gumbel_kernel(logits_ptr, row_stride, seeds_ptr, positions_ptr, temperature
         # The call's value checks (bits 1: positions, 2: temperature), made by program
         # (0, 0) alone: the kernel writes only its own result, so nothing waits on them.
         if (tl.program_id(0) == 0) & (split == 0):
-            failed = tl.where(rows_in_range(positions_ptr, B, 0, POSITION_MAX, False, False, CHECK_BLOCK), 0, 1)
+            failed = tl.where(rows_in_range(positions_ptr, B, 0, INT64_MAX_JIT, False, False, CHECK_BLOCK), 0, 1)
             if HAS_TEMPERATURE:
                 failed |= tl.where(rows_in_range(temperature_ptr, B, 0.0, FLOAT32_MAX_JIT, False, False,
                                                  CHECK_BLOCK), 0, 2)
-            if failed != 0:
-                tl.atomic_or(guard_ptr, failed)
+            record_failed(guard_ptr, failed)
     in_batch = rows < B
     seed = tl.load(seeds_ptr + rows, mask=in_batch, other=0)
     position = tl.load(positions_ptr + rows, mask=in_batch, other=0)
@@ -186,10 +185,10 @@ def plan(batch: int, vocab: int, device_type: str, *, block_v: int | None = None
     if batch <= FEW_ROWS[device_type]:
         block_b = min(block_b, FEW_ROWS[device_type])
     if splits is None:
-        want = triton.cdiv(TARGET_PROGRAMS[device_type], triton.cdiv(batch, block_b))
-        splits = max(1, min(want, triton.cdiv(vocab, SPLIT_COLUMNS)))
-    chunk = triton.cdiv(triton.cdiv(vocab, splits), block_v) * block_v
-    return block_b, block_v, triton.cdiv(vocab, chunk), chunk
+        want = cdiv(TARGET_PROGRAMS[device_type], cdiv(batch, block_b))
+        splits = max(1, min(want, cdiv(vocab, SPLIT_COLUMNS)))
+    chunk = cdiv(cdiv(vocab, splits), block_v) * block_v
+    return block_b, block_v, cdiv(vocab, chunk), chunk
 
 
 def extra_bytes(batch: int, vocab: int, device_type: str) -> int:
@@ -220,7 +219,7 @@ def gumbel_sample(logits: torch.Tensor, *, seeds: torch.Tensor, positions: torch
     quiet = np.errstate(over="ignore", invalid="ignore") if is_interpreted(_gumbel_kernel) \
         else contextlib.nullcontext()
     with quiet:
-        _gumbel_kernel[(triton.cdiv(batch, block_b), splits)](
+        _gumbel_kernel[(cdiv(batch, block_b), splits)](
             logits, logits.stride(0), seeds, positions, temperature, slots, batch, vocab, chunk, flag,
             HAS_TEMPERATURE=temperature is not None, HASH_SEED=HASH_SEED, BLOCK_B=block_b, BLOCK_V=block_v,
             CHECK=guard.on_device)

@@ -33,6 +33,13 @@ in steps of LIST_BLOCK ids. A barrier separates each phase, since on a GPU diffe
 of the program store to the same entries in consecutive phases (#46245). So the launch
 constants do not follow the list widths: the flags, one of four allowlist blocks, LIST_BLOCK
 and BLOCK.
+
+Value checks (deferred or captured mode, `samplecheck.kernels.validation`): when the batch's
+lists are small (at most INLINE_CHECK_IDS ids read, counting the bias ids once more per
+REPEAT_TILE of their row for the repeat check), every program checks every list and count of
+the batch itself (`logit_bias_failures`), writes nothing where a check fails, and program 0
+records the failed checks in the call's guard flag: one launch. Larger calls launch
+`_logit_bias_guard_kernel` (one program per row) first.
 """
 
 import contextlib
@@ -43,8 +50,9 @@ import triton
 import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32, to_output_dtype
-from samplecheck.kernels.runtime import check_launchable, is_interpreted
-from samplecheck.kernels.guard import FLOAT32_MAX_JIT, ValueGuard, list_has_bad_id
+from samplecheck.kernels.runtime import cdiv, check_launchable, is_interpreted
+from samplecheck.kernels.guard import (FLOAT32_MAX_JIT, INLINE_CHECK_IDS, INT64_MAX_JIT, ValueGuard, list_has_bad_id,
+                                      record_failed, rows_in_range)
 from samplecheck.kernels.validation import (INDEX_DTYPES, PAD_ID, check_id_layout, check_logits, check_row_param,
                                             range_describer, token_ids_describer)
 
@@ -167,44 +175,63 @@ def _any_repeat(ids_ptr, length, TILE: tl.constexpr):
     return repeats > 0
 
 
+@triton.jit
+def logit_bias_failures(rows, V, allowed_ptr, A, bias_ids_ptr, bias_values_ptr, K, stop_ptr, S, min_tokens_ptr,
+                        output_len_ptr, bias_first, stop_first, HAS_ALLOWED: tl.constexpr, HAS_BIAS: tl.constexpr,
+                        HAS_STOP: tl.constexpr, BLOCK: tl.constexpr, TILE: tl.constexpr):
+    """The failed checks of `rows` consecutive rows (pointers at the first; A, K, S: the
+    lists' widths), as bits in check_logit_bias' order: a group given takes consecutive bits
+    (allowed ids from 0; bias ids, values, repeats from `bias_first`; stop ids, min_tokens,
+    output_len from `stop_first`), a group not given none."""
+    failed = tl.zeros([], dtype=tl.int32)
+    if HAS_ALLOWED:
+        failed |= tl.where(list_has_bad_id(allowed_ptr, rows * A, V, -1, BLOCK), 1, 0)
+    if HAS_BIAS:
+        bias = tl.where(list_has_bad_id(bias_ids_ptr, rows * K, V, -1, BLOCK), 1, 0)
+        bad_values = tl.zeros([], dtype=tl.int32)
+        for start in range(0, rows * K, BLOCK):
+            k = start + tl.arange(0, BLOCK)
+            given = tl.load(bias_ids_ptr + k, mask=k < rows * K, other=-1) != -1
+            b = tl.load(bias_values_ptr + k, mask=given, other=0.0)
+            bad_values += tl.sum((given & ~((b == b) & (tl.abs(b) <= FLOAT32_MAX_JIT))).to(tl.int32), axis=0)
+        bias |= tl.where(bad_values > 0, 2, 0)
+        repeats = tl.zeros([], dtype=tl.int32)
+        for row in range(0, rows):
+            repeats += _any_repeat(bias_ids_ptr + row * K, K, TILE).to(tl.int32)
+        failed |= (bias | tl.where(repeats > 0, 4, 0)) << bias_first
+    if HAS_STOP:
+        stop = tl.where(list_has_bad_id(stop_ptr, rows * S, V, -1, BLOCK), 1, 0)
+        count_max = tl.full([], INT64_MAX_JIT, tl.int64)  # a tensor: the counts may be int32
+        stop |= tl.where(rows_in_range(min_tokens_ptr, rows, 0, count_max, False, False, BLOCK), 0, 2)
+        stop |= tl.where(rows_in_range(output_len_ptr, rows, 0, count_max, False, False, BLOCK), 0, 4)
+        failed |= stop << stop_first
+    return failed
+
+
 @triton.jit(do_not_specialize=["V", "A", "K", "S"])
-def _logit_bias_guard_kernel(flag_ptr, allowed_first, bias_first, stop_first, V, allowed_ptr, A, bias_ids_ptr,
+def _logit_bias_guard_kernel(flag_ptr, first, bias_first, stop_first, V, allowed_ptr, A, bias_ids_ptr,
                              bias_values_ptr, K, stop_ptr, S, min_tokens_ptr, output_len_ptr,
                              HAS_ALLOWED: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_STOP: tl.constexpr,
                              BLOCK: tl.constexpr, TILE: tl.constexpr):
-    """One program per row: every value check of the row's lists and counts, the failed
-    checks' bits OR-ed into the flag; each group's checks take consecutive bits from its
-    `*_first` (allowed ids; bias ids, values, repeats; stop ids, min_tokens, output_len)."""
+    """One program per row: its failed checks OR-ed into the flag from bit `first`."""
     row = tl.program_id(0).to(tl.int64)
-    failed = tl.zeros([], dtype=tl.int32)
-    if HAS_ALLOWED:
-        failed |= tl.where(list_has_bad_id(allowed_ptr + row * A, A, V, -1, BLOCK), 1, 0) << allowed_first
-    if HAS_BIAS:
-        bias = tl.where(list_has_bad_id(bias_ids_ptr + row * K, K, V, -1, BLOCK), 1, 0)
-        bad_values = tl.zeros([], dtype=tl.int32)
-        for start in range(0, K, BLOCK):
-            k = start + tl.arange(0, BLOCK)
-            given = tl.load(bias_ids_ptr + row * K + k, mask=k < K, other=-1) != -1
-            b = tl.load(bias_values_ptr + row * K + k, mask=given, other=0.0)
-            bad_values += tl.sum((given & ~((b == b) & (tl.abs(b) <= FLOAT32_MAX_JIT))).to(tl.int32), axis=0)
-        bias |= tl.where(bad_values > 0, 2, 0)
-        bias |= tl.where(_any_repeat(bias_ids_ptr + row * K, K, TILE), 4, 0)
-        failed |= bias << bias_first
-    if HAS_STOP:
-        stop = tl.where(list_has_bad_id(stop_ptr + row * S, S, V, -1, BLOCK), 1, 0)
-        stop |= tl.where(tl.load(min_tokens_ptr + row) < 0, 2, 0)
-        stop |= tl.where(tl.load(output_len_ptr + row) < 0, 4, 0)
-        failed |= stop << stop_first
+    failed = logit_bias_failures(1, V, allowed_ptr + row * A, A, bias_ids_ptr + row * K, bias_values_ptr + row * K,
+                                 K, stop_ptr + row * S, S, min_tokens_ptr + row, output_len_ptr + row, bias_first,
+                                 stop_first, HAS_ALLOWED, HAS_BIAS, HAS_STOP, BLOCK, TILE)
     if failed != 0:
-        tl.atomic_or(flag_ptr, failed)
+        tl.atomic_or(flag_ptr, failed << first)
+
+
+def group_firsts(allowed, bias_ids) -> tuple[int, int]:
+    """The first bits of the bias and stop groups (`logit_bias_failures`), relative to the
+    call's first check of this op."""
+    bias_first = int(allowed is not None)
+    return bias_first, bias_first + 3 * (bias_ids is not None)
 
 
 def _launch_guard(flag, first, vocab, allowed, bias_ids, bias_values, stop, min_tokens, output_len) -> None:
-    """The fused device check of `check_logit_bias`: its groups' bits from `first` on, in its
-    order, a group not given taking none (an absent or empty list passes the flag as a
-    placeholder, never read)."""
-    bias_first = first + (allowed is not None)
-    stop_first = bias_first + 3 * (bias_ids is not None)
+    """The fused device check of `check_logit_bias` (an absent or empty list passes the flag as
+    a placeholder, never read)."""
     batch = next(ids for ids in (allowed, bias_ids, stop) if ids is not None).size(0)
     if batch == 0:
         return
@@ -214,10 +241,10 @@ def _launch_guard(flag, first, vocab, allowed, bias_ids, bias_values, stop, min_
     given = stop is not None
     kind = flag.device.type
     _logit_bias_guard_kernel[(batch,)](
-        flag, first, bias_first, stop_first, vocab, allowed_arg, A, bias_arg, bias_values.contiguous() if K else flag, K, stop_arg, S,
-        min_tokens.contiguous() if given else flag, output_len.contiguous() if given else flag,
-        HAS_ALLOWED=allowed is not None, HAS_BIAS=bias_ids is not None, HAS_STOP=given, BLOCK=GUARD_BLOCK[kind],
-        TILE=REPEAT_TILE[kind])
+        flag, first, *group_firsts(allowed, bias_ids), vocab, allowed_arg, A, bias_arg,
+        bias_values.contiguous() if K else flag, K, stop_arg, S, min_tokens if given else flag,
+        output_len if given else flag, HAS_ALLOWED=allowed is not None, HAS_BIAS=bias_ids is not None,
+        HAS_STOP=given, BLOCK=GUARD_BLOCK[kind], TILE=REPEAT_TILE[kind])
 
 
 @triton.jit
@@ -238,18 +265,26 @@ def _load_ids(ids_ptr, k, length, V):
     return tl.where((ids >= 0) & (ids < V), ids, -1)
 
 
-@triton.jit(do_not_specialize=["row_stride", "V", "A", "K", "S"])
+@triton.jit(do_not_specialize=["row_stride", "V", "A", "K", "S", "B"])
 def _logit_bias_kernel(logits_ptr, row_stride, V,
                        allowed_ptr, A, bias_ids_ptr, bias_values_ptr, K,
                        stop_ptr, S, min_tokens_ptr, output_len_ptr,
                        HAS_ALLOWED: tl.constexpr, A_BLOCK: tl.constexpr, HAS_BIAS: tl.constexpr,
-                       HAS_MIN_TOKENS: tl.constexpr, LIST_BLOCK: tl.constexpr, BLOCK: tl.constexpr,
-                       guard_ptr, GUARDED: tl.constexpr):
+                       HAS_STOP: tl.constexpr, LIST_BLOCK: tl.constexpr, BLOCK: tl.constexpr,
+                       guard_ptr, GUARDED: tl.constexpr, B, bias_first, stop_first, CHECK: tl.constexpr,
+                       CHECK_BLOCK: tl.constexpr, TILE: tl.constexpr):
+    """HAS_*: the group is given (a list may be empty: width 0)."""
     row = tl.program_id(0).to(tl.int64)
     row_ptr = logits_ptr + row * row_stride
     clear = True
     if GUARDED:
         clear = tl.load(guard_ptr) == 0
+    if CHECK:
+        failed = logit_bias_failures(B, V, allowed_ptr, A, bias_ids_ptr, bias_values_ptr, K, stop_ptr, S,
+                                     min_tokens_ptr, output_len_ptr, bias_first, stop_first, HAS_ALLOWED, HAS_BIAS,
+                                     HAS_STOP, CHECK_BLOCK, TILE)
+        record_failed(guard_ptr, failed)
+        clear = clear & (failed == 0)
     if HAS_ALLOWED & clear:
         # A <= A_BLOCK: the whole allowlist is held across the fill.
         allowed = _load_ids(allowed_ptr + row * A, tl.arange(0, A_BLOCK), A, V)
@@ -271,7 +306,7 @@ def _logit_bias_kernel(logits_ptr, row_stride, V,
             x = to_fp32(tl.load(row_ptr + ids, mask=given, other=0.0))
             tl.store(row_ptr + ids, to_output_dtype(x + b, logits_ptr.dtype.element_ty), mask=given)
         tl.debug_barrier()
-    if HAS_MIN_TOKENS & clear:
+    if HAS_STOP & clear:
         if tl.load(output_len_ptr + row) < tl.load(min_tokens_ptr + row):
             neg_inf = tl.full([LIST_BLOCK], float("-inf"), tl.float32).to(logits_ptr.dtype.element_ty)
             for start in range(0, S, LIST_BLOCK):
@@ -293,15 +328,22 @@ def apply_logit_bias(logits: torch.Tensor, *, allowed_token_ids: torch.Tensor | 
                      output_len: torch.Tensor | None = None) -> torch.Tensor:
     """Apply the allowlist, the biases and the min_tokens stop mask in place (module docstring);
     returns `logits`."""
-    flag = check_logit_bias(logits, allowed_token_ids, logit_bias_ids, logit_bias_values,
-                            stop_token_ids, min_tokens, output_len).settle()
+    guard = check_logit_bias(logits, allowed_token_ids, logit_bias_ids, logit_bias_values,
+                             stop_token_ids, min_tokens, output_len)
     batch, vocab = logits.shape
     allowed, A = _ids_arg(allowed_token_ids, logits)
     bias_ids, K = _ids_arg(logit_bias_ids, logits)
     stop, S = _ids_arg(stop_token_ids, logits)
-    if batch == 0 or vocab == 0 or A + K + S == 0:
+    kind = logits.device.type
+    launched = batch > 0 and vocab > 0 and A + K + S > 0
+    # The ids the in-kernel check reads per row (module docstring).
+    read = A + S + K * (1 + cdiv(K, REPEAT_TILE[kind]))
+    inline = launched and batch * read <= INLINE_CHECK_IDS[kind]
+    flag = guard.settle(kernel_checks=len(guard.checks) if inline else 0)
+    if not launched:
         return logits
-    bias_values = logit_bias_values.contiguous() if K else logits
+    given = stop_token_ids is not None
+    bias_first, stop_first = group_firsts(allowed_token_ids, logit_bias_ids)
     check_launchable(_logit_bias_kernel, logits)
     # The interpreter computes with numpy, which warns when l + b overflows (or its fp16
     # store does): that is the specified result, not an error.
@@ -309,9 +351,10 @@ def apply_logit_bias(logits: torch.Tensor, *, allowed_token_ids: torch.Tensor | 
     with quiet:
         _logit_bias_kernel[(batch,)](
             logits, logits.stride(0), vocab,
-            allowed, A, bias_ids, bias_values, K,
-            stop, S, min_tokens.contiguous() if S else logits, output_len.contiguous() if S else logits,
-            HAS_ALLOWED=A > 0, A_BLOCK=max(ALLOWED_FLOOR, triton.next_power_of_2(A)), HAS_BIAS=K > 0,
-            HAS_MIN_TOKENS=S > 0, LIST_BLOCK=LIST_BLOCK[logits.device.type], BLOCK=BLOCK[logits.device.type],
-            guard_ptr=flag, GUARDED=flag is not None)
+            allowed, A, bias_ids, logit_bias_values.contiguous() if K else logits, K,
+            stop, S, min_tokens if given else logits, output_len if given else logits,
+            HAS_ALLOWED=allowed_token_ids is not None, A_BLOCK=max(ALLOWED_FLOOR, triton.next_power_of_2(A)),
+            HAS_BIAS=logit_bias_ids is not None, HAS_STOP=given, LIST_BLOCK=LIST_BLOCK[kind], BLOCK=BLOCK[kind],
+            guard_ptr=flag, GUARDED=flag is not None, B=batch, bias_first=bias_first, stop_first=stop_first,
+            CHECK=guard.on_device, CHECK_BLOCK=GUARD_BLOCK[kind], TILE=REPEAT_TILE[kind])
     return logits

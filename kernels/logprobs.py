@@ -19,7 +19,10 @@ Contract (the oracle `samplecheck.oracles.logprobs` states the semantics in full
   NaN in every column (lse is NaN: exp(NaN) or exp(inf - inf), as torch.log_softmax).
 - `sampled` in [0, V) is a value check (`values_checked`); unchecked, an id outside it is
   never read: its column's logprob is NaN and its rank 0. `num_logprobs` is a Python int
-  and always checked.
+  and always checked. Deferred or captured, `_gather_kernel`'s program (0, 0) makes the
+  check and records it in the call's guard flag: the outputs are new tensors and an id
+  outside [0, V) is never read, so no kernel waits on it, and the call is its three
+  launches (the check is launched alone only when no kernel runs: num_logprobs None).
 - ranks[b] = #{i : l_b[i] >= l_b[sampled_b]}: 1-based, ties counted against the sampled
   token, exact (fp32 comparisons of exactly upcast values; IEEE, so NaN entries never
   count and a NaN sampled entry has rank 0).
@@ -62,8 +65,8 @@ import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32
 from samplecheck.kernels.row_splits import max_of_chunk_maxima
-from samplecheck.kernels.runtime import check_launchable, is_interpreted
-from samplecheck.kernels.guard import ValueGuard, range_check
+from samplecheck.kernels.runtime import cdiv, check_launchable, is_interpreted
+from samplecheck.kernels.guard import RangeCheck, ValueGuard, record_failed, rows_in_range
 from samplecheck.kernels.validation import check_logits, check_row_param
 
 BLOCK = 1024  # lanes per step of the max and sum passes
@@ -72,6 +75,8 @@ BLOCK = 1024  # lanes per step of the max and sum passes
 CHUNK = 4096
 SPLIT_BLOCK = 64  # lanes folding the per-chunk results of a row
 GATHER_BLOCK = 1024  # default columns per step of the gather (the `gather_block` keyword)
+GATHER_BLOCKS = frozenset(2**i for i in range(4, 11))  # the `gather_block` values allowed
+CHECK_BLOCK = 1024  # sampled ids per step of the in-kernel value check
 
 
 class Logprobs(NamedTuple):
@@ -103,9 +108,9 @@ def check_logprobs_args(logits: torch.Tensor, sampled: torch.Tensor, num_logprob
         bad = (sampled < 0) | (sampled >= vocab)
         if sampled.numel() and bool(bad.any()):
             raise ValueError(f"sampled must hold token ids in [0, {vocab}); got {int(sampled[bad][0])}")
-    guard.check("sampled", describe, range_check(sampled, 0, vocab - 1))
+    guard.check("sampled", describe, RangeCheck(sampled, 0, vocab - 1))
     check_num_logprobs(num_logprobs, vocab)
-    if not isinstance(gather_block, int) or gather_block not in [2**i for i in range(4, 11)]:
+    if not isinstance(gather_block, int) or gather_block not in GATHER_BLOCKS:
         raise ValueError(f"gather_block must be a power of two in [16, 1024]; got {gather_block!r}")
     return guard
 
@@ -155,10 +160,16 @@ def _chunk_sum_kernel(logits_ptr, row_stride, V, ids_ptr, n_cols, maxima_ptr, su
     tl.store(counts_ptr + row * splits + split, tl.sum(lane_rank, axis=0))
 
 
-@triton.jit(do_not_specialize=["row_stride", "V", "n_cols", "splits"])
+@triton.jit(do_not_specialize=["row_stride", "V", "n_cols", "splits", "B"])
 def _gather_kernel(logits_ptr, row_stride, V, ids_ptr, out_ptr, ranks_ptr, n_cols, maxima_ptr, sums_ptr,
-                   counts_ptr, splits, SPLIT_BLOCK: tl.constexpr, GATHER_BLOCK: tl.constexpr):
+                   counts_ptr, splits, sampled_ptr, B, guard_ptr, CHECK: tl.constexpr, SPLIT_BLOCK: tl.constexpr,
+                   GATHER_BLOCK: tl.constexpr, CHECK_BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
+    if CHECK:
+        # The call's value check (sampled in [0, V)), by program (0, 0) alone (module docstring).
+        if (row == 0) & (tl.program_id(1) == 0):
+            valid = rows_in_range(sampled_ptr, B, 0, V - 1, False, False, CHECK_BLOCK)
+            record_failed(guard_ptr, tl.where(valid, 0, 1))
     row_ptr = logits_ptr + row * row_stride
     offs = tl.arange(0, SPLIT_BLOCK)
     lane_sum = tl.zeros([SPLIT_BLOCK], tl.float32)
@@ -181,7 +192,7 @@ def _gather_kernel(logits_ptr, row_stride, V, ids_ptr, out_ptr, ranks_ptr, n_col
 
 def scratch_bytes(batch: int, vocab: int) -> int:
     """The per-chunk scratch of a call (module docstring): 12 bytes per row and chunk."""
-    return 12 * batch * triton.cdiv(vocab, CHUNK)
+    return 12 * batch * cdiv(vocab, CHUNK)
 
 
 def _token_ids(logits: torch.Tensor, sampled: torch.Tensor, num_logprobs: int) -> torch.Tensor:
@@ -201,18 +212,20 @@ def compute_logprobs(logits: torch.Tensor, *, sampled: torch.Tensor, num_logprob
                      gather_block: int = GATHER_BLOCK) -> Logprobs | None:
     """Logprobs of the sampled token and of the requested columns (module docstring); the
     logits are not modified. `gather_block` only sets the gather's step width."""
-    check_logprobs_args(logits, sampled, num_logprobs, gather_block).settle()
+    guard = check_logprobs_args(logits, sampled, num_logprobs, gather_block)
+    batch, vocab = logits.shape
+    launched = batch > 0 and num_logprobs is not None
+    flag = guard.settle(kernel_checks=len(guard.checks) if launched else 0)
     if num_logprobs is None:
         return None
     token_ids = _token_ids(logits, sampled, num_logprobs)
-    batch, vocab = logits.shape
     n_cols = token_ids.size(1)
     values = torch.empty((batch, n_cols), dtype=torch.float32, device=logits.device)
     ranks = torch.empty((batch,), dtype=torch.int64, device=logits.device)
     if batch == 0:
         return Logprobs(token_ids, values, ranks)
     check_launchable(_gather_kernel, logits)
-    splits = triton.cdiv(vocab, CHUNK)
+    splits = cdiv(vocab, CHUNK)
     partials = torch.empty((2, batch, splits), dtype=torch.float32, device=logits.device)  # maxima, sums
     counts = torch.empty((batch, splits), dtype=torch.int32, device=logits.device)
     maxima, sums = partials
@@ -224,7 +237,7 @@ def compute_logprobs(logits: torch.Tensor, *, sampled: torch.Tensor, num_logprob
         _chunk_max_kernel[(batch, splits)](logits, stride, vocab, maxima, splits, CHUNK=CHUNK, BLOCK=BLOCK)
         _chunk_sum_kernel[(batch, splits)](logits, stride, vocab, token_ids, n_cols, maxima, sums, counts, splits,
                                            CHUNK=CHUNK, BLOCK=BLOCK, SPLIT_BLOCK=SPLIT_BLOCK)
-        _gather_kernel[(batch, triton.cdiv(n_cols, gather_block))](
-            logits, stride, vocab, token_ids, values, ranks, n_cols, maxima, sums, counts, splits,
-            SPLIT_BLOCK=SPLIT_BLOCK, GATHER_BLOCK=gather_block)
+        _gather_kernel[(batch, cdiv(n_cols, gather_block))](
+            logits, stride, vocab, token_ids, values, ranks, n_cols, maxima, sums, counts, splits, sampled, batch, flag,
+            CHECK=guard.on_device, SPLIT_BLOCK=SPLIT_BLOCK, GATHER_BLOCK=gather_block, CHECK_BLOCK=CHECK_BLOCK)
     return Logprobs(token_ids, values, ranks)

@@ -27,15 +27,20 @@ chunk maxima (a max, so exact whatever the order) and mask their own chunk. The 
 pass stores -inf only where an entry is dropped, and walks the chunks in the reverse order
 of the first launch, so the chunks read last (still in L2) are masked first. Row-stride
 gaps are never read or written. No host synchronisation: the call is CUDA-graph capturable.
+Value check (deferred or captured mode, `samplecheck.kernels.validation`): every program of
+`_min_p_kernel` checks the whole min_p vector itself (B floats, from cache), so no separate
+check launch is needed, and a bad value anywhere makes every program write nothing (the
+chunk maxima are scratch); program (0, 0) records it in the call's guard flag.
 """
 
 import torch
 import triton
 import triton.language as tl
 
+from samplecheck.kernels.guard import record_failed, rows_in_range
 from samplecheck.kernels.rounding import to_fp32
 from samplecheck.kernels.row_splits import max_of_chunk_maxima
-from samplecheck.kernels.runtime import check_launchable
+from samplecheck.kernels.runtime import cdiv, check_launchable
 from samplecheck.kernels.validation import check_min_p
 
 # Entries per loop step. The interpreter pays per operation, so the CPU block is wide;
@@ -47,6 +52,7 @@ BLOCK = {"cuda": 2048, "cpu": 4096}
 TARGET_PROGRAMS = {"cuda": 64, "cpu": 4}
 # Chunk maxima folded per step of the masking pass.
 SPLIT_BLOCK = 64
+CHECK_BLOCK = 1024  # min_p values per step of the in-kernel value check
 
 
 @triton.jit
@@ -71,9 +77,10 @@ def _chunk_max_kernel(logits_ptr, row_stride, min_p_ptr, V, maxima_ptr, chunk, s
         tl.store(maxima_ptr + row * splits + split, chunk_max)
 
 
-@triton.jit(do_not_specialize=["splits"])
-def _min_p_kernel(logits_ptr, row_stride, min_p_ptr, V, maxima_ptr, chunk, splits, guard_ptr,
-                  GUARDED: tl.constexpr, SPLIT: tl.constexpr, BLOCK: tl.constexpr, SPLIT_BLOCK: tl.constexpr):
+@triton.jit(do_not_specialize=["B", "splits"])
+def _min_p_kernel(logits_ptr, row_stride, min_p_ptr, B, V, maxima_ptr, chunk, splits, guard_ptr,
+                  GUARDED: tl.constexpr, CHECK: tl.constexpr, SPLIT: tl.constexpr, BLOCK: tl.constexpr,
+                  SPLIT_BLOCK: tl.constexpr, CHECK_BLOCK: tl.constexpr):
     # Reverse order of _chunk_max_kernel's programs (module docstring).
     row = (tl.num_programs(0) - 1 - tl.program_id(0)).to(tl.int64)
     split = tl.num_programs(1) - 1 - tl.program_id(1)
@@ -81,6 +88,10 @@ def _min_p_kernel(logits_ptr, row_stride, min_p_ptr, V, maxima_ptr, chunk, split
     clear = True
     if GUARDED:
         clear = tl.load(guard_ptr) == 0
+    if CHECK:
+        valid = rows_in_range(min_p_ptr, B, 0.0, 1.0, False, False, CHECK_BLOCK)
+        record_failed(guard_ptr, tl.where(valid, 0, 1))
+        clear = clear & valid
     if (min_p > 0.0) & clear:
         row_ptr = logits_ptr + row * row_stride
         lo = split * chunk
@@ -104,26 +115,31 @@ def _min_p_kernel(logits_ptr, row_stride, min_p_ptr, V, maxima_ptr, chunk, split
 def plan(batch: int, vocab: int, device_type: str) -> tuple[int, int]:
     """(splits, chunk): `chunk` columns per program, a multiple of BLOCK, `splits` per row."""
     block = BLOCK[device_type]
-    want = max(1, min(triton.cdiv(TARGET_PROGRAMS[device_type], batch), triton.cdiv(vocab, block)))
-    chunk = triton.cdiv(triton.cdiv(vocab, want), block) * block
-    return triton.cdiv(vocab, chunk), chunk
+    want = max(1, min(cdiv(TARGET_PROGRAMS[device_type], batch), cdiv(vocab, block)))
+    chunk = cdiv(cdiv(vocab, want), block) * block
+    return cdiv(vocab, chunk), chunk
 
 
 def apply_min_p(logits: torch.Tensor, min_p: torch.Tensor | None = None) -> torch.Tensor:
     """Mask `logits` in place (module docstring) and return it."""
-    flag = check_min_p(logits, min_p).settle()
+    guard = check_min_p(logits, min_p)
     batch, vocab = logits.shape
-    if batch == 0 or vocab == 0 or min_p is None:
+    launched = batch > 0 and vocab > 0 and min_p is not None
+    # The kernel makes the value check itself when it runs; otherwise it is launched.
+    flag = guard.settle(kernel_checks=len(guard.checks) if launched else 0)
+    if not launched:
         return logits
     check_launchable(_min_p_kernel, logits)
-    block = BLOCK[logits.device.type]
-    splits, chunk = plan(batch, vocab, logits.device.type)
+    kind = logits.device.type
+    block = BLOCK[kind]
+    splits, chunk = plan(batch, vocab, kind)
     maxima = None
     if splits > 1:
         maxima = torch.empty((batch, splits), dtype=torch.float32, device=logits.device)
         _chunk_max_kernel[(batch, splits)](logits, logits.stride(0), min_p, vocab, maxima, chunk, splits, BLOCK=block)
-    _min_p_kernel[(batch, splits)](logits, logits.stride(0), min_p, vocab, maxima, chunk, splits, flag,
-                                   GUARDED=flag is not None, SPLIT=splits > 1, BLOCK=block, SPLIT_BLOCK=SPLIT_BLOCK)
+    _min_p_kernel[(batch, splits)](logits, logits.stride(0), min_p, batch, vocab, maxima, chunk, splits, flag,
+                                   GUARDED=flag is not None, CHECK=guard.on_device, SPLIT=splits > 1, BLOCK=block,
+                                   SPLIT_BLOCK=SPLIT_BLOCK, CHECK_BLOCK=CHECK_BLOCK)
     return logits
 
 

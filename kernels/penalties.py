@@ -42,6 +42,12 @@ exactly once, so programs never race. Two paths, the same arithmetic per id:
   logit of each remaining id. Scratch: a few [B, P + O] int tensors, at most
   SCRATCH_BYTES_PER_ID bytes per list entry (sort values and indices, searchsorted results,
   the device sort's workspace).
+
+Value checks (deferred or captured mode, `samplecheck.kernels.validation`): when the batch's
+lists hold at most INLINE_CHECK_IDS ids, every program checks both lists and the three
+penalties of the whole batch itself (`penalties_failures`, flat), writes nothing where a
+check fails, and program (0, 0) records the failed checks in the call's guard flag: one
+launch. Larger calls launch `_penalties_guard_kernel` (one program per row) first.
 """
 
 import contextlib
@@ -52,8 +58,9 @@ import triton
 import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32, to_output_dtype
-from samplecheck.kernels.runtime import check_launchable, is_interpreted
-from samplecheck.kernels.guard import FLOAT32_MAX, FLOAT32_MAX_JIT, ValueGuard, list_has_bad_id
+from samplecheck.kernels.runtime import cdiv, check_launchable, is_interpreted
+from samplecheck.kernels.guard import (FLOAT32_MAX, FLOAT32_MAX_JIT, INLINE_CHECK_IDS, ValueGuard, list_has_bad_id,
+                                      record_failed, rows_in_range)
 from samplecheck.kernels.validation import (check_id_layout, check_logits, check_row_param, history, range_describer,
                                             token_ids_describer)
 
@@ -100,22 +107,26 @@ def check_penalties(logits, prompt_token_ids, output_token_ids, repetition_penal
     return guard
 
 
+@triton.jit
+def penalties_failures(prompt_ptr, prompt_len, output_ptr, output_len, repetition_ptr, frequency_ptr, presence_ptr,
+                       rows, V, BLOCK: tl.constexpr):
+    """The failed checks of `rows` consecutive rows (pointers at the first; prompt_len and
+    output_len: their lists' entries), as bits in check_penalties' order: list ids in [0, V),
+    -1 or V; r finite and > 0; f and q in [-2, 2]."""
+    failed = tl.where(list_has_bad_id(prompt_ptr, prompt_len, V, V, BLOCK), 1, 0)
+    failed |= tl.where(list_has_bad_id(output_ptr, output_len, V, V, BLOCK), 2, 0)
+    failed |= tl.where(rows_in_range(repetition_ptr, rows, 0.0, FLOAT32_MAX_JIT, True, False, BLOCK), 0, 4)
+    failed |= tl.where(rows_in_range(frequency_ptr, rows, -2.0, 2.0, False, False, BLOCK), 0, 8)
+    return failed | tl.where(rows_in_range(presence_ptr, rows, -2.0, 2.0, False, False, BLOCK), 0, 16)
+
+
 @triton.jit(do_not_specialize=["V", "P", "O"])
 def _penalties_guard_kernel(flag_ptr, first, V, prompt_ptr, P, output_ptr, O, repetition_ptr, frequency_ptr,
                             presence_ptr, BLOCK: tl.constexpr):
-    """One program per row: its two id lists (ids in [0, V), -1 or V) and its three
-    penalties; the failed checks' bits (from 1 << first, in check_penalties' order) OR-ed
-    into the flag."""
+    """One program per row: its failed checks OR-ed into the flag from bit `first`."""
     row = tl.program_id(0).to(tl.int64)
-    r = tl.load(repetition_ptr + row)
-    f = tl.load(frequency_ptr + row)
-    q = tl.load(presence_ptr + row)
-    failed = tl.zeros([], dtype=tl.int32)
-    failed |= tl.where(list_has_bad_id(prompt_ptr + row * P, P, V, V, BLOCK), 1, 0)
-    failed |= tl.where(list_has_bad_id(output_ptr + row * O, O, V, V, BLOCK), 2, 0)
-    failed |= tl.where((r > 0.0) & (r <= FLOAT32_MAX_JIT), 0, 4)
-    failed |= tl.where(tl.abs(f) <= 2.0, 0, 8)
-    failed |= tl.where(tl.abs(q) <= 2.0, 0, 16)
+    failed = penalties_failures(prompt_ptr + row * P, P, output_ptr + row * O, O, repetition_ptr + row,
+                                frequency_ptr + row, presence_ptr + row, 1, V, BLOCK)
     if failed != 0:
         tl.atomic_or(flag_ptr, failed << first)
 
@@ -172,23 +183,33 @@ def _penalized(x, r, f, q, count, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def _row_active(repetition_ptr, frequency_ptr, presence_ptr, row, guard_ptr, GUARDED: tl.constexpr):
-    """(r, f, q, whether the row is written: a penalty is on and the guard flag is clear)."""
+def _row_active(repetition_ptr, frequency_ptr, presence_ptr, row, guard_ptr, B, V, prompt_ptr, P, output_ptr, O,
+                GUARDED: tl.constexpr, CHECK: tl.constexpr, CHECK_BLOCK: tl.constexpr):
+    """(r, f, q, whether the row is written: a penalty is on, the guard flag is clear and,
+    CHECK, every check of the batch's values passes; module docstring)."""
     r = tl.load(repetition_ptr + row)
     f = tl.load(frequency_ptr + row)
     q = tl.load(presence_ptr + row)
     clear = True
     if GUARDED:
         clear = tl.load(guard_ptr) == 0
+    if CHECK:
+        failed = penalties_failures(prompt_ptr, B * P, output_ptr, B * O, repetition_ptr, frequency_ptr, presence_ptr,
+                                    B, V, CHECK_BLOCK)
+        record_failed(guard_ptr, failed)
+        clear = clear & (failed == 0)
     return r, f, q, ((r != 1.0) | (f != 0.0) | (q != 0.0)) & clear
 
 
-@triton.jit(do_not_specialize=["row_stride", "V", "L"])
-def _penalties_kernel(logits_ptr, row_stride, tokens_ptr, counts_ptr, L, repetition_ptr, frequency_ptr,
-                      presence_ptr, V, guard_ptr, GUARDED: tl.constexpr, BLOCK: tl.constexpr):
-    """Sorted path: (tokens, counts) from `first_occurrences`, each id once per row."""
+@triton.jit(do_not_specialize=["row_stride", "V", "L", "B", "P", "O"])
+def _penalties_kernel(logits_ptr, row_stride, tokens_ptr, counts_ptr, L, prompt_ptr, P, output_ptr, O,
+                      repetition_ptr, frequency_ptr, presence_ptr, V, guard_ptr, B, GUARDED: tl.constexpr,
+                      CHECK: tl.constexpr, CHECK_BLOCK: tl.constexpr, BLOCK: tl.constexpr):
+    """Sorted path: (tokens, counts) from `first_occurrences`, each id once per row; the
+    lists themselves only for the value checks."""
     row = tl.program_id(0).to(tl.int64)
-    r, f, q, active = _row_active(repetition_ptr, frequency_ptr, presence_ptr, row, guard_ptr, GUARDED)
+    r, f, q, active = _row_active(repetition_ptr, frequency_ptr, presence_ptr, row, guard_ptr, B, V, prompt_ptr, P,
+                                  output_ptr, O, GUARDED, CHECK, CHECK_BLOCK)
     if active:
         cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
         token = tl.load(tokens_ptr + row * L + cols, mask=cols < L, other=V)
@@ -211,15 +232,16 @@ def _entry(prompt_ptr, P, output_ptr, O, row, i, past_len, V):
     return tl.where((ids >= 0) & (ids < V), ids, -1)
 
 
-@triton.jit(do_not_specialize=["row_stride", "V", "P", "O"])
+@triton.jit(do_not_specialize=["row_stride", "V", "P", "O", "B"])
 def _penalties_pairs_kernel(logits_ptr, row_stride, prompt_ptr, P, output_ptr, O, repetition_ptr, frequency_ptr,
-                            presence_ptr, V, guard_ptr, GUARDED: tl.constexpr, BLOCK_J: tl.constexpr,
-                            BLOCK_I: tl.constexpr):
+                            presence_ptr, V, guard_ptr, B, GUARDED: tl.constexpr, CHECK: tl.constexpr,
+                            CHECK_BLOCK: tl.constexpr, BLOCK_J: tl.constexpr, BLOCK_I: tl.constexpr):
     """Short-list path, no host preprocessing: program (row, block) takes BLOCK_J entries j of
     the row's prompt ++ output list and compares them with every entry i: j is written iff
     no earlier entry holds its id, with count = the output entries holding it."""
     row = tl.program_id(0).to(tl.int64)
-    r, f, q, active = _row_active(repetition_ptr, frequency_ptr, presence_ptr, row, guard_ptr, GUARDED)
+    r, f, q, active = _row_active(repetition_ptr, frequency_ptr, presence_ptr, row, guard_ptr, B, V, prompt_ptr, P,
+                                  output_ptr, O, GUARDED, CHECK, CHECK_BLOCK)
     if active:
         past_len = tl.zeros([], dtype=tl.int32) + O
         for start in range(0, O, BLOCK_I):
@@ -250,16 +272,23 @@ def apply_penalties(logits: torch.Tensor, *, prompt_token_ids: torch.Tensor, out
     picks the path by list length and tunes the launch only: both paths give the same bits."""
     if pairs_max_length is not None and (not isinstance(pairs_max_length, int) or pairs_max_length < 0):
         raise ValueError(f"pairs_max_length must be None or an int >= 0; got {pairs_max_length!r}")
-    flag = check_penalties(logits, prompt_token_ids, output_token_ids, repetition_penalty, frequency_penalty,
-                           presence_penalty).settle()
+    guard = check_penalties(logits, prompt_token_ids, output_token_ids, repetition_penalty, frequency_penalty,
+                            presence_penalty)
     batch, vocab = logits.shape
     prompt_len, output_len = prompt_token_ids.size(1), output_token_ids.size(1)
     length = prompt_len + output_len
-    if batch == 0 or vocab == 0 or length == 0:
+    kind = logits.device.type
+    launched = batch > 0 and vocab > 0 and length > 0
+    inline = launched and batch * length <= INLINE_CHECK_IDS[kind]
+    flag = guard.settle(kernel_checks=len(guard.checks) if inline else 0)
+    if not launched:
         return logits
     check_launchable(_penalties_kernel, logits)
-    kind = logits.device.type
-    params = (repetition_penalty, frequency_penalty, presence_penalty, vocab, flag)
+    # An empty list passes the logits as a placeholder (never read).
+    lists = (prompt_token_ids.contiguous() if prompt_len else logits, prompt_len,
+             output_token_ids.contiguous() if output_len else logits, output_len)
+    params = (repetition_penalty, frequency_penalty, presence_penalty, vocab, flag, batch)
+    checks = dict(GUARDED=flag is not None, CHECK=guard.on_device, CHECK_BLOCK=GUARD_BLOCK[kind])
     if pairs_max_length is None:
         pairs = length <= PAIRS_MAX_LENGTH[kind] and batch * length**2 <= PAIRS_MAX_WORK[kind]
     else:
@@ -268,15 +297,13 @@ def apply_penalties(logits: torch.Tensor, *, prompt_token_ids: torch.Tensor, out
     # +-inf (or the fp16 store does): that is the specified result, not an error.
     quiet = np.errstate(over="ignore") if is_interpreted(_penalties_kernel) else contextlib.nullcontext()
     with quiet:
-        if pairs:  # an empty list passes the logits as a placeholder (never read)
+        if pairs:
             block_j, block_i = PAIR_BLOCKS[kind]
-            _penalties_pairs_kernel[(batch, triton.cdiv(length, block_j))](
-                logits, logits.stride(0), prompt_token_ids.contiguous() if prompt_len else logits, prompt_len,
-                output_token_ids.contiguous() if output_len else logits, output_len,
-                *params, GUARDED=flag is not None, BLOCK_J=block_j, BLOCK_I=block_i)
+            _penalties_pairs_kernel[(batch, cdiv(length, block_j))](
+                logits, logits.stride(0), *lists, *params, **checks, BLOCK_J=block_j, BLOCK_I=block_i)
         else:
             tokens, counts = first_occurrences(prompt_token_ids, output_token_ids, vocab)
             block = BLOCK[kind]
-            _penalties_kernel[(batch, triton.cdiv(length, block))](
-                logits, logits.stride(0), tokens, counts, length, *params, GUARDED=flag is not None, BLOCK=block)
+            _penalties_kernel[(batch, cdiv(length, block))](
+                logits, logits.stride(0), tokens, counts, length, *lists, *params, **checks, BLOCK=block)
     return logits

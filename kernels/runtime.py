@@ -1,5 +1,5 @@
 """Device selection for kernels: CUDA when present, else the Triton CPU interpreter; and
-the launch-menu pick the kernels share.
+the host arithmetic of launch plans the kernels share.
 
 `TRITON_INTERPRET` is read when `@triton.jit` decorates a kernel, so `use_device`
 must run before any kernel module is imported.
@@ -54,6 +54,12 @@ def check_launchable(kernel, tensor: torch.Tensor) -> None:
             "logits are on the CPU but Triton is not in interpreter mode: call "
             "samplecheck.kernels.runtime.use_device('cpu') (or export TRITON_INTERPRET=1) before importing kernels"
         )
+
+
+def cdiv(x: int, y: int) -> int:
+    """ceil(x / y) of host ints, for launch plans: `triton.cdiv` is a constexpr function whose
+    wrapper costs ~1.5 us a call on the host."""
+    return (x + y - 1) // y
 
 
 def first_fitting(menu: tuple[int, ...], size: int) -> int:

@@ -32,8 +32,8 @@ import triton
 import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32, to_output_dtype
-from samplecheck.kernels.runtime import check_launchable, is_interpreted
-from samplecheck.kernels.guard import FLOAT32_MAX, FLOAT32_MAX_JIT, ValueGuard, rows_in_range
+from samplecheck.kernels.runtime import cdiv, check_launchable, is_interpreted
+from samplecheck.kernels.guard import FLOAT32_MAX, FLOAT32_MAX_JIT, ValueGuard, record_failed, rows_in_range
 from samplecheck.kernels.validation import check_logits, check_row_param, guard_range
 
 # Entries per loop step, and the programs a launch aims for (chunks per row =
@@ -71,8 +71,7 @@ def _temperature_kernel(logits_ptr, row_stride, temperature_ptr, B, V, chunk, gu
         clear = tl.load(guard_ptr) == 0
     if CHECK:
         valid = rows_in_range(temperature_ptr, B, 0.0, FLOAT32_MAX_JIT, False, False, CHECK_BLOCK)
-        if (~valid) & (tl.program_id(0) == 0) & (tl.program_id(1) == 0):
-            tl.atomic_or(guard_ptr, 1)
+        record_failed(guard_ptr, tl.where(valid, 0, 1))
         clear = clear & valid
     if (t != 0.0) & (t != 1.0) & clear:
         row_ptr = logits_ptr + row * row_stride
@@ -93,18 +92,20 @@ def _temperature_kernel(logits_ptr, row_stride, temperature_ptr, B, V, chunk, gu
 def apply_temperature(logits: torch.Tensor, temperature: torch.Tensor | None = None) -> torch.Tensor:
     """Divide each row of `logits` by its temperature in place (module docstring) and return it."""
     guard = check_temperature(logits, temperature)
-    flag = guard.settle(kernel_checks=1)
     batch, vocab = logits.shape
-    if batch == 0 or vocab == 0 or temperature is None:
+    launched = batch > 0 and vocab > 0 and temperature is not None
+    # The kernel makes the value check itself when it runs; otherwise it is launched.
+    flag = guard.settle(kernel_checks=len(guard.checks) if launched else 0)
+    if not launched:
         return logits
     check_launchable(_temperature_kernel, logits)
-    blocks = triton.cdiv(vocab, BLOCK)
-    chunk = triton.cdiv(blocks, min(blocks, triton.cdiv(TARGET_PROGRAMS[logits.device.type], batch))) * BLOCK
+    blocks = cdiv(vocab, BLOCK)
+    chunk = cdiv(blocks, min(blocks, cdiv(TARGET_PROGRAMS[logits.device.type], batch))) * BLOCK
     # The interpreter computes with numpy, which warns when l / T overflows to inf (or the
     # fp16 store does): that is the specified result, not an error.
     quiet = np.errstate(over="ignore") if is_interpreted(_temperature_kernel) else contextlib.nullcontext()
     with quiet:
-        _temperature_kernel[(batch, triton.cdiv(vocab, chunk))](
+        _temperature_kernel[(batch, cdiv(vocab, chunk))](
             logits, logits.stride(0), temperature, batch, vocab, chunk, flag, GUARDED=flag is not None,
             CHECK=guard.on_device, BLOCK=BLOCK, CHECK_BLOCK=CHECK_BLOCK)
     return logits

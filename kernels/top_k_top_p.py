@@ -12,8 +12,11 @@ Contract (the oracle `samplecheck.oracles.top_k_top_p` states the semantics in f
   (set to -inf); +inf entries rank above every finite one, and when the survivors hold
   +inf, top-p keeps exactly the +inf entries (they hold all the mass). Rows with both off
   are untouched, NaN included.
-- Values (`samplecheck.kernels.validation.values_checked`): unchecked, k < -1 acts as off
-  and p outside (0, 1] gives an unspecified mask of the row (never out of bounds).
+- Values (`samplecheck.kernels.validation.values_checked`): deferred or captured, the
+  kernel checks k >= -1 and p in (0, 1] itself (every program reads all B values, so a
+  bad value anywhere makes every row write nothing; program 0 sets the guard flag's bits):
+  one launch per call. Unchecked, k < -1 acts as off and p outside (0, 1] gives an
+  unspecified mask of the row (never out of bounds).
 - Scratch: each call allocates a [B, CAP] fp32 buffer (CAP from LAUNCH_CONFIG: 4 KiB a
   row on a GPU) for the candidates described below; nothing is cached between calls.
 
@@ -49,7 +52,8 @@ Integer sums are exact in any order, so the cut depends neither on the summation
 layouts Triton picks; the truncation costs < V * 2**-40 of the mass (< 3e-7 for
 V <= 2**18), far inside the oracle's 1e-5 top-p band. Counts and key compares are exact.
 row_stride and V are specialized on divisibility by 16 so that aligned rows move as
-16-byte vectors; V == 1 is specialized to a constant.
+16-byte vectors; V == 1 is specialized to a constant; B (read only by the value checks) is
+not specialized.
 """
 
 import torch
@@ -58,7 +62,7 @@ import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32
 from samplecheck.kernels.runtime import check_launchable
-from samplecheck.kernels.guard import ValueGuard
+from samplecheck.kernels.guard import INT64_MAX_JIT, record_failed, rows_in_range
 from samplecheck.kernels.validation import check_top_k_top_p
 
 # Launch parameters by device. BLOCK: columns per step of the streaming passes (max,
@@ -69,9 +73,10 @@ from samplecheck.kernels.validation import check_top_k_top_p
 # SM); the CPU interpreter pays per operation, so it takes wide tiles, and a small CAP so
 # that its small rows exercise both the candidate and the full-row search. The result
 # depends on none of these.
+CHECK_BLOCK = tl.constexpr(1024)  # parameters per step of the in-kernel value checks
 LAUNCH_CONFIG = {
     "cuda": dict(BLOCK=2048, NUM_STAGES=3, LANES=512, BOUND_STEPS=3, TILE=256, NUM_PIVOTS=16, CAP=1024,
-                 RANK_ROWS=64, RANK_COLS=32, num_warps=8),
+                 RANK_ROWS=16, RANK_COLS=256, num_warps=8),
     "cpu": dict(BLOCK=4096, NUM_STAGES=1, LANES=1024, BOUND_STEPS=2, TILE=4096, NUM_PIVOTS=256, CAP=256,
                 RANK_ROWS=128, RANK_COLS=128),
 }
@@ -132,15 +137,21 @@ def _narrow(row_ptr, V, lo, hi, pop, max_pop, row_max, k, mass_limit, BY_MASS: t
     mass_hi = tl.zeros([], dtype=tl.int64)
     while (lo < hi) & (pop > max_pop):
         pivots = _pivots(lo, hi, NUM_PIVOTS)
-        count = tl.zeros([NUM_PIVOTS], dtype=tl.int32)
-        mass = tl.zeros([NUM_PIVOTS], dtype=tl.int64)
+        # Per-lane tallies, reduced across the tile once after the pass (a reduction per
+        # step would synchronise the program's warps at every step). Pivots run along the
+        # first axis, so each thread compares its own entries with every pivot and no
+        # entry moves between threads.
+        lane_count = tl.zeros([NUM_PIVOTS, TILE], dtype=tl.int32)
+        lane_mass = tl.zeros([NUM_PIVOTS, TILE], dtype=tl.int64)
         for start in tl.range(0, V, TILE, num_stages=NUM_STAGES):
             idx = start + offs
             x = _load_row(row_ptr + idx, idx < V)
-            above = _order_key(x)[:, None] > pivots[None, :]
-            count += tl.sum(above.to(tl.int32), axis=0)
+            above = _order_key(x)[None, :] > pivots[:, None]
+            lane_count += above.to(tl.int32)
             if BY_MASS:
-                mass += tl.sum(tl.where(above, _weight(x, row_max)[:, None], 0), axis=0)
+                lane_mass += tl.where(above, _weight(x, row_max)[None, :], 0)
+        count = tl.sum(lane_count, axis=1)
+        mass = tl.sum(lane_mass, axis=1)
         if BY_MASS:
             holds = mass.to(tl.float32) < mass_limit
         else:
@@ -167,7 +178,7 @@ def _collect(row_ptr, V, lo, hi, scratch_ptr, row_max, mass_floor, WITH_MASS: tl
     # one within each group give every entry its position.
     groups = tl.arange(0, BLOCK // 8)[:, None] * 8 + tl.arange(0, 8)[None, :]
     n = tl.zeros([], dtype=tl.int32)
-    mass = tl.zeros([], dtype=tl.int64)
+    lane_mass = tl.zeros([BLOCK // 8, 8], dtype=tl.int64)  # reduced once, after the pass
     tl.debug_barrier()  # earlier reads of the scratch are done before it is overwritten
     for start in tl.range(0, V, BLOCK, num_stages=NUM_STAGES):
         idx = start + groups
@@ -181,10 +192,9 @@ def _collect(row_ptr, V, lo, hi, scratch_ptr, row_max, mass_floor, WITH_MASS: tl
         tl.store(scratch_ptr + pos, x, mask=(take == 1) & (pos < CAP))
         n += tl.sum(group_count, axis=0)
         if WITH_MASS:
-            weight = tl.where(in_row & (key >= mass_floor), _weight(x, row_max), 0)
-            mass += tl.sum(tl.sum(weight, axis=1), axis=0)
+            lane_mass += tl.where(in_row & (key >= mass_floor), _weight(x, row_max), 0)
     tl.debug_barrier()  # the scratch is written before any thread reads it
-    return n, mass
+    return n, tl.sum(tl.sum(lane_mass, axis=1), axis=0)
 
 
 @triton.jit
@@ -244,12 +254,13 @@ def _find_cut(row_ptr, V, scratch_ptr, lo, hi, n, row_max, k, mass_limit,
     return cut, n, collected & (count_hi == 0)
 
 
-@triton.jit
-def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, V, guard_ptr,
-                        GUARDED: tl.constexpr, HAS_K: tl.constexpr, HAS_P: tl.constexpr, BLOCK: tl.constexpr,
-                        NUM_STAGES: tl.constexpr, LANES: tl.constexpr, BOUND_STEPS: tl.constexpr,
-                        TILE: tl.constexpr, NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr,
-                        RANK_ROWS: tl.constexpr, RANK_COLS: tl.constexpr):
+@triton.jit(do_not_specialize=["B"])
+def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, B, V, guard_ptr,
+                        GUARDED: tl.constexpr, CHECK: tl.constexpr, HAS_K: tl.constexpr, HAS_P: tl.constexpr,
+                        BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr, LANES: tl.constexpr,
+                        BOUND_STEPS: tl.constexpr, TILE: tl.constexpr,
+                        NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, RANK_ROWS: tl.constexpr,
+                        RANK_COLS: tl.constexpr):
     """One program per row; the module docstring states the algorithm."""
     row = tl.program_id(0).to(tl.int64)
     row_ptr = logits_ptr + row * row_stride
@@ -265,6 +276,18 @@ def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, V, gu
     clear = True
     if GUARDED:
         clear = tl.load(guard_ptr) == 0
+    if CHECK:
+        # The call's value checks (bit 1: k, then p), made by every program over all B rows
+        # (from cache), so a bad value anywhere makes every row write nothing.
+        failed = tl.zeros([], dtype=tl.int32)
+        p_bit = 1
+        if HAS_K:
+            failed |= tl.where(rows_in_range(k_ptr, B, -1, INT64_MAX_JIT, False, False, CHECK_BLOCK), 0, 1)
+            p_bit = 2
+        if HAS_P:
+            failed |= tl.where(rows_in_range(p_ptr, B, 0.0, 1.0, True, False, CHECK_BLOCK), 0, p_bit)
+        record_failed(guard_ptr, failed)
+        clear = clear & (failed == 0)
     if ((k < V) | (p < 1.0)) & clear:
         # Pass 1: the row max, the min key and the lane maxima.
         lane_max = tl.full([BLOCK], float("-inf"), tl.float32)
@@ -335,15 +358,18 @@ def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, V, gu
 def apply_top_k_top_p(logits: torch.Tensor, k: torch.Tensor | None = None,
                       p: torch.Tensor | None = None) -> torch.Tensor:
     """Mask `logits` in place (see the module docstring) and return it."""
-    flag = check_top_k_top_p(logits, k, p).settle()
+    guard = check_top_k_top_p(logits, k, p)
     batch, vocab = logits.shape
-    if batch == 0 or vocab == 0 or (k is None and p is None):
+    launched = batch > 0 and vocab > 0 and (k is not None or p is not None)
+    # The kernel makes the value checks itself when it runs; otherwise they are launched.
+    flag = guard.settle(kernel_checks=len(guard.checks) if launched else 0)
+    if not launched:
         return logits
     check_launchable(_top_k_top_p_kernel, logits)
     config = LAUNCH_CONFIG[logits.device.type]
     scratch = torch.empty((batch, config["CAP"]), dtype=torch.float32, device=logits.device)
     _top_k_top_p_kernel[(batch,)](
-        logits, logits.stride(0), k, p, scratch, vocab, flag, GUARDED=flag is not None,
-        HAS_K=k is not None, HAS_P=p is not None, **config,
+        logits, logits.stride(0), k, p, scratch, batch, vocab, flag, GUARDED=flag is not None,
+        CHECK=guard.on_device, HAS_K=k is not None, HAS_P=p is not None, **config,
     )
     return logits

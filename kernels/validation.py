@@ -27,7 +27,7 @@ Two kinds of checks:
 
 import torch
 
-from samplecheck.kernels.guard import FLOAT32_MAX, PAD_ID, ValueGuard, range_check  # noqa: F401
+from samplecheck.kernels.guard import FLOAT32_MAX, PAD_ID, RangeCheck, ValueGuard  # noqa: F401
 from samplecheck.kernels.value_modes import (MODE_ENV, MODES, raise_pending, unchecked_values,  # noqa: F401
                                              value_check_mode, value_checks, values_checked)
 
@@ -96,9 +96,9 @@ def range_describer(name: str, value: torch.Tensor, allowed: str, lo, hi, *, lo_
 def guard_range(guard: ValueGuard, name: str, value: torch.Tensor, allowed: str, lo, hi, *,
                 lo_open: bool = False, hi_open: bool = False) -> None:
     """Add the check lo <(=) value <(=) hi (NaN out of range) of parameter `name` to `guard`:
-    its eager form is `range_describer`, its device form `range_check`."""
+    its eager form is `range_describer`, its device form a `RangeCheck`."""
     guard.check(name, range_describer(name, value, allowed, lo, hi, lo_open=lo_open, hi_open=hi_open),
-                range_check(value, lo, hi, lo_open=lo_open, hi_open=hi_open))
+                RangeCheck(value, lo, hi, lo_open, hi_open))
 
 
 def check_seed(name: str, seed) -> None:

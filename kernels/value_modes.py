@@ -148,7 +148,9 @@ def take_flag(device: torch.device, guard) -> torch.Tensor:
     if capturing():
         return torch.zeros(1, dtype=torch.int32, device=device)
     with _POOLS_LOCK:
-        pools = _POOLS.setdefault(device, [_FlagPool(device), None])
+        pools = _POOLS.get(device)
+        if pools is None:
+            pools = _POOLS[device] = [_FlagPool(device), None]
         active, shipped = pools
         if active.used == POOL_SLOTS:
             active.ship()

@@ -7,7 +7,7 @@ MUTANTS = (
     Mutant(
         name="logprobs_single_gather_tile", kernel="logprobs",
         module="samplecheck.kernels.logprobs", entry="compute_logprobs",
-        find="_gather_kernel[(batch, triton.cdiv(n_cols, gather_block))]",
+        find="_gather_kernel[(batch, cdiv(n_cols, gather_block))]",
         replace="_gather_kernel[(batch, 1)]",
         description="the gather is one tile of GATHER_BLOCK (<= 1024) lanes: columns past it are never "
                     "written (num_logprobs = -1 or k >= GATHER_BLOCK return garbage there)",
@@ -65,8 +65,8 @@ MUTANTS = (
     Mutant(
         name="logprobs_chunks_by_batch", kernel="logprobs",
         module="samplecheck.kernels.logprobs", entry="compute_logprobs",
-        find="    splits = triton.cdiv(vocab, CHUNK)\n",
-        replace="    chunk = BLOCK if batch < 4 else CHUNK\n    splits = triton.cdiv(vocab, chunk)\n",
+        find="    splits = cdiv(vocab, CHUNK)\n",
+        replace="    chunk = BLOCK if batch < 4 else CHUNK\n    splits = cdiv(vocab, chunk)\n",
         then=(("maxima, splits, CHUNK=CHUNK,", "maxima, splits, CHUNK=chunk,"),
               ("CHUNK=CHUNK, BLOCK=BLOCK, SPLIT_BLOCK", "CHUNK=chunk, BLOCK=BLOCK, SPLIT_BLOCK")),
         description="rows split into finer chunks when the batch is small (to fill the GPU): the log-sum-exp "

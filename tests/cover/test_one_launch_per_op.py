@@ -1,0 +1,142 @@
+"""Value checks cost no launch of their own (issue 31: one launch per op; docs/validation.md).
+Deferred (a GPU's default mode), a call of each op launches its own kernels and nothing else:
+the same launches as a call with value checks off, so one for every single-kernel op. An op
+with id lists checks them in its own kernel up to INLINE_CHECK_IDS ids and launches its fused
+check first beyond: on both paths, an error input gives the eager error (a value error from
+`raise_pending()`, after a call that wrote nothing)."""
+
+import collections
+
+import pytest
+import torch
+from triton.runtime.jit import KernelInterface
+
+import samplecheck.infos  # noqa: F401  (registers the records whose error inputs are tried)
+from samplecheck.families.errors import built, call, floats, ids
+from samplecheck.judging.bad_calls import changed, snapshot
+from samplecheck.kernels.bad_words import apply_bad_words
+from samplecheck.kernels.guard import INLINE_CHECK_IDS
+from samplecheck.kernels.gumbel import gumbel_sample
+from samplecheck.kernels.logit_bias import apply_logit_bias
+from samplecheck.kernels.logprobs import compute_logprobs
+from samplecheck.kernels.min_p import apply_min_p
+from samplecheck.kernels.penalties import apply_penalties
+from samplecheck.kernels.temperature import apply_temperature
+from samplecheck.kernels.top_k_top_p import apply_top_k_top_p
+from samplecheck.kernels.validation import raise_pending, unchecked_values, value_checks
+from samplecheck.registry.matrix import RECORDS
+from samplecheck.registry.records import zeros_on
+
+pytestmark = pytest.mark.interpreter
+
+PENALTIES = dict(prompt_token_ids=ids([[1, 2, -1], [3, 8, -1]]), output_token_ids=ids([[1, -1], [-1, 8]]),
+                 repetition_penalty=floats([1.2, 1.0]), frequency_penalty=floats([0.5, 0.0]),
+                 presence_penalty=floats([0.0, -1.0]))
+
+
+def logit_bias_args(dtype=torch.int64) -> dict:
+    """Every list and count of apply_logit_bias, its ids and counts of `dtype`."""
+    return dict(allowed_token_ids=ids([[1, 2], [-1, -1]], dtype), logit_bias_ids=ids([[1], [2]], dtype),
+                logit_bias_values=floats([[1.0], [-1.0]]), stop_token_ids=ids([[3], [4]], dtype),
+                min_tokens=ids([2, 2], dtype), output_len=ids([0, 3], dtype))
+
+
+LOGIT_BIAS = logit_bias_args()
+# (entry point, make(device) of a valid call): every op, each kernel path of min_p and penalties.
+CALLS = {
+    "temperature": (apply_temperature, call(temperature=floats([0.5, 2.0]))),
+    "min_p": (apply_min_p, call(min_p=floats([0.1, 0.0]))),
+    "min_p-split": (apply_min_p, call(zeros_on(1, 9000), min_p=floats([0.1]))),
+    "penalties-pairs": (apply_penalties, call(**PENALTIES)),
+    "penalties-sorted": (apply_penalties, call(**PENALTIES, pairs_max_length=0)),
+    "logit_bias": (apply_logit_bias, call(**LOGIT_BIAS)),
+    "logit_bias-int32": (apply_logit_bias, call(**logit_bias_args(torch.int32))),
+    "bad_words": (apply_bad_words, call(bad_words=ids([[[1, 2]], [[3, -1]]]), output_token_ids=ids([[1, -1], [0, 4]]))),
+    "gumbel_sample": (gumbel_sample, call(seeds=ids([1, 2]), positions=ids([0, 3]), temperature=floats([1.0, 0.0]))),
+    "logprobs": (compute_logprobs, call(sampled=ids([1, 2]), num_logprobs=2)),
+    "top_k_top_p": (apply_top_k_top_p, call(k=ids([2, 0]), p=floats([0.9, 1.0]))),
+}
+# The records whose error inputs are tried on both check paths, and their entry points.
+LIST_OPS = {"penalties": apply_penalties, "logit_bias": apply_logit_bias, "bad_words": apply_bad_words}
+PATHS = {"in-kernel": 2**62, "launched-first": 0}  # INLINE_CHECK_IDS on the call's device
+
+
+@pytest.fixture
+def launches(monkeypatch):
+    """Counts the Triton launches (`kernel[grid](...)`, compiled or interpreted) by kernel name."""
+    counted = collections.Counter()
+    launch = KernelInterface.__getitem__
+
+    def counting(kernel, grid):
+        counted[kernel.__name__] += 1
+        return launch(kernel, grid)
+    monkeypatch.setattr(KernelInterface, "__getitem__", counting)
+    return counted
+
+
+def launched(launches, mode, entry, make, device) -> collections.Counter:
+    """The launches of one call made by `make` in value-check `mode` ("off": unchecked)."""
+    args, kwargs = make(device)
+    launches.clear()
+    with unchecked_values() if mode == "off" else value_checks(mode):
+        entry(*args, **kwargs)
+        raise_pending()
+    return collections.Counter(launches)
+
+
+@pytest.mark.parametrize("op", CALLS)
+def test_value_checks_add_no_launch(op, launches, device):
+    entry, make = CALLS[op]
+    deferred, unchecked = (launched(launches, mode, entry, make, device) for mode in ("deferred", "off"))
+    assert deferred == unchecked, f"{op}: deferred {dict(deferred)}, unchecked {dict(unchecked)}"
+    if op not in ("min_p-split", "logprobs"):  # their own two and three kernels
+        assert sum(deferred.values()) == 1, f"{op}: {dict(deferred)}"
+
+
+# Calls whose kernel does not run (an empty vocabulary, no logprobs asked), with a bad value.
+NO_KERNEL = {
+    "temperature": (apply_temperature, call(zeros_on(2, 0), temperature=floats([0.5, -1.0]))),
+    "min_p": (apply_min_p, call(zeros_on(2, 0), min_p=floats([0.1, 2.0]))),
+    "penalties": (apply_penalties, call(zeros_on(2, 0), **{**PENALTIES, "output_token_ids": ids([[3], [-1]])})),
+    "logprobs": (compute_logprobs, call(sampled=ids([1, 8]), num_logprobs=None)),
+}
+
+
+@pytest.mark.parametrize("op", NO_KERNEL)
+def test_checks_run_without_the_kernel(op, device):
+    entry, make = NO_KERNEL[op]
+    args, kwargs = make(device)
+    with value_checks("eager"), pytest.raises(ValueError) as eager:
+        entry(*args, **kwargs)
+    with value_checks("deferred"), pytest.raises(ValueError) as deferred:
+        entry(*args, **kwargs)
+        raise_pending()
+    assert str(deferred.value) == str(eager.value)
+
+
+def _error_params():
+    return [pytest.param(entry, error, path, id=f"{name}-{error.description.replace(' ', '_')}-{path}")
+            for name, entry in LIST_OPS.items() for error in RECORDS[name].error_inputs for path in PATHS]
+
+
+@pytest.mark.parametrize("entry, error, path", _error_params())
+def test_both_check_paths_give_the_eager_error(entry, error, path, launches, device, monkeypatch):
+    monkeypatch.setitem(INLINE_CHECK_IDS, torch.device(device).type, PATHS[path])
+    args, kwargs = error.make(device)
+    with value_checks("eager"), pytest.raises(error.error, match=error.match) as eager:
+        entry(*args, **kwargs)
+    before = snapshot(args, kwargs)
+    launches.clear()
+    with value_checks("deferred"):
+        try:
+            entry(*args, **kwargs)
+        except error.error as raised:  # a layout error: raised in the call
+            deferred = raised
+        else:
+            with pytest.raises(error.error) as pending:
+                raise_pending()
+            deferred = pending.value
+            guard_launched = any(name.endswith("_guard_kernel") for name in launches)
+            assert guard_launched == (path == "launched-first"), dict(launches)
+    assert not changed(before, args, kwargs), "the deferred call wrote"
+    assert str(deferred) == str(eager.value)
