@@ -191,7 +191,7 @@ def apply_bad_words(logits: torch.Tensor, *, bad_words: torch.Tensor, output_tok
     kind = logits.device.type
     launched = batch > 0 and vocab > 0 and words > 0 and tokens > 0
     inline = launched and batch * (words * tokens + past) <= INLINE_CHECK_IDS[kind]
-    flag = guard.settle(kernel_checks=len(guard.checks) if inline else 0)
+    flag = guard.settle(in_kernel=inline)
     if not launched:
         return logits
     check_launchable(_bad_words_kernel, logits)

@@ -8,7 +8,7 @@ ids, ...). Each check has two forms:
   condition fails, with no host synchronisation (a Triton range kernel per per-row
   parameter, `RangeCheck`, or one fused per-row kernel for all the checks of an op's id
   lists: `ValueGuard.fused`). An op's own kernel may make its call's checks instead
-  (`settle(kernel_checks=...)`): every program that writes checks the whole batch itself
+  (`settle(in_kernel=True)`): every program that writes checks the whole batch itself
   (`rows_in_range`, or the op's fused check over all rows at once) and writes nothing where a
   check fails, and program (0, 0) records the failed checks' bits (`record_failed`); so a
   call is one launch. For id lists the whole batch's lists must hold at most INLINE_CHECK_IDS
@@ -37,6 +37,7 @@ BLOCK = 1024
 PAD_ID = -1
 FLOAT32_MAX = 3.4028234663852886e38
 FLOAT32_MAX_JIT = tl.constexpr(FLOAT32_MAX)  # the same, as a constant inside kernels
+CHECK_BLOCK = tl.constexpr(1024)  # values per step of a kernel's check of its per-row parameters (`rows_in_range`)
 INT64_MAX_JIT = tl.constexpr(2**63 - 1)  # the upper end of a count's or position's range, inside kernels
 # int32 flag: one bit per device check of a call.
 MAX_CHECKS = 31
@@ -125,15 +126,15 @@ class ValueGuard:
             value_modes.raise_ready()
             self.describe()
 
-    def settle(self, kernel_checks: int = 0) -> torch.Tensor | None:
+    def settle(self, in_kernel: bool = False) -> torch.Tensor | None:
         """Run the checks as the current mode says (module docstring); returns the flag the
-        call's kernels load (None: unguarded). `kernel_checks`: the first that many checks
-        are made by the call's kernel itself (on bits 1 << 0, ...), not launched here;
+        call's kernels load (None: unguarded). `in_kernel`: the call's kernel runs and makes
+        every check itself (check i on bit 1 << i), so none is launched here;
         `self.on_device` then says whether the kernel must make them (deferred or captured,
-        and kernel_checks > 0)."""
+        and the guard holds a check)."""
         mode = value_modes.value_check_mode(self.device)
         device_mode = mode in ("deferred", "captured")
-        self.on_device = device_mode and kernel_checks > 0
+        self.on_device = device_mode and in_kernel and bool(self.checks)
         if not device_mode:
             if mode == "eager":
                 value_modes.raise_ready()
@@ -143,8 +144,8 @@ class ValueGuard:
         if len(self.checks) > MAX_CHECKS:
             raise RuntimeError(f"{self.op}: {len(self.checks)} checks exceed the flag's {MAX_CHECKS} bits")
         flag = value_modes.take_flag(self.device, self if mode == "deferred" else None)
-        for first, launch in self.launches:
-            if first >= kernel_checks:
+        if not in_kernel:
+            for first, launch in self.launches:
                 launch(flag, first)
         enclosing = value_modes.enclosing_flag()
         if enclosing is not None:

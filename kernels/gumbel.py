@@ -51,12 +51,11 @@ import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32
 from samplecheck.kernels.runtime import cdiv, check_launchable, first_fitting, is_interpreted
-from samplecheck.kernels.guard import (FLOAT32_MAX, FLOAT32_MAX_JIT, INT64_MAX_JIT, ValueGuard, record_failed,
-                                      rows_in_range)
+from samplecheck.kernels.guard import (CHECK_BLOCK, FLOAT32_MAX, FLOAT32_MAX_JIT, INT64_MAX_JIT, ValueGuard,
+                                      record_failed, rows_in_range)
 from samplecheck.kernels.validation import check_logits, check_row_param, guard_range
 
 HASH_SEED = 0x5EED5A3D
-CHECK_BLOCK = tl.constexpr(1024)  # parameters per step of the in-kernel value checks
 # Launch menu (`plan`): BLOCK_V is the first of BLOCK_V_MENU that holds the vocab, else the
 # last; BLOCK_B is TILE // BLOCK_V rows, at most FEW_ROWS for a batch of at most FEW_ROWS
 # rows: four (BLOCK_B, BLOCK_V) pairs per device. On a GPU a tile is one or two rows'
@@ -206,7 +205,7 @@ def gumbel_sample(logits: torch.Tensor, *, seeds: torch.Tensor, positions: torch
     if splits is not None and splits < 1:
         raise ValueError(f"splits must be >= 1; got {splits}")
     guard = check_gumbel(logits, seeds, positions, temperature)
-    flag = guard.settle(kernel_checks=len(guard.checks))  # both checks are made in the kernel
+    flag = guard.settle(in_kernel=True)  # both checks are made in the kernel
     batch, vocab = logits.shape
     if batch == 0:
         return torch.empty(0, dtype=torch.int64, device=logits.device)

@@ -339,7 +339,7 @@ def apply_logit_bias(logits: torch.Tensor, *, allowed_token_ids: torch.Tensor | 
     # The ids the in-kernel check reads per row (module docstring).
     read = A + S + K * (1 + cdiv(K, REPEAT_TILE[kind]))
     inline = launched and batch * read <= INLINE_CHECK_IDS[kind]
-    flag = guard.settle(kernel_checks=len(guard.checks) if inline else 0)
+    flag = guard.settle(in_kernel=inline)
     if not launched:
         return logits
     given = stop_token_ids is not None

@@ -66,7 +66,7 @@ import triton.language as tl
 from samplecheck.kernels.rounding import to_fp32
 from samplecheck.kernels.row_splits import max_of_chunk_maxima
 from samplecheck.kernels.runtime import cdiv, check_launchable, is_interpreted
-from samplecheck.kernels.guard import RangeCheck, ValueGuard, record_failed, rows_in_range
+from samplecheck.kernels.guard import CHECK_BLOCK, RangeCheck, ValueGuard, record_failed, rows_in_range
 from samplecheck.kernels.validation import check_logits, check_row_param
 
 BLOCK = 1024  # lanes per step of the max and sum passes
@@ -76,7 +76,6 @@ CHUNK = 4096
 SPLIT_BLOCK = 64  # lanes folding the per-chunk results of a row
 GATHER_BLOCK = 1024  # default columns per step of the gather (the `gather_block` keyword)
 GATHER_BLOCKS = frozenset(2**i for i in range(4, 11))  # the `gather_block` values allowed
-CHECK_BLOCK = 1024  # sampled ids per step of the in-kernel value check
 
 
 class Logprobs(NamedTuple):
@@ -163,7 +162,7 @@ def _chunk_sum_kernel(logits_ptr, row_stride, V, ids_ptr, n_cols, maxima_ptr, su
 @triton.jit(do_not_specialize=["row_stride", "V", "n_cols", "splits", "B"])
 def _gather_kernel(logits_ptr, row_stride, V, ids_ptr, out_ptr, ranks_ptr, n_cols, maxima_ptr, sums_ptr,
                    counts_ptr, splits, sampled_ptr, B, guard_ptr, CHECK: tl.constexpr, SPLIT_BLOCK: tl.constexpr,
-                   GATHER_BLOCK: tl.constexpr, CHECK_BLOCK: tl.constexpr):
+                   GATHER_BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     if CHECK:
         # The call's value check (sampled in [0, V)), by program (0, 0) alone (module docstring).
@@ -215,7 +214,7 @@ def compute_logprobs(logits: torch.Tensor, *, sampled: torch.Tensor, num_logprob
     guard = check_logprobs_args(logits, sampled, num_logprobs, gather_block)
     batch, vocab = logits.shape
     launched = batch > 0 and num_logprobs is not None
-    flag = guard.settle(kernel_checks=len(guard.checks) if launched else 0)
+    flag = guard.settle(in_kernel=launched)  # else the checks are launched on their own
     if num_logprobs is None:
         return None
     token_ids = _token_ids(logits, sampled, num_logprobs)
@@ -239,5 +238,5 @@ def compute_logprobs(logits: torch.Tensor, *, sampled: torch.Tensor, num_logprob
                                            CHUNK=CHUNK, BLOCK=BLOCK, SPLIT_BLOCK=SPLIT_BLOCK)
         _gather_kernel[(batch, cdiv(n_cols, gather_block))](
             logits, stride, vocab, token_ids, values, ranks, n_cols, maxima, sums, counts, splits, sampled, batch, flag,
-            CHECK=guard.on_device, SPLIT_BLOCK=SPLIT_BLOCK, GATHER_BLOCK=gather_block, CHECK_BLOCK=CHECK_BLOCK)
+            CHECK=guard.on_device, SPLIT_BLOCK=SPLIT_BLOCK, GATHER_BLOCK=gather_block)
     return Logprobs(token_ids, values, ranks)

@@ -37,7 +37,7 @@ import torch
 import triton
 import triton.language as tl
 
-from samplecheck.kernels.guard import record_failed, rows_in_range
+from samplecheck.kernels.guard import CHECK_BLOCK, record_failed, rows_in_range
 from samplecheck.kernels.rounding import to_fp32
 from samplecheck.kernels.row_splits import max_of_chunk_maxima
 from samplecheck.kernels.runtime import cdiv, check_launchable
@@ -52,7 +52,6 @@ BLOCK = {"cuda": 2048, "cpu": 4096}
 TARGET_PROGRAMS = {"cuda": 64, "cpu": 4}
 # Chunk maxima folded per step of the masking pass.
 SPLIT_BLOCK = 64
-CHECK_BLOCK = 1024  # min_p values per step of the in-kernel value check
 
 
 @triton.jit
@@ -80,7 +79,7 @@ def _chunk_max_kernel(logits_ptr, row_stride, min_p_ptr, V, maxima_ptr, chunk, s
 @triton.jit(do_not_specialize=["B", "splits"])
 def _min_p_kernel(logits_ptr, row_stride, min_p_ptr, B, V, maxima_ptr, chunk, splits, guard_ptr,
                   GUARDED: tl.constexpr, CHECK: tl.constexpr, SPLIT: tl.constexpr, BLOCK: tl.constexpr,
-                  SPLIT_BLOCK: tl.constexpr, CHECK_BLOCK: tl.constexpr):
+                  SPLIT_BLOCK: tl.constexpr):
     # Reverse order of _chunk_max_kernel's programs (module docstring).
     row = (tl.num_programs(0) - 1 - tl.program_id(0)).to(tl.int64)
     split = tl.num_programs(1) - 1 - tl.program_id(1)
@@ -125,8 +124,7 @@ def apply_min_p(logits: torch.Tensor, min_p: torch.Tensor | None = None) -> torc
     guard = check_min_p(logits, min_p)
     batch, vocab = logits.shape
     launched = batch > 0 and vocab > 0 and min_p is not None
-    # The kernel makes the value check itself when it runs; otherwise it is launched.
-    flag = guard.settle(kernel_checks=len(guard.checks) if launched else 0)
+    flag = guard.settle(in_kernel=launched)  # else the checks are launched on their own
     if not launched:
         return logits
     check_launchable(_min_p_kernel, logits)
@@ -139,7 +137,7 @@ def apply_min_p(logits: torch.Tensor, min_p: torch.Tensor | None = None) -> torc
         _chunk_max_kernel[(batch, splits)](logits, logits.stride(0), min_p, vocab, maxima, chunk, splits, BLOCK=block)
     _min_p_kernel[(batch, splits)](logits, logits.stride(0), min_p, batch, vocab, maxima, chunk, splits, flag,
                                    GUARDED=flag is not None, CHECK=guard.on_device, SPLIT=splits > 1, BLOCK=block,
-                                   SPLIT_BLOCK=SPLIT_BLOCK, CHECK_BLOCK=CHECK_BLOCK)
+                                   SPLIT_BLOCK=SPLIT_BLOCK)
     return logits
 
 

@@ -280,7 +280,7 @@ def apply_penalties(logits: torch.Tensor, *, prompt_token_ids: torch.Tensor, out
     kind = logits.device.type
     launched = batch > 0 and vocab > 0 and length > 0
     inline = launched and batch * length <= INLINE_CHECK_IDS[kind]
-    flag = guard.settle(kernel_checks=len(guard.checks) if inline else 0)
+    flag = guard.settle(in_kernel=inline)
     if not launched:
         return logits
     check_launchable(_penalties_kernel, logits)

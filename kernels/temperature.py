@@ -33,7 +33,8 @@ import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32, to_output_dtype
 from samplecheck.kernels.runtime import cdiv, check_launchable, is_interpreted
-from samplecheck.kernels.guard import FLOAT32_MAX, FLOAT32_MAX_JIT, ValueGuard, record_failed, rows_in_range
+from samplecheck.kernels.guard import (CHECK_BLOCK, FLOAT32_MAX, FLOAT32_MAX_JIT, ValueGuard, record_failed,
+                                      rows_in_range)
 from samplecheck.kernels.validation import check_logits, check_row_param, guard_range
 
 # Entries per loop step, and the programs a launch aims for (chunks per row =
@@ -42,7 +43,6 @@ from samplecheck.kernels.validation import check_logits, check_row_param, guard_
 # blocks and chunks, so the chunk addressing is exercised on CPU too.
 BLOCK = 4096
 TARGET_PROGRAMS = {"cuda": 2048, "cpu": 4}
-CHECK_BLOCK = 1024
 
 
 def check_temperature(logits: torch.Tensor, temperature: torch.Tensor | None,
@@ -62,8 +62,7 @@ def check_temperature(logits: torch.Tensor, temperature: torch.Tensor | None,
 
 @triton.jit
 def _temperature_kernel(logits_ptr, row_stride, temperature_ptr, B, V, chunk, guard_ptr,
-                        GUARDED: tl.constexpr, CHECK: tl.constexpr, BLOCK: tl.constexpr,
-                        CHECK_BLOCK: tl.constexpr):
+                        GUARDED: tl.constexpr, CHECK: tl.constexpr, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     t = tl.load(temperature_ptr + row).to(tl.float32)
     clear = True
@@ -94,8 +93,7 @@ def apply_temperature(logits: torch.Tensor, temperature: torch.Tensor | None = N
     guard = check_temperature(logits, temperature)
     batch, vocab = logits.shape
     launched = batch > 0 and vocab > 0 and temperature is not None
-    # The kernel makes the value check itself when it runs; otherwise it is launched.
-    flag = guard.settle(kernel_checks=len(guard.checks) if launched else 0)
+    flag = guard.settle(in_kernel=launched)  # else the checks are launched on their own
     if not launched:
         return logits
     check_launchable(_temperature_kernel, logits)
@@ -107,7 +105,7 @@ def apply_temperature(logits: torch.Tensor, temperature: torch.Tensor | None = N
     with quiet:
         _temperature_kernel[(batch, cdiv(vocab, chunk))](
             logits, logits.stride(0), temperature, batch, vocab, chunk, flag, GUARDED=flag is not None,
-            CHECK=guard.on_device, BLOCK=BLOCK, CHECK_BLOCK=CHECK_BLOCK)
+            CHECK=guard.on_device, BLOCK=BLOCK)
     return logits
 
 

@@ -62,7 +62,7 @@ import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32
 from samplecheck.kernels.runtime import check_launchable
-from samplecheck.kernels.guard import INT64_MAX_JIT, record_failed, rows_in_range
+from samplecheck.kernels.guard import CHECK_BLOCK, INT64_MAX_JIT, record_failed, rows_in_range
 from samplecheck.kernels.validation import check_top_k_top_p
 
 # Launch parameters by device. BLOCK: columns per step of the streaming passes (max,
@@ -73,7 +73,6 @@ from samplecheck.kernels.validation import check_top_k_top_p
 # SM); the CPU interpreter pays per operation, so it takes wide tiles, and a small CAP so
 # that its small rows exercise both the candidate and the full-row search. The result
 # depends on none of these.
-CHECK_BLOCK = tl.constexpr(1024)  # parameters per step of the in-kernel value checks
 LAUNCH_CONFIG = {
     "cuda": dict(BLOCK=2048, NUM_STAGES=3, LANES=512, BOUND_STEPS=3, TILE=256, NUM_PIVOTS=16, CAP=1024,
                  RANK_ROWS=16, RANK_COLS=256, num_warps=8),
@@ -361,8 +360,7 @@ def apply_top_k_top_p(logits: torch.Tensor, k: torch.Tensor | None = None,
     guard = check_top_k_top_p(logits, k, p)
     batch, vocab = logits.shape
     launched = batch > 0 and vocab > 0 and (k is not None or p is not None)
-    # The kernel makes the value checks itself when it runs; otherwise they are launched.
-    flag = guard.settle(kernel_checks=len(guard.checks) if launched else 0)
+    flag = guard.settle(in_kernel=launched)  # else the checks are launched on their own
     if not launched:
         return logits
     check_launchable(_top_k_top_p_kernel, logits)

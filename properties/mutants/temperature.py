@@ -14,8 +14,8 @@ MUTANTS = (
     Mutant(
         name="temperature_contiguous_copy", kernel="temperature",
         module="samplecheck.kernels.temperature", entry="apply_temperature",
-        find="    flag = guard.settle(kernel_checks=len(guard.checks) if launched else 0)\n",
-        replace="    flag = guard.settle(kernel_checks=len(guard.checks) if launched else 0)\n"
+        find="    flag = guard.settle(in_kernel=launched)  # else the checks are launched on their own\n",
+        replace="    flag = guard.settle(in_kernel=launched)  # else the checks are launched on their own\n"
                 "    logits = logits.contiguous()\n",
         description="the wrapper makes strided logits contiguous: the scaling lands in a copy, the view is unchanged",
         ref="seed: a strided view sent to a contiguous-only kernel (cf. vllm#19754, fi#1866: bf16 slices silently copied)",
