@@ -113,7 +113,7 @@ def bad_words_failures(words_ptr, L, T, past_ptr, O, V, BLOCK: tl.constexpr):
     return failed | tl.where(after_pad > 0, 4, 0)
 
 
-@triton.jit(do_not_specialize=["V", "L", "T", "O"])
+@triton.jit(do_not_specialize=["flag_ptr", "first", "V", "words_ptr", "L", "T", "past_ptr", "O"])
 def _bad_words_guard_kernel(flag_ptr, first, V, words_ptr, L, T, past_ptr, O, BLOCK: tl.constexpr):
     """One program per row (L = words * T entries, O past entries): its failed checks OR-ed
     into the flag from bit `first`."""
@@ -124,19 +124,19 @@ def _bad_words_guard_kernel(flag_ptr, first, V, words_ptr, L, T, past_ptr, O, BL
 
 
 def _launch_guard(flag, first, vocab, bad_words, output_token_ids) -> None:
-    """The fused device check of `check_bad_words` (an empty list passes the flag as a placeholder)."""
+    """The fused device check of `check_bad_words` (an empty list is passed as it is: never read)."""
     batch, words, tokens = bad_words.shape
     if batch == 0:
         return
     _bad_words_guard_kernel[(batch,)](
-        flag, first, vocab, bad_words.contiguous() if words * tokens else flag, words * tokens, max(tokens, 1),
-        output_token_ids.contiguous() if output_token_ids.size(1) else flag, output_token_ids.size(1),
+        flag, first, vocab, bad_words.contiguous(), words * tokens, max(tokens, 1),
+        output_token_ids.contiguous(), output_token_ids.size(1),
         BLOCK=GUARD_BLOCK[flag.device.type])
 
 
-@triton.jit(do_not_specialize=["row_stride", "V", "W", "T", "O", "PAIRS", "B"])
-def _bad_words_kernel(logits_ptr, row_stride, V, words_ptr, W, T, past_ptr, O, PAIRS, B, guard_ptr,
-                      GUARDED: tl.constexpr, CHECK: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_T: tl.constexpr,
+@triton.jit(do_not_specialize=["row_stride", "V", "words_ptr", "W", "T", "past_ptr", "O", "PAIRS", "B", "guard_ptr"])
+def _bad_words_kernel(logits_ptr, row_stride, V, words_ptr, W, T, past_ptr, O, PAIRS, B, guard_ptr, check,
+                      GUARDED: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_T: tl.constexpr,
                       BLOCK_PAST: tl.constexpr, CHECK_BLOCK: tl.constexpr):
     # BLOCK_P (row, word) pairs of the flattened [B * W] word list, one word per tile row.
     pair = tl.program_id(0).to(tl.int64) * BLOCK_P + tl.arange(0, BLOCK_P)
@@ -171,11 +171,11 @@ def _bad_words_kernel(logits_ptr, row_stride, V, words_ptr, W, T, past_ptr, O, P
     match = applies & (mismatches == 0)
     if GUARDED:
         match = match & (tl.load(guard_ptr + tl.zeros([BLOCK_P], tl.int32)) == 0)
-    if CHECK:
-        failed = bad_words_failures(words_ptr, B * W * T, T, past_ptr, B * O, V, CHECK_BLOCK)
-        record_failed(guard_ptr, failed)
-        # Broadcast before the &: the interpreter rejects a load mask built from a scalar bool.
-        match = match & ((failed + tl.zeros([BLOCK_P], tl.int32)) == 0)
+        if check:
+            failed = bad_words_failures(words_ptr, B * W * T, T, past_ptr, B * O, V, CHECK_BLOCK)
+            record_failed(guard_ptr, failed)
+            # Broadcast before the &: the interpreter rejects a load mask built from a scalar bool.
+            match = match & ((failed + tl.zeros([BLOCK_P], tl.int32)) == 0)
     banned = tl.load(words_ptr + pair * T + n, mask=match, other=0).to(tl.int64)
     neg_inf = tl.full([BLOCK_P], float("-inf"), tl.float32).to(logits_ptr.dtype.element_ty)
     # Unchecked calls may carry ids outside [0, V): never stored.
@@ -202,7 +202,7 @@ def apply_bad_words(logits: torch.Tensor, *, bad_words: torch.Tensor, output_tok
     block_p = min(first_fitting(PAIR_BLOCKS[kind], pairs), TILE[kind] // block_t)
     _bad_words_kernel[(cdiv(pairs, block_p),)](
         logits, logits.stride(0), vocab, bad_words.contiguous(), words, tokens,
-        output_token_ids.contiguous(), output_token_ids.size(1), pairs, batch, flag, GUARDED=flag is not None,
-        CHECK=guard.on_device, BLOCK_P=block_p, BLOCK_T=block_t, BLOCK_PAST=TILE[kind] // block_p,
+        output_token_ids.contiguous(), output_token_ids.size(1), pairs, batch, flag, guard.on_device,
+        GUARDED=flag is not None, BLOCK_P=block_p, BLOCK_T=block_t, BLOCK_PAST=TILE[kind] // block_p,
         CHECK_BLOCK=GUARD_BLOCK[kind])
     return logits

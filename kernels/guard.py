@@ -57,7 +57,7 @@ def in_range(v, lo, hi, LO_OPEN: tl.constexpr, HI_OPEN: tl.constexpr):
     return above & below
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["n", "lo", "hi", "flag_ptr", "bit"])
 def _range_guard_kernel(values_ptr, n, lo, hi, flag_ptr, bit, LO_OPEN: tl.constexpr, HI_OPEN: tl.constexpr,
                         BLOCK: tl.constexpr):
     """Set `bit` in *flag_ptr if an entry is outside lo <(=) v <(=) hi (NaN included)."""

@@ -123,16 +123,16 @@ def _order_key(score):
     return tl.where(bits < 0, bits ^ 0x7FFFFFFF, bits)
 
 
-@triton.jit(do_not_specialize=["row_stride", "B", "V", "chunk"])
+@triton.jit(do_not_specialize=["row_stride", "B", "V", "chunk", "guard_ptr"])
 def _gumbel_kernel(logits_ptr, row_stride, seeds_ptr, positions_ptr, temperature_ptr, slots_ptr, B, V, chunk,
-                   guard_ptr, HAS_TEMPERATURE: tl.constexpr, HASH_SEED: tl.constexpr,
-                   BLOCK_B: tl.constexpr, BLOCK_V: tl.constexpr, CHECK: tl.constexpr):
+                   guard_ptr, check, GUARDED: tl.constexpr, HAS_TEMPERATURE: tl.constexpr, HASH_SEED: tl.constexpr,
+                   BLOCK_B: tl.constexpr, BLOCK_V: tl.constexpr):
     rows = tl.program_id(0).to(tl.int64) * BLOCK_B + tl.arange(0, BLOCK_B)
     split = tl.program_id(1)
-    if CHECK:
+    if GUARDED:
         # The call's value checks (bits 1: positions, 2: temperature), made by program
         # (0, 0) alone: the kernel writes only its own result, so nothing waits on them.
-        if (tl.program_id(0) == 0) & (split == 0):
+        if check & (tl.program_id(0) == 0) & (split == 0):
             failed = tl.where(rows_in_range(positions_ptr, B, 0, INT64_MAX_JIT, False, False, CHECK_BLOCK), 0, 1)
             if HAS_TEMPERATURE:
                 failed |= tl.where(rows_in_range(temperature_ptr, B, 0.0, FLOAT32_MAX_JIT, False, False,
@@ -220,7 +220,7 @@ def gumbel_sample(logits: torch.Tensor, *, seeds: torch.Tensor, positions: torch
     with quiet:
         _gumbel_kernel[(cdiv(batch, block_b), splits)](
             logits, logits.stride(0), seeds, positions, temperature, slots, batch, vocab, chunk, flag,
-            HAS_TEMPERATURE=temperature is not None, HASH_SEED=HASH_SEED, BLOCK_B=block_b, BLOCK_V=block_v,
-            CHECK=guard.on_device)
+            guard.on_device, GUARDED=flag is not None, HAS_TEMPERATURE=temperature is not None,
+            HASH_SEED=HASH_SEED, BLOCK_B=block_b, BLOCK_V=block_v)
     # The winner's packed low half is its id (module docstring).
     return slots.bitwise_and_(ID_MASK)

@@ -208,7 +208,8 @@ def logit_bias_failures(rows, V, allowed_ptr, A, bias_ids_ptr, bias_values_ptr, 
     return failed
 
 
-@triton.jit(do_not_specialize=["V", "A", "K", "S"])
+@triton.jit(do_not_specialize=["flag_ptr", "first", "bias_first", "stop_first", "V", "allowed_ptr", "A", "bias_ids_ptr",
+                               "bias_values_ptr", "K", "stop_ptr", "S", "min_tokens_ptr", "output_len_ptr"])
 def _logit_bias_guard_kernel(flag_ptr, first, bias_first, stop_first, V, allowed_ptr, A, bias_ids_ptr,
                              bias_values_ptr, K, stop_ptr, S, min_tokens_ptr, output_len_ptr,
                              HAS_ALLOWED: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_STOP: tl.constexpr,
@@ -230,8 +231,8 @@ def group_firsts(allowed, bias_ids) -> tuple[int, int]:
 
 
 def _launch_guard(flag, first, vocab, allowed, bias_ids, bias_values, stop, min_tokens, output_len) -> None:
-    """The fused device check of `check_logit_bias` (an absent or empty list passes the flag as
-    a placeholder, never read)."""
+    """The fused device check of `check_logit_bias` (an absent list passes the flag as a
+    placeholder, never read)."""
     batch = next(ids for ids in (allowed, bias_ids, stop) if ids is not None).size(0)
     if batch == 0:
         return
@@ -242,7 +243,7 @@ def _launch_guard(flag, first, vocab, allowed, bias_ids, bias_values, stop, min_
     kind = flag.device.type
     _logit_bias_guard_kernel[(batch,)](
         flag, first, *group_firsts(allowed, bias_ids), vocab, allowed_arg, A, bias_arg,
-        bias_values.contiguous() if K else flag, K, stop_arg, S, min_tokens if given else flag,
+        bias_values.contiguous() if bias_values is not None else flag, K, stop_arg, S, min_tokens if given else flag,
         output_len if given else flag, HAS_ALLOWED=allowed is not None, HAS_BIAS=bias_ids is not None,
         HAS_STOP=given, BLOCK=GUARD_BLOCK[kind], TILE=REPEAT_TILE[kind])
 
@@ -265,13 +266,16 @@ def _load_ids(ids_ptr, k, length, V):
     return tl.where((ids >= 0) & (ids < V), ids, -1)
 
 
-@triton.jit(do_not_specialize=["row_stride", "V", "A", "K", "S", "B"])
+# The lists are read per row at offsets of unspecialized widths: their alignment gains nothing.
+@triton.jit(do_not_specialize=["row_stride", "V", "allowed_ptr", "A", "bias_ids_ptr", "bias_values_ptr", "K",
+                               "stop_ptr", "S", "min_tokens_ptr", "output_len_ptr", "guard_ptr", "B", "bias_first",
+                               "stop_first"])
 def _logit_bias_kernel(logits_ptr, row_stride, V,
                        allowed_ptr, A, bias_ids_ptr, bias_values_ptr, K,
                        stop_ptr, S, min_tokens_ptr, output_len_ptr,
                        HAS_ALLOWED: tl.constexpr, A_BLOCK: tl.constexpr, HAS_BIAS: tl.constexpr,
                        HAS_STOP: tl.constexpr, LIST_BLOCK: tl.constexpr, BLOCK: tl.constexpr,
-                       guard_ptr, GUARDED: tl.constexpr, B, bias_first, stop_first, CHECK: tl.constexpr,
+                       guard_ptr, GUARDED: tl.constexpr, B, bias_first, stop_first, check,
                        CHECK_BLOCK: tl.constexpr, TILE: tl.constexpr):
     """HAS_*: the group is given (a list may be empty: width 0)."""
     row = tl.program_id(0).to(tl.int64)
@@ -279,12 +283,12 @@ def _logit_bias_kernel(logits_ptr, row_stride, V,
     clear = True
     if GUARDED:
         clear = tl.load(guard_ptr) == 0
-    if CHECK:
-        failed = logit_bias_failures(B, V, allowed_ptr, A, bias_ids_ptr, bias_values_ptr, K, stop_ptr, S,
-                                     min_tokens_ptr, output_len_ptr, bias_first, stop_first, HAS_ALLOWED, HAS_BIAS,
-                                     HAS_STOP, CHECK_BLOCK, TILE)
-        record_failed(guard_ptr, failed)
-        clear = clear & (failed == 0)
+        if check:
+            failed = logit_bias_failures(B, V, allowed_ptr, A, bias_ids_ptr, bias_values_ptr, K, stop_ptr, S,
+                                         min_tokens_ptr, output_len_ptr, bias_first, stop_first, HAS_ALLOWED,
+                                         HAS_BIAS, HAS_STOP, CHECK_BLOCK, TILE)
+            record_failed(guard_ptr, failed)
+            clear = clear & (failed == 0)
     if HAS_ALLOWED & clear:
         # A <= A_BLOCK: the whole allowlist is held across the fill.
         allowed = _load_ids(allowed_ptr + row * A, tl.arange(0, A_BLOCK), A, V)
@@ -315,9 +319,10 @@ def _logit_bias_kernel(logits_ptr, row_stride, V,
 
 
 def _ids_arg(ids: torch.Tensor | None, like: torch.Tensor):
-    """(tensor, width) for the kernel: a contiguous id list, or a placeholder when absent or
-    empty (width 0)."""
-    if ids is None or ids.size(1) == 0:
+    """(tensor, width) for the kernel: a contiguous id list (an empty one too: its pointer
+    keeps the list's dtype, so an empty list adds no specialization), or the placeholder
+    `like` when absent (width 0)."""
+    if ids is None:
         return like, 0
     return ids.contiguous(), ids.size(1)
 
@@ -351,10 +356,10 @@ def apply_logit_bias(logits: torch.Tensor, *, allowed_token_ids: torch.Tensor | 
     with quiet:
         _logit_bias_kernel[(batch,)](
             logits, logits.stride(0), vocab,
-            allowed, A, bias_ids, logit_bias_values.contiguous() if K else logits, K,
+            allowed, A, bias_ids, logit_bias_values.contiguous() if logit_bias_values is not None else logits, K,
             stop, S, min_tokens if given else logits, output_len if given else logits,
             HAS_ALLOWED=allowed_token_ids is not None, A_BLOCK=max(ALLOWED_FLOOR, triton.next_power_of_2(A)),
             HAS_BIAS=logit_bias_ids is not None, HAS_STOP=given, LIST_BLOCK=LIST_BLOCK[kind], BLOCK=BLOCK[kind],
             guard_ptr=flag, GUARDED=flag is not None, B=batch, bias_first=bias_first, stop_first=stop_first,
-            CHECK=guard.on_device, CHECK_BLOCK=GUARD_BLOCK[kind], TILE=REPEAT_TILE[kind])
+            check=guard.on_device, CHECK_BLOCK=GUARD_BLOCK[kind], TILE=REPEAT_TILE[kind])
     return logits

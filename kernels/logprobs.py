@@ -159,14 +159,14 @@ def _chunk_sum_kernel(logits_ptr, row_stride, V, ids_ptr, n_cols, maxima_ptr, su
     tl.store(counts_ptr + row * splits + split, tl.sum(lane_rank, axis=0))
 
 
-@triton.jit(do_not_specialize=["row_stride", "V", "n_cols", "splits", "B"])
+@triton.jit(do_not_specialize=["row_stride", "V", "n_cols", "splits", "sampled_ptr", "B", "guard_ptr"])
 def _gather_kernel(logits_ptr, row_stride, V, ids_ptr, out_ptr, ranks_ptr, n_cols, maxima_ptr, sums_ptr,
-                   counts_ptr, splits, sampled_ptr, B, guard_ptr, CHECK: tl.constexpr, SPLIT_BLOCK: tl.constexpr,
-                   GATHER_BLOCK: tl.constexpr):
+                   counts_ptr, splits, sampled_ptr, B, guard_ptr, check, GUARDED: tl.constexpr,
+                   SPLIT_BLOCK: tl.constexpr, GATHER_BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
-    if CHECK:
+    if GUARDED:
         # The call's value check (sampled in [0, V)), by program (0, 0) alone (module docstring).
-        if (row == 0) & (tl.program_id(1) == 0):
+        if check & (row == 0) & (tl.program_id(1) == 0):
             valid = rows_in_range(sampled_ptr, B, 0, V - 1, False, False, CHECK_BLOCK)
             record_failed(guard_ptr, tl.where(valid, 0, 1))
     row_ptr = logits_ptr + row * row_stride
@@ -238,5 +238,5 @@ def compute_logprobs(logits: torch.Tensor, *, sampled: torch.Tensor, num_logprob
                                            CHUNK=CHUNK, BLOCK=BLOCK, SPLIT_BLOCK=SPLIT_BLOCK)
         _gather_kernel[(batch, cdiv(n_cols, gather_block))](
             logits, stride, vocab, token_ids, values, ranks, n_cols, maxima, sums, counts, splits, sampled, batch, flag,
-            CHECK=guard.on_device, SPLIT_BLOCK=SPLIT_BLOCK, GATHER_BLOCK=gather_block)
+            guard.on_device, GUARDED=flag is not None, SPLIT_BLOCK=SPLIT_BLOCK, GATHER_BLOCK=gather_block)
     return Logprobs(token_ids, values, ranks)

@@ -76,9 +76,9 @@ def _chunk_max_kernel(logits_ptr, row_stride, min_p_ptr, V, maxima_ptr, chunk, s
         tl.store(maxima_ptr + row * splits + split, chunk_max)
 
 
-@triton.jit(do_not_specialize=["B", "splits"])
-def _min_p_kernel(logits_ptr, row_stride, min_p_ptr, B, V, maxima_ptr, chunk, splits, guard_ptr,
-                  GUARDED: tl.constexpr, CHECK: tl.constexpr, SPLIT: tl.constexpr, BLOCK: tl.constexpr,
+@triton.jit(do_not_specialize=["min_p_ptr", "B", "splits", "guard_ptr"])
+def _min_p_kernel(logits_ptr, row_stride, min_p_ptr, B, V, maxima_ptr, chunk, splits, guard_ptr, check,
+                  GUARDED: tl.constexpr, SPLIT: tl.constexpr, BLOCK: tl.constexpr,
                   SPLIT_BLOCK: tl.constexpr):
     # Reverse order of _chunk_max_kernel's programs (module docstring).
     row = (tl.num_programs(0) - 1 - tl.program_id(0)).to(tl.int64)
@@ -87,10 +87,10 @@ def _min_p_kernel(logits_ptr, row_stride, min_p_ptr, B, V, maxima_ptr, chunk, sp
     clear = True
     if GUARDED:
         clear = tl.load(guard_ptr) == 0
-    if CHECK:
-        valid = rows_in_range(min_p_ptr, B, 0.0, 1.0, False, False, CHECK_BLOCK)
-        record_failed(guard_ptr, tl.where(valid, 0, 1))
-        clear = clear & valid
+        if check:
+            valid = rows_in_range(min_p_ptr, B, 0.0, 1.0, False, False, CHECK_BLOCK)
+            record_failed(guard_ptr, tl.where(valid, 0, 1))
+            clear = clear & valid
     if (min_p > 0.0) & clear:
         row_ptr = logits_ptr + row * row_stride
         lo = split * chunk
@@ -136,7 +136,7 @@ def apply_min_p(logits: torch.Tensor, min_p: torch.Tensor | None = None) -> torc
         maxima = torch.empty((batch, splits), dtype=torch.float32, device=logits.device)
         _chunk_max_kernel[(batch, splits)](logits, logits.stride(0), min_p, vocab, maxima, chunk, splits, BLOCK=block)
     _min_p_kernel[(batch, splits)](logits, logits.stride(0), min_p, batch, vocab, maxima, chunk, splits, flag,
-                                   GUARDED=flag is not None, CHECK=guard.on_device, SPLIT=splits > 1, BLOCK=block,
+                                   guard.on_device, GUARDED=flag is not None, SPLIT=splits > 1, BLOCK=block,
                                    SPLIT_BLOCK=SPLIT_BLOCK)
     return logits
 

@@ -120,7 +120,8 @@ def penalties_failures(prompt_ptr, prompt_len, output_ptr, output_len, repetitio
     return failed | tl.where(rows_in_range(presence_ptr, rows, -2.0, 2.0, False, False, BLOCK), 0, 16)
 
 
-@triton.jit(do_not_specialize=["V", "P", "O"])
+@triton.jit(do_not_specialize=["flag_ptr", "first", "V", "prompt_ptr", "P", "output_ptr", "O", "repetition_ptr",
+                               "frequency_ptr", "presence_ptr"])
 def _penalties_guard_kernel(flag_ptr, first, V, prompt_ptr, P, output_ptr, O, repetition_ptr, frequency_ptr,
                             presence_ptr, BLOCK: tl.constexpr):
     """One program per row: its failed checks OR-ed into the flag from bit `first`."""
@@ -136,9 +137,9 @@ def _launch_guard(flag, first, vocab, prompt, output, repetition, frequency, pre
     batch = prompt.size(0)
     if batch == 0:
         return
-    _penalties_guard_kernel[(batch,)](  # an empty list passes the flag as a placeholder (never read)
-        flag, first, vocab, prompt.contiguous() if prompt.size(1) else flag, prompt.size(1),
-        output.contiguous() if output.size(1) else flag, output.size(1), repetition, frequency, presence,
+    _penalties_guard_kernel[(batch,)](  # an empty list is passed as it is (never read)
+        flag, first, vocab, prompt.contiguous(), prompt.size(1), output.contiguous(), output.size(1),
+        repetition, frequency, presence,
         BLOCK=GUARD_BLOCK[flag.device.type])
 
 
@@ -184,32 +185,35 @@ def _penalized(x, r, f, q, count, BLOCK: tl.constexpr):
 
 @triton.jit
 def _row_active(repetition_ptr, frequency_ptr, presence_ptr, row, guard_ptr, B, V, prompt_ptr, P, output_ptr, O,
-                GUARDED: tl.constexpr, CHECK: tl.constexpr, CHECK_BLOCK: tl.constexpr):
+                check, GUARDED: tl.constexpr, CHECK_BLOCK: tl.constexpr):
     """(r, f, q, whether the row is written: a penalty is on, the guard flag is clear and,
-    CHECK, every check of the batch's values passes; module docstring)."""
+    `check`, every check of the batch's values passes; module docstring)."""
     r = tl.load(repetition_ptr + row)
     f = tl.load(frequency_ptr + row)
     q = tl.load(presence_ptr + row)
     clear = True
     if GUARDED:
         clear = tl.load(guard_ptr) == 0
-    if CHECK:
-        failed = penalties_failures(prompt_ptr, B * P, output_ptr, B * O, repetition_ptr, frequency_ptr, presence_ptr,
-                                    B, V, CHECK_BLOCK)
-        record_failed(guard_ptr, failed)
-        clear = clear & (failed == 0)
+        if check:
+            failed = penalties_failures(prompt_ptr, B * P, output_ptr, B * O, repetition_ptr, frequency_ptr,
+                                        presence_ptr, B, V, CHECK_BLOCK)
+            record_failed(guard_ptr, failed)
+            clear = clear & (failed == 0)
     return r, f, q, ((r != 1.0) | (f != 0.0) | (q != 0.0)) & clear
 
 
-@triton.jit(do_not_specialize=["row_stride", "V", "L", "B", "P", "O"])
+# The lists and per-row parameters are read per row at unspecialized offsets: their alignment
+# gains nothing.
+@triton.jit(do_not_specialize=["row_stride", "V", "L", "B", "P", "O", "prompt_ptr", "output_ptr", "repetition_ptr",
+                               "frequency_ptr", "presence_ptr", "guard_ptr"])
 def _penalties_kernel(logits_ptr, row_stride, tokens_ptr, counts_ptr, L, prompt_ptr, P, output_ptr, O,
-                      repetition_ptr, frequency_ptr, presence_ptr, V, guard_ptr, B, GUARDED: tl.constexpr,
-                      CHECK: tl.constexpr, CHECK_BLOCK: tl.constexpr, BLOCK: tl.constexpr):
+                      repetition_ptr, frequency_ptr, presence_ptr, V, guard_ptr, B, check, GUARDED: tl.constexpr,
+                      CHECK_BLOCK: tl.constexpr, BLOCK: tl.constexpr):
     """Sorted path: (tokens, counts) from `first_occurrences`, each id once per row; the
     lists themselves only for the value checks."""
     row = tl.program_id(0).to(tl.int64)
     r, f, q, active = _row_active(repetition_ptr, frequency_ptr, presence_ptr, row, guard_ptr, B, V, prompt_ptr, P,
-                                  output_ptr, O, GUARDED, CHECK, CHECK_BLOCK)
+                                  output_ptr, O, check, GUARDED, CHECK_BLOCK)
     if active:
         cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
         token = tl.load(tokens_ptr + row * L + cols, mask=cols < L, other=V)
@@ -232,16 +236,17 @@ def _entry(prompt_ptr, P, output_ptr, O, row, i, past_len, V):
     return tl.where((ids >= 0) & (ids < V), ids, -1)
 
 
-@triton.jit(do_not_specialize=["row_stride", "V", "P", "O", "B"])
+@triton.jit(do_not_specialize=["row_stride", "V", "P", "O", "B", "prompt_ptr", "output_ptr", "repetition_ptr",
+                               "frequency_ptr", "presence_ptr", "guard_ptr"])
 def _penalties_pairs_kernel(logits_ptr, row_stride, prompt_ptr, P, output_ptr, O, repetition_ptr, frequency_ptr,
-                            presence_ptr, V, guard_ptr, B, GUARDED: tl.constexpr, CHECK: tl.constexpr,
+                            presence_ptr, V, guard_ptr, B, check, GUARDED: tl.constexpr,
                             CHECK_BLOCK: tl.constexpr, BLOCK_J: tl.constexpr, BLOCK_I: tl.constexpr):
     """Short-list path, no host preprocessing: program (row, block) takes BLOCK_J entries j of
     the row's prompt ++ output list and compares them with every entry i: j is written iff
     no earlier entry holds its id, with count = the output entries holding it."""
     row = tl.program_id(0).to(tl.int64)
     r, f, q, active = _row_active(repetition_ptr, frequency_ptr, presence_ptr, row, guard_ptr, B, V, prompt_ptr, P,
-                                  output_ptr, O, GUARDED, CHECK, CHECK_BLOCK)
+                                  output_ptr, O, check, GUARDED, CHECK_BLOCK)
     if active:
         past_len = tl.zeros([], dtype=tl.int32) + O
         for start in range(0, O, BLOCK_I):
@@ -284,11 +289,11 @@ def apply_penalties(logits: torch.Tensor, *, prompt_token_ids: torch.Tensor, out
     if not launched:
         return logits
     check_launchable(_penalties_kernel, logits)
-    # An empty list passes the logits as a placeholder (never read).
-    lists = (prompt_token_ids.contiguous() if prompt_len else logits, prompt_len,
-             output_token_ids.contiguous() if output_len else logits, output_len)
-    params = (repetition_penalty, frequency_penalty, presence_penalty, vocab, flag, batch)
-    checks = dict(GUARDED=flag is not None, CHECK=guard.on_device, CHECK_BLOCK=GUARD_BLOCK[kind])
+    # An empty list is passed as it is (never read): its pointer keeps the list's dtype, so an
+    # empty list adds no specialization.
+    lists = (prompt_token_ids.contiguous(), prompt_len, output_token_ids.contiguous(), output_len)
+    params = (repetition_penalty, frequency_penalty, presence_penalty, vocab, flag, batch, guard.on_device)
+    checks = dict(GUARDED=flag is not None, CHECK_BLOCK=GUARD_BLOCK[kind])
     if pairs_max_length is None:
         pairs = length <= PAIRS_MAX_LENGTH[kind] and batch * length**2 <= PAIRS_MAX_WORK[kind]
     else:

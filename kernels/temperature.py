@@ -60,18 +60,18 @@ def check_temperature(logits: torch.Tensor, temperature: torch.Tensor | None,
     return guard
 
 
-@triton.jit
-def _temperature_kernel(logits_ptr, row_stride, temperature_ptr, B, V, chunk, guard_ptr,
-                        GUARDED: tl.constexpr, CHECK: tl.constexpr, BLOCK: tl.constexpr):
+@triton.jit(do_not_specialize=["temperature_ptr", "B", "guard_ptr"])
+def _temperature_kernel(logits_ptr, row_stride, temperature_ptr, B, V, chunk, guard_ptr, check,
+                        GUARDED: tl.constexpr, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     t = tl.load(temperature_ptr + row).to(tl.float32)
     clear = True
     if GUARDED:
         clear = tl.load(guard_ptr) == 0
-    if CHECK:
-        valid = rows_in_range(temperature_ptr, B, 0.0, FLOAT32_MAX_JIT, False, False, CHECK_BLOCK)
-        record_failed(guard_ptr, tl.where(valid, 0, 1))
-        clear = clear & valid
+        if check:
+            valid = rows_in_range(temperature_ptr, B, 0.0, FLOAT32_MAX_JIT, False, False, CHECK_BLOCK)
+            record_failed(guard_ptr, tl.where(valid, 0, 1))
+            clear = clear & valid
     if (t != 0.0) & (t != 1.0) & clear:
         row_ptr = logits_ptr + row * row_stride
         lo = tl.program_id(1) * chunk
@@ -104,8 +104,8 @@ def apply_temperature(logits: torch.Tensor, temperature: torch.Tensor | None = N
     quiet = np.errstate(over="ignore") if is_interpreted(_temperature_kernel) else contextlib.nullcontext()
     with quiet:
         _temperature_kernel[(batch, cdiv(vocab, chunk))](
-            logits, logits.stride(0), temperature, batch, vocab, chunk, flag, GUARDED=flag is not None,
-            CHECK=guard.on_device, BLOCK=BLOCK)
+            logits, logits.stride(0), temperature, batch, vocab, chunk, flag, guard.on_device,
+            GUARDED=flag is not None, BLOCK=BLOCK)
     return logits
 
 

@@ -253,9 +253,9 @@ def _find_cut(row_ptr, V, scratch_ptr, lo, hi, n, row_max, k, mass_limit,
     return cut, n, collected & (count_hi == 0)
 
 
-@triton.jit(do_not_specialize=["B"])
-def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, B, V, guard_ptr,
-                        GUARDED: tl.constexpr, CHECK: tl.constexpr, HAS_K: tl.constexpr, HAS_P: tl.constexpr,
+@triton.jit(do_not_specialize=["k_ptr", "p_ptr", "B", "guard_ptr"])
+def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, B, V, guard_ptr, check,
+                        GUARDED: tl.constexpr, HAS_K: tl.constexpr, HAS_P: tl.constexpr,
                         BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr, LANES: tl.constexpr,
                         BOUND_STEPS: tl.constexpr, TILE: tl.constexpr,
                         NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, RANK_ROWS: tl.constexpr,
@@ -275,18 +275,18 @@ def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, B, V,
     clear = True
     if GUARDED:
         clear = tl.load(guard_ptr) == 0
-    if CHECK:
-        # The call's value checks (bit 1: k, then p), made by every program over all B rows
-        # (from cache), so a bad value anywhere makes every row write nothing.
-        failed = tl.zeros([], dtype=tl.int32)
-        p_bit = 1
-        if HAS_K:
-            failed |= tl.where(rows_in_range(k_ptr, B, -1, INT64_MAX_JIT, False, False, CHECK_BLOCK), 0, 1)
-            p_bit = 2
-        if HAS_P:
-            failed |= tl.where(rows_in_range(p_ptr, B, 0.0, 1.0, True, False, CHECK_BLOCK), 0, p_bit)
-        record_failed(guard_ptr, failed)
-        clear = clear & (failed == 0)
+        if check:
+            # The call's value checks (bit 1: k, then p), made by every program over all B rows
+            # (from cache), so a bad value anywhere makes every row write nothing.
+            failed = tl.zeros([], dtype=tl.int32)
+            p_bit = 1
+            if HAS_K:
+                failed |= tl.where(rows_in_range(k_ptr, B, -1, INT64_MAX_JIT, False, False, CHECK_BLOCK), 0, 1)
+                p_bit = 2
+            if HAS_P:
+                failed |= tl.where(rows_in_range(p_ptr, B, 0.0, 1.0, True, False, CHECK_BLOCK), 0, p_bit)
+            record_failed(guard_ptr, failed)
+            clear = clear & (failed == 0)
     if ((k < V) | (p < 1.0)) & clear:
         # Pass 1: the row max, the min key and the lane maxima.
         lane_max = tl.full([BLOCK], float("-inf"), tl.float32)
@@ -367,7 +367,7 @@ def apply_top_k_top_p(logits: torch.Tensor, k: torch.Tensor | None = None,
     config = LAUNCH_CONFIG[logits.device.type]
     scratch = torch.empty((batch, config["CAP"]), dtype=torch.float32, device=logits.device)
     _top_k_top_p_kernel[(batch,)](
-        logits, logits.stride(0), k, p, scratch, batch, vocab, flag, GUARDED=flag is not None,
-        CHECK=guard.on_device, HAS_K=k is not None, HAS_P=p is not None, **config,
+        logits, logits.stride(0), k, p, scratch, batch, vocab, flag, guard.on_device, GUARDED=flag is not None,
+        HAS_K=k is not None, HAS_P=p is not None, **config,
     )
     return logits

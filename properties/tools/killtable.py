@@ -38,6 +38,9 @@ from samplecheck.registry import catalog
 from samplecheck.tools import flags
 from samplecheck.tools.suite import suite_environment
 
+POLL_S = 0.25  # how often the shared round looks for the kills it still waits for
+STOP_GRACE_S = 10.0  # how long a stopped round's processes get to exit before they are killed
+
 # After a mutant's known killer: exact checks first, the sampling test last (-x stops at the
 # first kill, so a mutant that an exact property catches never waits for the statistical
 # one), then the large-offset test (GPU only, skipped on CPU). Each of these properties
@@ -99,12 +102,45 @@ def _pytest(selection: list[str], mutants: str, device: str, profile: str) -> li
             "-p", "no:cacheprovider"]
 
 
+def run_until_done(command: list[str], env: dict[str, str], timeout: float, done) -> tuple[str, str, int | None]:
+    """Run `command` in a session of its own until it exits, `done()` holds (checked every
+    POLL_S seconds) or `timeout` seconds pass; a run stopped early is terminated with its whole
+    process group (its xdist workers). (stdout, stderr, exit status; None: stopped early or
+    timed out)."""
+    import os
+    import signal
+
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        process = subprocess.Popen(command, stdout=out, stderr=err, text=True, env=env, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while process.poll() is None and not done() and time.monotonic() < deadline:
+            time.sleep(POLL_S)
+        returncode = process.poll()
+        if returncode is None:
+            for sig, grace in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, None)):
+                try:
+                    os.killpg(process.pid, sig)
+                except ProcessLookupError:
+                    break
+                try:
+                    process.wait(timeout=grace)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+            process.wait()
+        out.seek(0)
+        err.seek(0)
+        return out.read(), err.read(), returncode
+
+
 def hunt_shared(names: list[str], device: str, profile: str, workers: int, timeout: float = 1800,
                 log: Path | None = None) -> dict[str, Hunt]:
     """Round 1: the known killers' files over all of `names` in one pytest run, `workers`
-    xdist workers (1: none), each mutant stopping at its first kill. The killed mutants' hunts,
-    by name; the others are left to `hunt`. `log`: where the run's output goes, headed by its
-    wall time (pytest lists its slowest tests last)."""
+    xdist workers (1: none), each mutant stopping at its first kill; the run is stopped as soon
+    as every mutant is killed (its tests still in flight would only burn the CPUs a gate's suite
+    shares). The killed mutants' hunts, by name; the others are left to `hunt`. `log`: where the
+    run's output goes, headed by its wall time (pytest lists its slowest tests last, when the
+    run ends by itself)."""
     cover = suite_path()
     files = sorted({str(cover / f"{MUTANTS[name].killed_by}.py") for name in names})
     spread = ["-n", str(workers), "--dist", "worksteal"] if workers > 1 else ["-p", "no:xdist"]
@@ -112,20 +148,16 @@ def hunt_shared(names: list[str], device: str, profile: str, workers: int, timeo
         command = _pytest(files, ",".join(names), device, profile) + [f"--sc-kills={folder}", "--durations=15",
                                                                        *spread]
         started = time.time()
-        try:
-            result = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
-                                    env=suite_environment(mps.without(), workers))
-            full = result.stdout + result.stderr
-            output = result.stdout[-3000:] + result.stderr[-2000:]
-        except subprocess.TimeoutExpired:
-            output, result = f"the shared run outran {timeout:.0f} s", None
-            full = output
+        stdout, stderr, returncode = run_until_done(
+            command, suite_environment(mps.without(), workers), timeout,
+            lambda: all(read_kill(Path(folder), name) is not None for name in names))
+        ended = "exited" if returncode is not None else "stopped: every mutant killed, or the timeout"
+        output = stdout[-3000:] + stderr[-2000:]
         if log is not None:
-            log.write_text(f"# the kill table's shared round: {time.time() - started:.0f} s wall\n"
-                           f"# {shlex.join(command)}\n{full}")
+            log.write_text(f"# the kill table's shared round: {time.time() - started:.0f} s wall ({ended})\n"
+                           f"# {shlex.join(command)}\n{stdout}{stderr}")
         kills = {name: read_kill(Path(folder), name) for name in names}
-    return {name: Hunt(name, True, True, kill[0], kill[1] - started, output,
-                       None if result is None else result.returncode)
+    return {name: Hunt(name, True, True, kill[0], kill[1] - started, output, returncode)
             for name, kill in kills.items() if kill is not None}
 
 

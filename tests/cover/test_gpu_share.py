@@ -64,7 +64,12 @@ def test_processes_that_may_fault_get_a_context_of_their_own(monkeypatch):
         seen.append(options["env"])
         raise killtable.subprocess.TimeoutExpired(command, 0)
 
+    def fake_run_until_done(command, env, timeout, done):
+        seen.append(env)
+        return "", "", None
+
     monkeypatch.setattr(killtable.subprocess, "run", fake_run)
+    monkeypatch.setattr(killtable, "run_until_done", fake_run_until_done)
     killtable.hunt(next(iter(killtable.MUTANTS)), "cpu", "ci", timeout=1)
     killtable.hunt_shared([next(iter(killtable.MUTANTS))], "cpu", "ci", workers=1, timeout=1)
     assert len(seen) == 2 and not any(set(SHARED) & set(env) for env in seen)

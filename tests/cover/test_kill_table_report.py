@@ -3,7 +3,6 @@ beside the time of its last kill, and its shared round's pytest output in a log 
 round's wall time, with pytest's slowest tests (where a round outlasting its kills spent its
 time). The hunts are stand-ins here: no pytest run, no GPU."""
 
-import subprocess
 
 from samplecheck.tools import killtable
 
@@ -11,18 +10,17 @@ from samplecheck.tools import killtable
 def test_the_shared_round_leaves_its_output_and_slowest_tests_in_the_log(monkeypatch, tmp_path):
     commands = []
 
-    def fake_run(command, **options):
+    def fake_run_until_done(command, env, timeout, done):
         commands.append(command)
-        return subprocess.CompletedProcess(command, 0, stdout="=== slowest 15 durations ===\n9.00s call t\n",
-                                           stderr="")
+        return "=== slowest 15 durations ===\n9.00s call t\n", "", 0
 
-    monkeypatch.setattr(killtable.subprocess, "run", fake_run)
+    monkeypatch.setattr(killtable, "run_until_done", fake_run_until_done)
     log = tmp_path / "shared.log"
     mutant = next(n for n, m in killtable.MUTANTS.items() if not m.faults_memory)
     assert killtable.hunt_shared([mutant], "cpu", "ci", workers=2, log=log) == {}, "no kill recorded"
     assert "--durations=15" in commands[0]
     text = log.read_text().splitlines()
-    assert text[0].startswith("# the kill table's shared round: ") and text[0].endswith(" s wall")
+    assert text[0].startswith("# the kill table's shared round: ") and text[0].endswith(" s wall (exited)")
     assert text[1].startswith("# ") and "--sc-mutant=" + mutant in text[1], "the command that reruns it"
     assert text[2:] == ["=== slowest 15 durations ===", "9.00s call t"]
 

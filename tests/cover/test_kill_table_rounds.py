@@ -1,0 +1,64 @@
+"""The kill table's shared round stops once every mutant it hunts is killed."""
+
+import os
+import sys
+import time
+
+from samplecheck.tools import killtable
+
+# A parent that starts a child (as pytest starts its xdist workers), both printing their pid
+# and sleeping far longer than the test waits.
+FAMILY = """
+import subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import os, time; print(os.getpid(), flush=True); time.sleep(600)"],
+                         stdout=sys.stdout)
+print("parent", flush=True)
+time.sleep(600)
+"""
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (exited, not yet reaped by its parent) counts as gone
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_a_run_stops_with_its_whole_process_group_once_done(tmp_path):
+    marker = tmp_path / "killed"
+    started = time.monotonic()
+    calls = []
+
+    def done():
+        calls.append(time.monotonic())
+        if len(calls) == 8:
+            marker.write_text("x")
+        return marker.exists()
+
+    stdout, _, returncode = killtable.run_until_done([sys.executable, "-c", FAMILY], dict(os.environ), 60, done)
+    assert returncode is None, "a run stopped early has no exit status"
+    assert time.monotonic() - started < 30, "the run is stopped when done() holds, not at its end"
+    pids = [int(line) for line in stdout.split() if line.isdigit()]
+    deadline = time.monotonic() + 10
+    while pids and any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert pids and not any(alive(pid) for pid in pids), "the run's children are stopped with it"
+
+
+def test_a_run_that_ends_by_itself_gives_its_output_and_status():
+    stdout, stderr, returncode = killtable.run_until_done(
+        [sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(3)"],
+        dict(os.environ), 60, lambda: False)
+    assert (stdout, stderr, returncode) == ("out\n", "err\n", 3)
+
+
+def test_a_run_past_its_timeout_is_stopped():
+    started = time.monotonic()
+    _, _, returncode = killtable.run_until_done([sys.executable, "-c", "import time; time.sleep(600)"],
+                                                dict(os.environ), 1, lambda: False)
+    assert returncode is None and time.monotonic() - started < 20
