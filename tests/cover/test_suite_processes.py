@@ -110,7 +110,12 @@ def test_samplecheck_s_processes_get_it_and_a_caller_s_own_manager_stays(monkeyp
         hunts.append(options["env"].get(variable))
         raise killtable.subprocess.TimeoutExpired(command, 0)
 
+    def fake_run_until_done(command, env, timeout, done):
+        hunts.append(env.get(variable))
+        return "", "", None
+
     monkeypatch.setattr(killtable.subprocess, "run", fake_run)
+    monkeypatch.setattr(killtable, "run_until_done", fake_run_until_done)
     mutant = next(iter(killtable.MUTANTS))
     killtable.hunt(mutant, "cpu", "ci", timeout=1)
     killtable.hunt_shared([mutant], "cpu", "ci", workers=1, timeout=1)
@@ -135,8 +140,13 @@ def test_each_command_counts_the_processes_it_runs(monkeypatch):
         threads.append(options["env"].get("OMP_NUM_THREADS"))
         raise killtable.subprocess.TimeoutExpired(command, 0)
 
+    def fake_run_until_done(command, env, timeout, done):
+        threads.append(env.get("OMP_NUM_THREADS"))
+        return "", "", None
+
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.setattr(killtable.subprocess, "run", fake_run)
+    monkeypatch.setattr(killtable, "run_until_done", fake_run_until_done)
     mutant = next(iter(killtable.MUTANTS))
     killtable.hunt(mutant, "cpu", "ci", timeout=1, processes=4)
     killtable.hunt_shared([mutant], "cpu", "ci", workers=8, timeout=1)
