@@ -21,7 +21,9 @@ if any mutant that ran survived.
 """
 
 import argparse
+import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -107,9 +109,6 @@ def run_until_done(command: list[str], env: dict[str, str], timeout: float, done
     POLL_S seconds) or `timeout` seconds pass; a run stopped early is terminated with its whole
     process group (its xdist workers). (stdout, stderr, exit status; None: stopped early or
     timed out)."""
-    import os
-    import signal
-
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         process = subprocess.Popen(command, stdout=out, stderr=err, text=True, env=env, start_new_session=True)
         deadline = time.monotonic() + timeout
@@ -117,20 +116,23 @@ def run_until_done(command: list[str], env: dict[str, str], timeout: float, done
             time.sleep(POLL_S)
         returncode = process.poll()
         if returncode is None:
-            for sig, grace in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, None)):
-                try:
-                    os.killpg(process.pid, sig)
-                except ProcessLookupError:
-                    break
-                try:
-                    process.wait(timeout=grace)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
-            process.wait()
+            _signal_group(process.pid, signal.SIGTERM)
+            try:
+                process.wait(timeout=STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                _signal_group(process.pid, signal.SIGKILL)
+                process.wait()
         out.seek(0)
         err.seek(0)
         return out.read(), err.read(), returncode
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    """Send `sig` to the process group led by `pid` (none left: nothing to do)."""
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        pass
 
 
 def hunt_shared(names: list[str], device: str, profile: str, workers: int, timeout: float = 1800,
@@ -151,12 +153,15 @@ def hunt_shared(names: list[str], device: str, profile: str, workers: int, timeo
         stdout, stderr, returncode = run_until_done(
             command, suite_environment(mps.without(), workers), timeout,
             lambda: all(read_kill(Path(folder), name) is not None for name in names))
-        ended = "exited" if returncode is not None else "stopped: every mutant killed, or the timeout"
+        kills = {name: read_kill(Path(folder), name) for name in names}
+        if returncode is not None:
+            ended = "exited"
+        else:
+            ended = "stopped at its last kill" if all(kills.values()) else f"stopped at its {timeout:.0f} s timeout"
         output = stdout[-3000:] + stderr[-2000:]
         if log is not None:
             log.write_text(f"# the kill table's shared round: {time.time() - started:.0f} s wall ({ended})\n"
                            f"# {shlex.join(command)}\n{stdout}{stderr}")
-        kills = {name: read_kill(Path(folder), name) for name in names}
     return {name: Hunt(name, True, True, kill[0], kill[1] - started, output, returncode)
             for name, kill in kills.items() if kill is not None}
 

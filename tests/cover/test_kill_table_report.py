@@ -3,7 +3,6 @@ beside the time of its last kill, and its shared round's pytest output in a log 
 round's wall time, with pytest's slowest tests (where a round outlasting its kills spent its
 time). The hunts are stand-ins here: no pytest run, no GPU."""
 
-
 from samplecheck.tools import killtable
 
 
