@@ -12,6 +12,11 @@ SAMPLECHECK_GENERATED_MUTANTS variable makes resolvable by `pytest --sc-mutant=N
 hunt's process; each runs the fast suite's tests of that mutant alone
 (`samplecheck.tools.killtable.hunt`: -k mutant, -x, exact properties first), WORKERS at once;
 `--budget` bounds the whole run's wall time (mutants it leaves unfinished are not scored).
+Under the nightly profile a mutant is hunted first under the gate profile (the suite's 30
+derandomized examples per test) and only if it survives that, under nightly: a test that
+fails is a kill under either, and a nightly pass runs every example of each test it passes
+before it reaches the next one, so a mutant that only a late test catches would otherwise
+take minutes to be killed. The report says under which profile each kill came.
 OUT/mutation.json holds every outcome and OUT/mutation.md the report (score per kernel,
 operator and killing property; survivors with their diff and recorded disposition).
 `--merge` reports over several runs' results (e.g. one per kernel group); where several hold
@@ -25,7 +30,7 @@ import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from samplecheck import mutants as machinery
@@ -118,11 +123,28 @@ def main(argv=None) -> int:
     device, profile = chosen.device, chosen.resolved_profile
     deadline = None if args.budget is None else start + args.budget
     with ThreadPoolExecutor(args.workers) as pool:
-        hunts = list(pool.map(lambda m: _hunt_within(m.name, device, profile, args, deadline), mutants))
-    results = [report.result(m, h) for m, h in zip(mutants, hunts)]
+        hunts = list(pool.map(lambda m: _escalate(m.name, device, profile, args, deadline), mutants))
+    results = [report.result(m, h, p) for m, (h, p) in zip(mutants, hunts)]
     header = (f"Mutation analysis on {device}, profile {profile}: {len(mutants)} mutants, "
               f"{time.monotonic() - start:.0f} s wall, {args.workers} hunted at once")
     return _write(args.out, results, dispositions, "# " + header, failures)
+
+
+def rungs(profile: str) -> tuple[str, ...]:
+    """The profiles a mutant is hunted under, in order, for the requested `profile`."""
+    return ("gate", "nightly") if profile == "nightly" else (profile,)
+
+
+def _escalate(name: str, device: str, profile: str, args, deadline: float | None) -> tuple[Hunt, str]:
+    """The mutant hunted under each of `rungs(profile)` until one kills it or leaves it
+    unfinished or in error; the last hunt (its seconds summed over the rungs) and its profile."""
+    spent = 0.0
+    for rung in rungs(profile):
+        result = _hunt_within(name, device, rung, args, deadline)
+        spent += result.seconds
+        if not (result.ran and result.returncode == 0 and not result.killed):
+            break
+    return replace(result, seconds=spent), rung
 
 
 def _hunt_within(name: str, device: str, profile: str, args, deadline: float | None) -> Hunt:

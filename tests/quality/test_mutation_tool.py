@@ -88,3 +88,33 @@ def test_mutants_option_hunts_the_named_ones_alone(mutants, tmp_path):
     assert [m["name"] for m in json.loads((tmp_path / "mutants.json").read_text())] == [name]
     with pytest.raises(SystemExit, match="not generated"):
         main(["--kernels", "min_p", "--mutants", "min_p-mask-00000000", "--list", "--out", str(tmp_path)])
+
+
+@pytest.mark.parametrize("gate, nightly, expected", [
+    ("survived", "killed", ("killed", "nightly", ["gate", "nightly"])),
+    ("killed", None, ("killed", "gate", ["gate"])),
+    ("not run", None, ("not run", "gate", ["gate"])),
+    ("survived", "survived", ("survived", "nightly", ["gate", "nightly"])),
+])
+def test_nightly_hunt_escalates_from_the_gate_profile(gate, nightly, expected, monkeypatch):
+    from types import SimpleNamespace
+
+    from samplecheck.tools import mutate
+    from samplecheck.tools.killtable import Hunt
+    from samplecheck.tools.mutation.report import outcome
+
+    planned = {"gate": gate, "nightly": nightly}
+    hunted = []
+
+    def fake_hunt(name, device, profile, timeout, tests, processes):
+        hunted.append(profile)
+        kind = planned[profile]
+        return Hunt(name, kind != "not run", kind == "killed", "t::k" if kind == "killed" else None, 2.0, "",
+                    {"killed": 1, "survived": 0, "not run": None}[kind])
+
+    monkeypatch.setattr(mutate, "hunt", fake_hunt)
+    args = SimpleNamespace(timeout=60.0, tests=None, workers=1)
+    result, profile = mutate._escalate("m", "cuda", "nightly", args, None)
+    assert (outcome(result), profile, hunted) == expected
+    assert result.seconds == 2.0 * len(hunted)
+    assert mutate.rungs("gate") == ("gate",)

@@ -1,7 +1,8 @@
 """The mutation report: outcomes of hunted mutants, scored per kernel, operator and killing property.
 
 A result is one dict per mutant (JSON-ready): name, kernel, operator, outcome (killed,
-survived, error, not run), killer, seconds, and the patch. Survivors carry a disposition
+survived, error, not run), killer, seconds, the Hypothesis profile of its last hunt, and the
+patch. Survivors carry a disposition
 from the dispositions file (docs/mutation-dispositions.json), a JSON object keyed by mutant
 name:
     {"NAME": {"disposition": "equivalent", "reason": "why no input can tell it apart"}}
@@ -12,7 +13,7 @@ one answered by a property added since, counts against it until a rerun kills it
 
 import difflib
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 
 from samplecheck.mutants import Mutant
@@ -29,10 +30,10 @@ def outcome(h: Hunt) -> str:
     return "survived" if h.returncode == 0 else "error"
 
 
-def result(mutant: Mutant, h: Hunt) -> dict:
+def result(mutant: Mutant, h: Hunt, profile: str) -> dict:
     return {"name": mutant.name, "kernel": mutant.kernel, "operator": mutant.name.split("-")[1],
             "description": mutant.description, "outcome": outcome(h), "killer": h.killer,
-            "seconds": round(h.seconds, 1), "find": mutant.find, "replace": mutant.replace,
+            "seconds": round(h.seconds, 1), "profile": profile, "find": mutant.find, "replace": mutant.replace,
             "output": h.output if outcome(h) in ("survived", "error") else ""}
 
 
@@ -87,13 +88,18 @@ def markdown(results: list[dict], dispositions: dict, header: str) -> str:
              f"score {score} (killed / (run - equivalent)).", "",
              "## Per kernel", "", head.format("kernel"), *_score_rows(results, "kernel", dispositions), "",
              "## Per operator", "", head.format("operator"), *_score_rows(results, "operator", dispositions), "",
-             "## Per killing property", "", "| property | mutants killed first | median time to kill |", "|---|---|---|"]
+             "## Per killing property", "",
+             "| property | mutants killed first | median time to kill | under profile |", "|---|---|---|---|"]
     kills = defaultdict(list)
     for r in results:
         if r["outcome"] == "killed":
-            kills[_property(r["killer"])].append(r["seconds"])
-    for prop, times in sorted(kills.items(), key=lambda kv: -len(kv[1])):
-        lines.append(f"| {prop} | {len(times)} | {sorted(times)[len(times) // 2]:.0f} s |")
+            kills[_property(r["killer"])].append(r)
+    for prop, killed in sorted(kills.items(), key=lambda kv: -len(kv[1])):
+        times = sorted(r["seconds"] for r in killed)
+        # Results written before hunts recorded their profile carry none.
+        profiles = Counter(r.get("profile", "unrecorded") for r in killed)
+        under = ", ".join(f"{name} {n}" for name, n in sorted(profiles.items()))
+        lines.append(f"| {prop} | {len(killed)} | {times[len(times) // 2]:.0f} s | {under} |")
     lines += ["", "## Survivors and errors", ""]
     for r in results:
         if r["outcome"] in ("survived", "error"):
