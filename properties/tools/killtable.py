@@ -12,7 +12,7 @@ profile, in two rounds; the first failing test of a mutant is its killer:
    a backend of its own, its patched module imported under its own name, so the mutants and
    the real kernels never meet; its time to kill is from the run's start to its first kill.
    A mutant whose patch can fault memory (`Mutant.faults_memory`) skips this round.
-2. alone: every mutant not killed yet runs `pytest tests/cover --sc-mutant=NAME -k mutant -x`
+2. alone: every mutant not killed yet runs `pytest tests/cover --sc-mutant=NAME -k mutant-NAME -x`
    in a process of its own (its known killer first, then the exact properties, then the rest),
    WORKERS at once, the memory-faulting ones alongside round 1; its time to kill is that
    process's wall time, start-up included.
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from samplecheck.harness import mps
-from samplecheck.harness.kills import read_kill
+from samplecheck.harness.kills import MUTANT_PREFIX, read_kill
 from samplecheck.harness.suite_files import config_args, suite_path
 from samplecheck.mutants import MUTANTS
 from samplecheck.registry import catalog
@@ -71,7 +71,7 @@ class Hunt:
 def hunt(name: str, device: str, profile: str, timeout: float = 1800, tests: list[str] | None = None,
          processes: int = 1) -> Hunt:
     """Run the fast suite's tests of the mutant (or those among the test files or node ids
-    `tests`: `-k mutant` keeps the tests parametrized with it) against mutant `name` alone,
+    `tests`: `-k mutant-NAME` keeps the tests parametrized with it) against mutant `name` alone,
     stopping at the first failure, in one of `processes` hunts at once. Only a failed test of
     the mutant kills it: any other failure makes the hunt an error, never a kill."""
     if device not in MUTANTS[name].devices:
@@ -80,7 +80,7 @@ def hunt(name: str, device: str, profile: str, timeout: float = 1800, tests: lis
     known = f"{MUTANTS[name].killed_by}.py"
     rest = sorted(f.name for f in cover.glob("test_*.py") if f.name not in FIRST + (known,))
     selection = tests or [str(cover / f) for f in (known, *(f for f in FIRST if f != known), *rest)]
-    command = _pytest(selection, name, device, profile) + ["-x", "-p", "no:xdist"]
+    command = _pytest(selection, [name], device, profile) + ["-x", "-p", "no:xdist"]
     start = time.monotonic()
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
@@ -90,18 +90,19 @@ def hunt(name: str, device: str, profile: str, timeout: float = 1800, tests: lis
         return Hunt(name, True, True, f"timeout ({timeout:.0f} s)", time.monotonic() - start, output[-3000:])
     seconds = time.monotonic() - start
     failed = [line.split()[1] for line in result.stdout.splitlines() if line.startswith("FAILED ")]
-    killer = next((test for test in failed if f"mutant-{name}" in test), None) if result.returncode == 1 else None
+    killer = next((test for test in failed if MUTANT_PREFIX + name in test), None) if result.returncode == 1 else None
     if result.returncode < 0:
         killer = f"crash (signal {-result.returncode})"
     return Hunt(name, True, killer is not None, killer, seconds,
                 result.stdout[-3000:] + result.stderr[-2000:], result.returncode)
 
 
-def _pytest(selection: list[str], mutants: str, device: str, profile: str) -> list[str]:
-    """The pytest command running the tests of `mutants` (names, comma-separated) in `selection`."""
-    return [sys.executable, "-m", "pytest", *selection, *config_args(), f"--sc-mutant={mutants}",
-            f"--sc-device={device}", f"--sc-profile={profile}", "--sc-order=collection", "-k", "mutant", "-q",
-            "-p", "no:cacheprovider"]
+def _pytest(selection: list[str], mutants: list[str], device: str, profile: str) -> list[str]:
+    """The pytest command running the tests of `mutants` in `selection`: those parametrized with
+    a mutant's backend (`-k mutant-NAME`), never a framework test whose name holds "mutant"."""
+    return [sys.executable, "-m", "pytest", *selection, *config_args(), f"--sc-mutant={','.join(mutants)}",
+            f"--sc-device={device}", f"--sc-profile={profile}", "--sc-order=collection",
+            "-k", " or ".join(MUTANT_PREFIX + name for name in mutants), "-q", "-p", "no:cacheprovider"]
 
 
 def run_until_done(command: list[str], env: dict[str, str], timeout: float, done) -> tuple[str, str, int | None]:
@@ -147,7 +148,7 @@ def hunt_shared(names: list[str], device: str, profile: str, workers: int, timeo
     files = sorted({str(cover / f"{MUTANTS[name].killed_by}.py") for name in names})
     spread = ["-n", str(workers), "--dist", "worksteal"] if workers > 1 else ["-p", "no:xdist"]
     with tempfile.TemporaryDirectory(prefix="samplecheck-kills-") as folder:
-        command = _pytest(files, ",".join(names), device, profile) + [f"--sc-kills={folder}", "--durations=15",
+        command = _pytest(files, names, device, profile) + [f"--sc-kills={folder}", "--durations=15",
                                                                        *spread]
         started = time.time()
         stdout, stderr, returncode = run_until_done(

@@ -10,7 +10,7 @@ modules' code; see samplecheck.tools.mutation.operators); those that fail to imp
 dropped (counted in the report). They are written to OUT/mutants.json, which the
 SAMPLECHECK_GENERATED_MUTANTS variable makes resolvable by `pytest --sc-mutant=NAME` in every
 hunt's process; each runs the fast suite's tests of that mutant alone
-(`samplecheck.tools.killtable.hunt`: -k mutant, -x, exact properties first), WORKERS at once;
+(`samplecheck.tools.killtable.hunt`: -k mutant-NAME, -x, exact properties first), WORKERS at once;
 `--budget` bounds the whole run's wall time (mutants it leaves unfinished are not scored).
 Under the nightly profile a mutant is hunted first under the gate profile (the suite's 30
 derandomized examples per test) and only if it survives that, under nightly: a test that

@@ -1,9 +1,12 @@
-"""The kill table's shared round stops once every mutant it hunts is killed."""
+"""The kill table's hunts: their selection holds the hunted mutants' tests alone, and the shared
+round stops once every mutant it hunts is killed."""
 
 import os
+import subprocess
 import sys
 import time
 
+from samplecheck.harness.suite_files import suite_path
 from samplecheck.tools import killtable
 
 # A parent that starts a child (as pytest starts its xdist workers); the child prints its pid,
@@ -59,3 +62,14 @@ def test_a_run_past_its_timeout_is_stopped():
     _, _, returncode = killtable.run_until_done([sys.executable, "-c", "import time; time.sleep(600)"],
                                                 dict(os.environ), 1, lambda: False)
     assert returncode is None and time.monotonic() - started < 20
+
+
+def test_a_hunt_selects_the_mutants_tests_and_no_framework_test_named_after_mutants():
+    # test_changed_gate.py has a test whose name holds "mutant"; test_empty_batch.py is the
+    # known killer of the mutant hunted here.
+    files = [str(suite_path() / name) for name in ("test_changed_gate.py", "test_empty_batch.py")]
+    command = killtable._pytest(files, ["gumbel_empty_batch_planned"], "cpu", "ci") + ["--collect-only", "-p", "no:xdist"]
+    listed = subprocess.run(command, capture_output=True, text=True, timeout=300).stdout.splitlines()
+    selected = [line for line in listed if "::" in line]
+    assert selected, "\n".join(listed)
+    assert all("mutant-gumbel_empty_batch_planned" in line for line in selected), "\n".join(selected)
