@@ -142,7 +142,7 @@ def _escalate(name: str, device: str, profile: str, args, deadline: float | None
     for rung in rungs(profile):
         result = _hunt_within(name, device, rung, args, deadline)
         spent += result.seconds
-        if not (result.ran and result.returncode == 0 and not result.killed):
+        if report.outcome(result) != "survived":
             break
     return replace(result, seconds=spent), rung
 
