@@ -199,6 +199,9 @@ def test_record(report) -> dict:
         "kernel": props.get("kernel"), "backend": props.get("backend"),
         "dtype": props.get("dtype"), "layout": props.get("layout"),
         "outcome": outcome, "duration": round(report.duration, 4),
+        # When the phase began (epoch seconds) and the pytest-xdist worker that ran it ("" in a
+        # run without workers): with the duration, the run's timeline (the gate's idle tail).
+        "start": round(report.start, 3), "worker": _worker_of(report),
         "examples": props.get("examples", 0), "cases": props.get("cases", 0),
         "events": props.get("events", {}), "targets": props.get("targets", {}),
         "checks": props.get("checks", []), "slowest_case": props.get("slowest_case"),
@@ -213,6 +216,12 @@ def test_record(report) -> dict:
     elif props.get(MEASURED):
         record[MEASURED] = props[MEASURED][:MESSAGE_CHARS]
     return record
+
+
+def _worker_of(report) -> str:
+    """The id of the pytest-xdist worker a report came from ("gw3"), "" in a run without workers."""
+    gateway = getattr(getattr(report, "node", None), "gateway", None)
+    return str(getattr(gateway, "id", ""))
 
 
 def _crash_text(report) -> str:

@@ -28,6 +28,10 @@ CLEAR, DOCUMENTED, UNCLEAR, CHANGED = ("clear error", "documented result", "uncl
 OUTCOMES = (CLEAR, DOCUMENTED, UNCLEAR, CHANGED)
 RANGE_WORDS = ("must", "required", "at most")  # a message states what is allowed
 OURS = "samplecheck.kernels."  # the module prefix of the backends we ship
+# The two paths by which our ops with id lists check them (samplecheck.kernels.guard), each as
+# the value of INLINE_CHECK_IDS on the call's device that forces it whatever the lists' size:
+# checked inside the op's own kernel, or by the fused check kernel launched before it.
+CHECK_PATHS = {"in-kernel": 2**62, "launched-first": 0}
 
 
 @dataclass(frozen=True)

@@ -121,6 +121,25 @@ def slowest(records: list[dict], count: int = SLOWEST) -> list[str]:
     return [f"{r.get('duration', 0.0):8.1f} s  {r['nodeid']}" for r in ranked[:count]]
 
 
+def worker_summary(records: list[dict]) -> str | None:
+    """One line on how the suite's pytest-xdist workers spent the run, from the records' start
+    and duration: their busy seconds (mean, least, most) and the span from the first test's
+    start to the last test's end; the gap between the two is time some worker sat idle or
+    collected. None without worker records."""
+    busy: dict[str, float] = {}
+    spans: list[tuple[float, float]] = []
+    for record in records:
+        if record.get("worker") and record.get("start"):
+            busy[record["worker"]] = busy.get(record["worker"], 0.0) + record["duration"]
+            spans.append((record["start"], record["start"] + record["duration"]))
+    if not busy:
+        return None
+    span = max(end for _, end in spans) - min(start for start, _ in spans)
+    mean = sum(busy.values()) / len(busy)
+    return (f"the suite's {len(busy)} workers were busy {mean:.0f} s on average (least {min(busy.values()):.0f} s, "
+            f"most {max(busy.values()):.0f} s) of the {span:.0f} s from the first test's start to the last one's end")
+
+
 def main(argv: list[str]) -> int:
     from samplecheck.mutants import MUTANTS
     from samplecheck.tools import bench_check, killtable
@@ -174,9 +193,9 @@ def main(argv: list[str]) -> int:
     lines = slowest(records)
     if lines:
         print(f"gate: the {len(lines)} slowest tests (all durations: {results})\n" + "\n".join(lines))
-    compiled = compiles.summary(records)
-    if compiled:
-        print(f"gate: {compiled}")
+    for line in (worker_summary(records), compiles.summary(records)):
+        if line:
+            print(f"gate: {line}")
     print(f"gate: suite exit {suite}, mutants exit {kills}, wall {wall:.0f} s (suite and kill table; "
           f"{time.monotonic() - start:.0f} s with the benchmark report)")
     if budget is not None and wall > budget:

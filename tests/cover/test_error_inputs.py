@@ -3,7 +3,9 @@
 nothing: in each value-check mode that raises (docs/validation.md).
 - "eager" raises in the call;
 - "deferred" checks on the device, writes nothing, and raises from `raise_pending()` (a
-  layout error still raises in the call);
+  layout error still raises in the call), on each path by which our ops check id lists
+  (bad_calls.CHECK_PATHS: in the op's kernel, or by a check kernel launched first, each forced
+  through INLINE_CHECK_IDS whatever the case's size; other backends just run twice);
 - "deferred-from-flag": deferred, with no call kept to describe (value_modes.RECENT = 0), so
   a value error is raised from the flag's bits alone: the failed checks it names must be
   the error input's `argument` alone (that check's bit is set, and no other parameter's);
@@ -16,10 +18,12 @@ The last two apply to value errors only; a layout error raised in the call skips
 import re
 
 import pytest
+import torch
 
 from samplecheck.harness.call_inputs import cut_rows
-from samplecheck.judging.bad_calls import changed, snapshot
+from samplecheck.judging.bad_calls import CHECK_PATHS, changed, snapshot
 from samplecheck.kernels import value_modes
+from samplecheck.kernels.guard import INLINE_CHECK_IDS
 from samplecheck.kernels.validation import raise_pending, value_checks
 
 pytestmark = pytest.mark.interpreter
@@ -76,10 +80,19 @@ def test_error_inputs(error_case, device, mode, monkeypatch):
     call = backend.resolve()
     args, kwargs = error.make(device)
     before = snapshot(args, kwargs)
-    if mode in ("eager", "deferred"):
+    if mode == "eager":
         with value_checks(mode), pytest.raises(error.error, match=error.match if backend.error_messages else None):
             call(*args, **kwargs)
             raise_pending()
+    elif mode == "deferred":
+        for path, inline_ids in CHECK_PATHS.items():
+            monkeypatch.setitem(INLINE_CHECK_IDS, torch.device(device).type, inline_ids)
+            _, raised = deferred_call(call, args, kwargs)
+            assert isinstance(raised, error.error), (
+                f"ids checked {path}: expected {error.error.__name__}, got {raised!r}")
+            assert not backend.error_messages or re.search(error.match, str(raised)), (
+                f"ids checked {path}: {str(raised)!r} does not match {error.match!r}")
+            assert not changed(before, args, kwargs), f"ids checked {path}: the call changed its inputs before raising"
     elif mode == FROM_FLAG:
         monkeypatch.setattr(value_modes, "RECENT", 0)
         monkeypatch.setattr(value_modes, "_POOLS", {})

@@ -13,7 +13,7 @@ from triton.runtime.jit import KernelInterface
 
 import samplecheck.infos  # noqa: F401  (registers the records whose error inputs are tried)
 from samplecheck.families.errors import built, call, floats, ids
-from samplecheck.judging.bad_calls import changed, snapshot
+from samplecheck.judging.bad_calls import CHECK_PATHS, changed, snapshot
 from samplecheck.kernels.bad_words import apply_bad_words
 from samplecheck.kernels.guard import INLINE_CHECK_IDS
 from samplecheck.kernels.gumbel import gumbel_sample
@@ -58,7 +58,6 @@ CALLS = {
 }
 # The records whose error inputs are tried on both check paths, and their entry points.
 LIST_OPS = {"penalties": apply_penalties, "logit_bias": apply_logit_bias, "bad_words": apply_bad_words}
-PATHS = {"in-kernel": 2**62, "launched-first": 0}  # INLINE_CHECK_IDS on the call's device
 
 
 @pytest.fixture
@@ -116,12 +115,12 @@ def test_checks_run_without_the_kernel(op, device):
 
 def _error_params():
     return [pytest.param(entry, error, path, id=f"{name}-{error.description.replace(' ', '_')}-{path}")
-            for name, entry in LIST_OPS.items() for error in RECORDS[name].error_inputs for path in PATHS]
+            for name, entry in LIST_OPS.items() for error in RECORDS[name].error_inputs for path in CHECK_PATHS]
 
 
 @pytest.mark.parametrize("entry, error, path", _error_params())
 def test_both_check_paths_give_the_eager_error(entry, error, path, launches, device, monkeypatch):
-    monkeypatch.setitem(INLINE_CHECK_IDS, torch.device(device).type, PATHS[path])
+    monkeypatch.setitem(INLINE_CHECK_IDS, torch.device(device).type, CHECK_PATHS[path])
     args, kwargs = error.make(device)
     with value_checks("eager"), pytest.raises(error.error, match=error.match) as eager:
         entry(*args, **kwargs)
