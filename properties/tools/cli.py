@@ -110,5 +110,14 @@ def main(argv: list[str] | None = None) -> int:
     return int(getattr(importlib.import_module(module), function)(rest) or 0)
 
 
+def console() -> int:
+    """The `samplecheck` command's entry point: `main` with the command line's arguments, in a
+    process that shares its byte-code with the suite's processes (suite.share_bytecode)."""
+    from samplecheck.tools.suite import share_bytecode
+
+    share_bytecode()
+    return main()
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console())
