@@ -59,14 +59,15 @@ PYTEST_EPILOG = "Arguments not listed here go to pytest (e.g. -k EXPR, -x, --jun
 
 
 def test(argv: list[str]) -> int:
-    from samplecheck.tools.suite import compile_sources, processes_of, pytest_command, run_pytest
+    from samplecheck.tools.bytecode import compile_sources
+    from samplecheck.tools.suite import processes_of, pytest_command, run_pytest
 
     parser = flags.parser("test", COMMANDS["test"].what, epilog=PYTEST_EPILOG)
     flags.add_suite_flags(parser)
     flags.add_workers(parser)
     args, rest = parser.parse_known_args(argv)
-    chosen = flags.suite_flags(parser, args)
     compile_sources()
+    chosen = flags.suite_flags(parser, args)
     return run_pytest(pytest_command(chosen, flags.pytest_args(rest), workers=args.workers),
                       processes=processes_of(args.workers))
 
@@ -112,10 +113,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def console() -> int:
     """The `samplecheck` command's entry point: `main` with the command line's arguments, in a
-    process that shares its byte-code with the suite's processes (suite.share_bytecode)."""
-    from samplecheck.tools.suite import share_bytecode
+    process that shares its byte-code with the suite's processes (samplecheck.tools.bytecode)."""
+    from samplecheck.tools import bytecode
 
-    share_bytecode()
+    bytecode.share()
     return main()
 
 

@@ -144,9 +144,11 @@ def main(argv: list[str]) -> int:
     from samplecheck.mutants import MUTANTS
     from samplecheck.tools import bench_check, killtable
     from samplecheck.harness import compiles, mps
-    from samplecheck.tools.suite import compile_sources, processes_of, pytest_command
+    from samplecheck.tools.bytecode import compile_sources
+    from samplecheck.tools.suite import processes_of, pytest_command
 
     parser, args, rest = parse(argv)
+    compile_sources()  # first: the imports below (torch) read its byte-code
     chosen = dataclasses.replace(flags.suite_flags(parser, args), profile="gate")
     share = args.gpu_share or ("mps" if chosen.device == "cuda" and mps.available() else "time-slice")
     budget = args.budget if args.budget is not None else (CUDA_BUDGET_S if chosen.device == "cuda" else None)
@@ -167,7 +169,6 @@ def main(argv: list[str]) -> int:
             if not suite_wanted and not mutants:
                 return 0
     results = args.out / "gate-results.json"
-    compile_sources()
     suite = kills = 0
     records: list[dict] = []
     with ThreadPoolExecutor(1) as pool:

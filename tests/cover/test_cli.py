@@ -12,7 +12,7 @@ import torch
 
 from samplecheck.harness import suite_files
 from samplecheck.tests.cover.fake_suite import passed
-from samplecheck.tools import cli, flags, suite
+from samplecheck.tools import bytecode, cli, flags, suite
 
 SUBCOMMANDS = sorted(cli.COMMANDS)
 
@@ -113,17 +113,6 @@ def test_a_bad_flag_value_names_the_flag_and_its_range(argv, error, capsys):
     assert done.value.code == 2 and error in capsys.readouterr().err
 
 
-def _byte_code_path(source: str, prefix: str | None) -> Path:
-    """Where Python keeps the byte-code of `source` under the byte-code folder `prefix`."""
-    import importlib.util
-
-    saved, sys.pycache_prefix = sys.pycache_prefix, prefix
-    try:
-        return Path(importlib.util.cache_from_source(source))
-    finally:
-        sys.pycache_prefix = saved
-
-
 @pytest.mark.parametrize("forbidden", [False, True], ids=["beside-the-sources", "byte-code-forbidden"])
 def test_the_suites_processes_read_byte_code_compiled_once(monkeypatch, tmp_path, forbidden):
     """`test` and `gate` compile samplecheck's sources before starting the suite's processes,
@@ -131,13 +120,14 @@ def test_the_suites_processes_read_byte_code_compiled_once(monkeypatch, tmp_path
     in samplecheck's byte-code folder."""
     import samplecheck.harness.mps as compiled
 
-    monkeypatch.delenv(suite.PYCACHE_PREFIX, raising=False)
+    monkeypatch.delenv(bytecode.PYCACHE_PREFIX, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     if forbidden:
-        monkeypatch.setenv(suite.NO_BYTECODE, "1")
+        monkeypatch.setenv(bytecode.NO_BYTECODE, "1")
     else:
-        monkeypatch.delenv(suite.NO_BYTECODE, raising=False)
-    cached = _byte_code_path(compiled.__file__, suite.suite_environment().get(suite.PYCACHE_PREFIX))
+        monkeypatch.delenv(bytecode.NO_BYTECODE, raising=False)
+    monkeypatch.setattr(bytecode, "SUITE_IMPORTS", ())  # samplecheck's own sources only, here
+    cached = bytecode.cached_path(Path(compiled.__file__), suite.suite_environment().get(bytecode.PYCACHE_PREFIX))
     assert cached.is_relative_to(tmp_path) == forbidden
     cached.unlink(missing_ok=True)
     _pytest_command(monkeypatch, ["test", "--device=cpu"])
@@ -148,15 +138,15 @@ def test_the_suites_processes_read_byte_code_compiled_once(monkeypatch, tmp_path
 def test_the_command_shares_its_byte_code_with_the_suite_s_processes(monkeypatch, tmp_path, forbidden):
     """The `samplecheck` command's own imports (torch first, before the suite starts) keep their
     byte-code where the suite's processes read it; where writing it is allowed, nothing changes."""
-    monkeypatch.delenv(suite.PYCACHE_PREFIX, raising=False)
+    monkeypatch.delenv(bytecode.PYCACHE_PREFIX, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     if forbidden:
-        monkeypatch.setenv(suite.NO_BYTECODE, "1")
+        monkeypatch.setenv(bytecode.NO_BYTECODE, "1")
     else:
-        monkeypatch.delenv(suite.NO_BYTECODE, raising=False)
+        monkeypatch.delenv(bytecode.NO_BYTECODE, raising=False)
     monkeypatch.setattr(sys, "dont_write_bytecode", forbidden)
     monkeypatch.setattr(sys, "pycache_prefix", None)
     monkeypatch.setattr(sys, "argv", ["samplecheck", "--help"])
     assert cli.console() == 0
-    expected = str(suite.bytecode_folder(os.environ)) if forbidden else None
+    expected = str(bytecode.folder(os.environ)) if forbidden else None
     assert (sys.dont_write_bytecode, sys.pycache_prefix) == (False, expected)

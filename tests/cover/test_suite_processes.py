@@ -152,21 +152,3 @@ def test_each_command_counts_the_processes_it_runs(monkeypatch):
     killtable.hunt_shared([mutant], "cpu", "ci", workers=8, timeout=1)
     assert threads == ["4", "2"]
 
-
-def test_byte_code_forbidden_by_the_caller_goes_to_samplecheck_s_folder_and_is_shared(tmp_path):
-    """Under PYTHONDONTWRITEBYTECODE each of the suite's processes would compile every module it
-    imports: they keep the byte-code in samplecheck's folder instead (never beside the sources),
-    where the next process importing the module reads it. A caller's own folder stays."""
-    caller = {"PATH": os.environ.get("PATH", ""), suite.NO_BYTECODE: "1", "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    environment = suite.suite_environment(caller)
-    folder = tmp_path / "cache" / "samplecheck" / "pycache"
-    assert environment[suite.PYCACHE_PREFIX] == str(folder) and suite.NO_BYTECODE not in environment
-    own = {**caller, suite.PYCACHE_PREFIX: "/mine"}
-    assert suite.suite_environment(own) == {**own, suite.COMPILE_ONCE[0]: suite.COMPILE_ONCE[1]}
-    assert suite.PYCACHE_PREFIX not in suite.suite_environment({"PATH": "/bin"}), "byte-code allowed: Python's default"
-    (tmp_path / "src").mkdir()
-    (tmp_path / "src" / "imported_module.py").write_text("VALUE = 1\n")
-    environment["PYTHONPATH"] = str(tmp_path / "src")
-    subprocess.run([sys.executable, "-c", "import imported_module"], env=environment, check=True)
-    assert list(folder.rglob("imported_module.*.pyc")), "the process kept its byte-code in the folder"
-    assert not (tmp_path / "src" / "__pycache__").exists(), "nothing written beside the sources"
