@@ -121,11 +121,12 @@ def slowest(records: list[dict], count: int = SLOWEST) -> list[str]:
     return [f"{r.get('duration', 0.0):8.1f} s  {r['nodeid']}" for r in ranked[:count]]
 
 
-def worker_summary(records: list[dict]) -> str | None:
+def worker_summary(records: list[dict], began: float) -> str | None:
     """One line on how the suite's pytest-xdist workers spent the run, from the records' start
-    and duration: their busy seconds (mean, least, most) and the span from the first test's
-    start to the last test's end; the gap between the two is time some worker sat idle or
-    collected. None without worker records."""
+    and duration: their busy seconds (mean, least, most), the span from the first test's
+    start to the last test's end (the gap between the two is time some worker sat idle), and
+    how long after `began` (the gate's start, epoch seconds) the first test started (start-up:
+    imports, collection). None without worker records."""
     busy: dict[str, float] = {}
     spans: list[tuple[float, float]] = []
     for record in records:
@@ -134,26 +135,28 @@ def worker_summary(records: list[dict]) -> str | None:
             spans.append((record["start"], record["start"] + record["duration"]))
     if not busy:
         return None
-    span = max(end for _, end in spans) - min(start for start, _ in spans)
+    first = min(start for start, _ in spans)
+    span = max(end for _, end in spans) - first
     mean = sum(busy.values()) / len(busy)
     return (f"the suite's {len(busy)} workers were busy {mean:.0f} s on average (least {min(busy.values()):.0f} s, "
-            f"most {max(busy.values()):.0f} s) of the {span:.0f} s from the first test's start to the last one's end")
+            f"most {max(busy.values()):.0f} s) of the {span:.0f} s from the first test's start to the last one's end; "
+            f"the first test started {first - began:.0f} s after the gate")
 
 
 def main(argv: list[str]) -> int:
-    from samplecheck.mutants import MUTANTS
-    from samplecheck.tools import bench_check, killtable
-    from samplecheck.harness import compiles, mps
     from samplecheck.tools.bytecode import compile_sources
-    from samplecheck.tools.suite import processes_of, pytest_command
 
+    start, began = time.monotonic(), time.time()  # the gate's wall time counts from here
     parser, args, rest = parse(argv)
     compile_sources()  # first: the imports below (torch) read its byte-code
+    from samplecheck.harness import compiles, mps
+    from samplecheck.mutants import MUTANTS
+    from samplecheck.tools import bench_check, killtable
+    from samplecheck.tools.suite import processes_of, pytest_command
     chosen = dataclasses.replace(flags.suite_flags(parser, args), profile="gate")
     share = args.gpu_share or ("mps" if chosen.device == "cuda" and mps.available() else "time-slice")
     budget = args.budget if args.budget is not None else (CUDA_BUDGET_S if chosen.device == "cuda" else None)
     args.out.mkdir(parents=True, exist_ok=True)
-    start = time.monotonic()
     mutants: list[str] = []
     suite_wanted = hunt_all = True
     if args.changed is not None:
@@ -194,7 +197,7 @@ def main(argv: list[str]) -> int:
     lines = slowest(records)
     if lines:
         print(f"gate: the {len(lines)} slowest tests (all durations: {results})\n" + "\n".join(lines))
-    for line in (worker_summary(records), compiles.summary(records)):
+    for line in (worker_summary(records, began), compiles.summary(records)):
         if line:
             print(f"gate: {line}")
     print(f"gate: suite exit {suite}, mutants exit {kills}, wall {wall:.0f} s (suite and kill table; "
