@@ -137,8 +137,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.from_results:
         results = args.from_results
     else:
+        from samplecheck.tools.bytecode import compile_sources
         from samplecheck.tools.suite import processes_of, pytest_command, suite_environment
 
+        compile_sources()
         chosen = dataclasses.replace(flags.suite_flags(command_parser, args), profile=NIGHTLY)
         device = chosen.device
         start = time.time()
