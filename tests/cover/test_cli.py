@@ -113,19 +113,25 @@ def test_a_bad_flag_value_names_the_flag_and_its_range(argv, error, capsys):
     assert done.value.code == 2 and error in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("forbidden", [False, True], ids=["beside-the-sources", "byte-code-forbidden"])
+@pytest.fixture(params=[False, True], ids=["beside-the-sources", "byte-code-forbidden"])
+def forbidden(request, monkeypatch, tmp_path) -> bool:
+    """Whether the caller's environment forbids writing byte-code (PYTHONDONTWRITEBYTECODE), with
+    no byte-code folder named and the user's cache folder in tmp_path."""
+    monkeypatch.delenv(bytecode.PYCACHE_PREFIX, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    if request.param:
+        monkeypatch.setenv(bytecode.NO_BYTECODE, "1")
+    else:
+        monkeypatch.delenv(bytecode.NO_BYTECODE, raising=False)
+    return request.param
+
+
 def test_the_suites_processes_read_byte_code_compiled_once(monkeypatch, tmp_path, forbidden):
     """`test` and `gate` compile samplecheck's sources before starting the suite's processes,
     where those will read it: beside the sources, or, where the caller forbids writing byte-code,
     in samplecheck's byte-code folder."""
     import samplecheck.harness.mps as compiled
 
-    monkeypatch.delenv(bytecode.PYCACHE_PREFIX, raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    if forbidden:
-        monkeypatch.setenv(bytecode.NO_BYTECODE, "1")
-    else:
-        monkeypatch.delenv(bytecode.NO_BYTECODE, raising=False)
     monkeypatch.setattr(bytecode, "SUITE_IMPORTS", ())  # samplecheck's own sources only, here
     cached = bytecode.cached_path(Path(compiled.__file__), suite.suite_environment().get(bytecode.PYCACHE_PREFIX))
     assert cached.is_relative_to(tmp_path) == forbidden
@@ -134,16 +140,9 @@ def test_the_suites_processes_read_byte_code_compiled_once(monkeypatch, tmp_path
     assert cached.is_file(), f"no byte-code at {cached} after `samplecheck test`"
 
 
-@pytest.mark.parametrize("forbidden", [False, True], ids=["beside-the-sources", "byte-code-forbidden"])
-def test_the_command_shares_its_byte_code_with_the_suite_s_processes(monkeypatch, tmp_path, forbidden):
+def test_the_command_shares_its_byte_code_with_the_suite_s_processes(monkeypatch, forbidden):
     """The `samplecheck` command's own imports (torch first, before the suite starts) keep their
     byte-code where the suite's processes read it; where writing it is allowed, nothing changes."""
-    monkeypatch.delenv(bytecode.PYCACHE_PREFIX, raising=False)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    if forbidden:
-        monkeypatch.setenv(bytecode.NO_BYTECODE, "1")
-    else:
-        monkeypatch.delenv(bytecode.NO_BYTECODE, raising=False)
     monkeypatch.setattr(sys, "dont_write_bytecode", forbidden)
     monkeypatch.setattr(sys, "pycache_prefix", None)
     monkeypatch.setattr(sys, "argv", ["samplecheck", "--help"])
