@@ -21,6 +21,7 @@ import py_compile
 import struct
 import sys
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 # Python's switches for where an import keeps the byte-code it compiles: nowhere, or in a folder
@@ -33,19 +34,32 @@ SUITE_IMPORTS = ("torch", "triton", "numpy", "scipy", "hypothesis", "_pytest", "
 CHUNK = 64  # sources per task of the compiling processes
 
 
-def folder(environment: dict[str, str]) -> Path:
+def folder(environment: dict[str, str]) -> Path | None:
     """samplecheck's byte-code folder: samplecheck/pycache in the user's cache folder
-    ($XDG_CACHE_HOME, else ~/.cache)."""
-    cache = environment.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    ($XDG_CACHE_HOME when absolute, as the XDG spec requires, else ~/.cache); None where no home
+    folder is known (no HOME, no passwd entry)."""
+    cache = environment.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(cache):
+        home = environment.get("HOME")
+        if not home:
+            try:
+                home = str(Path.home())
+            except RuntimeError:
+                return None
+        cache = os.path.join(home, ".cache")
     return Path(cache) / "samplecheck" / "pycache"
 
 
 def redirect(environment: dict[str, str]) -> None:
-    """Where `environment` forbids writing byte-code and names no folder for it, make it name
-    samplecheck's folder instead (in place)."""
-    if environment.get(NO_BYTECODE) and PYCACHE_PREFIX not in environment:
+    """Where `environment` forbids writing byte-code and names no folder for it (an empty value
+    names none, as for Python), make it name samplecheck's folder instead (in place); where no
+    folder is known, leave it as it is."""
+    if not environment.get(NO_BYTECODE) or environment.get(PYCACHE_PREFIX):
+        return
+    into = folder(environment)
+    if into is not None:
         del environment[NO_BYTECODE]
-        environment[PYCACHE_PREFIX] = str(folder(environment))
+        environment[PYCACHE_PREFIX] = str(into)
 
 
 def prefix(environment: dict[str, str]) -> str | None:
@@ -75,8 +89,8 @@ def cached_path(source: Path, into: str | None) -> Path:
 
 
 def current(source: Path, cached: Path) -> bool:
-    """Whether `cached` holds byte-code that Python would accept for `source` as it is now
-    (this Python's magic number, and the source's modification time and size)."""
+    """Whether `cached` holds the byte-code `_compile` writes for `source` as it is now
+    (this Python's magic number; checked by the source's modification time and size)."""
     try:
         with cached.open("rb") as f:
             header = f.read(16)
@@ -89,11 +103,21 @@ def current(source: Path, cached: Path) -> bool:
 
 
 def _compile(jobs: list[tuple[str, str]]) -> None:
+    """Byte-code checked by timestamp (what `current` reads), whatever SOURCE_DATE_EPOCH says."""
     for source, cached in jobs:
         try:
-            py_compile.compile(source, cfile=cached, doraise=True)
+            py_compile.compile(source, cfile=cached, doraise=True,
+                               invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)
         except (py_compile.PyCompileError, OSError):  # a source that does not compile, or a folder not writable
             pass
+
+
+def writable(cached: Path) -> bool:
+    """Whether `cached` can be written: its nearest existing folder is writable."""
+    place = cached.parent
+    while not place.exists() and place != place.parent:
+        place = place.parent
+    return os.access(place, os.W_OK)
 
 
 def package_folders(names) -> list[Path]:
@@ -111,17 +135,20 @@ def package_folders(names) -> list[Path]:
 def compile_sources() -> None:
     """Byte-compile samplecheck's sources and those of SUITE_IMPORTS where the suite's processes
     will look for their byte-code (`prefix` of this process's environment), in parallel, those
-    not compiled already; so no process compiles a module another one imports too."""
+    not compiled already and where it can be written; so no process compiles a module another
+    one imports too. A speed-up only: a pool that cannot start compiles in this process."""
     into = prefix(dict(os.environ))
     jobs = [(str(source), str(cached)) for root in package_folders(OWN_PACKAGES + SUITE_IMPORTS)
-            for source in root.rglob("*.py") if not current(source, cached := cached_path(source, into))]
-    if not jobs:
-        return
+            for source in root.rglob("*.py")
+            if not current(source, cached := cached_path(source, into)) and writable(cached)]
     chunks = [jobs[i:i + CHUNK] for i in range(0, len(jobs), CHUNK)]
-    if len(chunks) == 1:
-        _compile(chunks[0])
+    if len(chunks) <= 1:
+        _compile(jobs)
         return
-    # A fresh interpreter per worker (forkserver): the caller may hold threads, which fork would copy.
-    context = multiprocessing.get_context("forkserver")
-    with ProcessPoolExecutor(min(len(chunks), os.cpu_count() or 1), mp_context=context) as pool:
-        list(pool.map(_compile, chunks))
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        # A fresh interpreter per worker (forkserver): the caller may hold threads, which fork would copy.
+        with ProcessPoolExecutor(min(len(chunks), cores), mp_context=multiprocessing.get_context("forkserver")) as pool:
+            list(pool.map(_compile, chunks))
+    except (OSError, BrokenProcessPool):
+        _compile(jobs)

@@ -123,9 +123,10 @@ def slowest(records: list[dict], count: int = SLOWEST) -> list[str]:
 
 def worker_summary(records: list[dict], began: float) -> str | None:
     """One line on how the suite's pytest-xdist workers spent the run, from the records' start
-    and duration: their busy seconds (mean, least, most), the span from the first test's
-    start to the last test's end (the gap between the two is time some worker sat idle), and
-    how long after `began` (the gate's start, epoch seconds) the first test started (start-up:
+    and duration (a test's call; its fixtures' setup and teardown not counted): their seconds in
+    test calls (mean, least, most), the span from the first call's start to the last call's end
+    (the gap between the two is fixtures, scheduling or a worker sitting idle), and how long
+    after `began` (the gate's start, epoch seconds) the first call started (start-up: byte-code,
     imports, collection). None without worker records."""
     busy: dict[str, float] = {}
     spans: list[tuple[float, float]] = []
@@ -138,9 +139,9 @@ def worker_summary(records: list[dict], began: float) -> str | None:
     first = min(start for start, _ in spans)
     span = max(end for _, end in spans) - first
     mean = sum(busy.values()) / len(busy)
-    return (f"the suite's {len(busy)} workers were busy {mean:.0f} s on average (least {min(busy.values()):.0f} s, "
-            f"most {max(busy.values()):.0f} s) of the {span:.0f} s from the first test's start to the last one's end; "
-            f"the first test started {first - began:.0f} s after the gate")
+    return (f"the suite's {len(busy)} workers spent {mean:.0f} s on average in test calls (least "
+            f"{min(busy.values()):.0f} s, most {max(busy.values()):.0f} s) of the {span:.0f} s from the first call's "
+            f"start to the last one's end; the first call started {first - began:.0f} s after the gate")
 
 
 def main(argv: list[str]) -> int:
@@ -200,9 +201,11 @@ def main(argv: list[str]) -> int:
     for line in (worker_summary(records, began), compiles.summary(records)):
         if line:
             print(f"gate: {line}")
-    print(f"gate: suite exit {suite}, mutants exit {kills}, wall {wall:.0f} s (suite and kill table; "
+    print(f"gate: suite exit {suite}, mutants exit {kills}, wall {wall:.0f} s (from the command's start to the end of "
+          f"the suite and kill table; "
           f"{time.monotonic() - start:.0f} s with the benchmark report)")
     if budget is not None and wall > budget:
-        print(f"gate: WARNING: the suite and kill table took {wall:.0f} s, over the budget of {budget:.0f} s",
+        print(f"gate: WARNING: the gate took {wall:.0f} s to the end of its suite and kill table, over the budget of "
+              f"{budget:.0f} s",
               file=sys.stderr)
     return int(suite != 0 or kills != 0)

@@ -33,6 +33,8 @@ def pytest_command(flags: SuiteFlags, pytest_args: list[str], *, workers: str = 
 COMPILE_ONCE = ("TRITON_CACHE_MANAGER", "samplecheck.harness.compile_once:CompileOnce")
 # The variables sizing a process's CPU thread pools (PyTorch's intra-op pool reads both).
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def suite_environment(base: dict[str, str] | None = None, processes: int = 1) -> dict[str, str]:
     """The environment of one of `processes` pytest processes that samplecheck runs at once
     (xdist workers, hunts), from `base` (default this process's environment); a variable `base`

@@ -48,7 +48,8 @@ def package(tmp_path, monkeypatch):
     return root
 
 
-def test_compile_sources_compiles_what_is_not_current_into_the_folder(package, tmp_path):
+def test_compile_sources_compiles_what_is_not_current_into_the_folder(package, tmp_path, monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1")  # py_compile's default would then check by hash, not by time
     bytecode.compile_sources()
     into = bytecode.prefix(dict(os.environ))
     assert into == str(tmp_path / "cache" / "samplecheck" / "pycache")
@@ -64,3 +65,31 @@ def test_compile_sources_compiles_what_is_not_current_into_the_folder(package, t
     assert not bytecode.current(package / "m0.py", bytecode.cached_path(package / "m0.py", into))
     bytecode.compile_sources()
     assert bytecode.current(package / "m0.py", bytecode.cached_path(package / "m0.py", into)), "a changed source again"
+
+
+@pytest.mark.parametrize("caller, expected", [
+    ({bytecode.NO_BYTECODE: "1", bytecode.PYCACHE_PREFIX: "", "HOME": "/h"}, "/h/.cache/samplecheck/pycache"),
+    ({bytecode.NO_BYTECODE: "1", "XDG_CACHE_HOME": "relative", "HOME": "/h"}, "/h/.cache/samplecheck/pycache"),
+    ({bytecode.NO_BYTECODE: "", "HOME": "/h"}, None),
+], ids=["an-empty-folder-names-none", "a-relative-cache-folder-is-ignored", "an-empty-switch-forbids-nothing"])
+def test_the_environment_is_read_as_python_and_the_xdg_spec_read_it(caller, expected):
+    assert bytecode.prefix(caller) == expected
+
+
+def test_without_a_known_home_folder_nothing_is_redirected(monkeypatch):
+    def no_home():
+        raise RuntimeError("Could not determine home directory.")
+    monkeypatch.setattr(bytecode.Path, "home", no_home)
+    caller = {bytecode.NO_BYTECODE: "1"}
+    assert bytecode.prefix(caller) is None
+    assert suite.suite_environment(caller)[bytecode.NO_BYTECODE] == "1", "the caller's environment as it was"
+
+
+def test_compile_sources_compiles_in_this_process_when_no_pool_starts(package, monkeypatch):
+    class NoPool:
+        def __init__(self, *args, **kwargs):
+            raise OSError("no /dev/shm here")
+    monkeypatch.setattr(bytecode, "ProcessPoolExecutor", NoPool)
+    bytecode.compile_sources()
+    into = bytecode.prefix(dict(os.environ))
+    assert all(bytecode.current(s, bytecode.cached_path(s, into)) for s in package.glob("m*.py"))

@@ -142,10 +142,11 @@ def test_the_suites_processes_read_byte_code_compiled_once(monkeypatch, tmp_path
 
 def test_the_command_shares_its_byte_code_with_the_suite_s_processes(monkeypatch, forbidden):
     """The `samplecheck` command's own imports (torch first, before the suite starts) keep their
-    byte-code where the suite's processes read it; where writing it is allowed, nothing changes."""
-    monkeypatch.setattr(sys, "dont_write_bytecode", forbidden)
+    byte-code where the suite's processes read it; a process kept from writing byte-code by
+    other means than the environment (`python -B`) stays as it is."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
     monkeypatch.setattr(sys, "pycache_prefix", None)
     monkeypatch.setattr(sys, "argv", ["samplecheck", "--help"])
     assert cli.console() == 0
-    expected = str(bytecode.folder(os.environ)) if forbidden else None
-    assert (sys.dont_write_bytecode, sys.pycache_prefix) == (False, expected)
+    expected = (False, str(bytecode.folder(os.environ))) if forbidden else (True, None)
+    assert (sys.dont_write_bytecode, sys.pycache_prefix) == expected

@@ -28,6 +28,6 @@ def test_the_gate_sums_up_its_workers_busy_time_against_the_span():
     records = [{"worker": "gw0", "start": 100.0, "duration": 10.0}, {"worker": "gw0", "start": 110.0, "duration": 5.0},
                {"worker": "gw1", "start": 100.5, "duration": 29.5}, {"worker": "", "start": 0.0, "duration": 1.0}]
     assert gate.worker_summary(records, began=88.0) == (
-        "the suite's 2 workers were busy 22 s on average (least 15 s, most 30 s) of the 30 s from the first "
-        "test's start to the last one's end; the first test started 12 s after the gate")
+        "the suite's 2 workers spent 22 s on average in test calls (least 15 s, most 30 s) of the 30 s from the "
+        "first call's start to the last one's end; the first call started 12 s after the gate")
     assert gate.worker_summary([{"duration": 1.0}], began=0.0) is None, "records without workers say nothing"

@@ -151,4 +151,3 @@ def test_each_command_counts_the_processes_it_runs(monkeypatch):
     killtable.hunt(mutant, "cpu", "ci", timeout=1, processes=4)
     killtable.hunt_shared([mutant], "cpu", "ci", workers=8, timeout=1)
     assert threads == ["4", "2"]
-
