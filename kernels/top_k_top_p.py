@@ -20,9 +20,9 @@ Contract (the oracle `samplecheck.oracles.top_k_top_p` states the semantics in f
 - Scratch: each call allocates a [B, CAP] fp32 buffer (CAP from LAUNCH_CONFIG: 4 KiB a
   row on a GPU) for the candidates described below; nothing is cached between calls.
 
-Algorithm, per row (one program), no sort. Every fp32 value maps to an int32 key with the
-same order. The kept set is always {x : key(x) >= c} for a cut key c, the smallest key at
-which a monotone predicate holds:
+Algorithm, per row (one program), no sort of the row. Every fp32 value maps to an int32
+key with the same order. The kept set is always {x : key(x) >= c} for a cut key c, the
+smallest key at which a monotone predicate holds:
 - top-k: #(key > c) < k;
 - top-p: mass(key > c) < p * mass(top-k survivors), mass = sum of exp(x - row max).
 Each cut lies in a bracket [lo, hi] of keys, hi = the row max's key:
@@ -37,14 +37,22 @@ Each cut lies in a bracket [lo, hi] of keys, hi = the row max's key:
    column order (positions from cumsums) and counts them; the top-p stage's pass also
    weighs the survivors. If more than CAP fall in the bracket, search steps over the whole
    row (one pass each, counting and weighing the entries above NUM_PIVOTS pivots in
-   [TILE, NUM_PIVOTS] compare tiles) shrink it until it is one key or holds at most CAP
-   entries, which are then copied.
+   [NUM_PIVOTS, TILE] compare tiles, and summing the survivors' mass) shrink it until it
+   is one key or holds at most CAP entries, which are then copied.
+   The top-p stage reads SAMPLE entries first (columns (i * V) // SAMPLE). When more than
+   CAP / 2 of the row's entries lie in its bracket by the sample's count, it skips the
+   candidate pass and its first search step takes its pivots from the sample, sorted in
+   registers: around the entry where the sample's own mass reaches p, at spacings
+   growing from about CAP / 2 expected entries. Later steps spread the pivots evenly over
+   the bracket. The sample only places pivots: every pivot is checked against the whole
+   row, so the cut does not depend on it.
 4. The cut is the smallest candidate key at which the predicate holds: the count and mass
    above every candidate come from [RANK_ROWS, RANK_COLS] compare tiles over the scratch.
    Top-p reuses the top-k candidates when they hold every top-k survivor.
 5. A last pass writes -inf below the cut.
 With k = 50, or a top-p whose bound is tight, that is three passes over the row (max,
-candidates, write) and a few hundred compares per candidate.
+candidates, write) and a few hundred compares per candidate; top-p on a flat row takes a
+search step and a candidate pass more (a second step when the sample's guess misses).
 
 Exactness and determinism: masses are sums of exp(x - max) in 2**-40 fixed point (int64).
 Integer sums are exact in any order, so the cut depends neither on the summation order
@@ -68,16 +76,17 @@ from samplecheck.kernels.validation import check_top_k_top_p
 # Launch parameters by device. BLOCK: columns per step of the streaming passes (max,
 # candidates, write), NUM_STAGES: their software pipelining depth; LANES: lane maxima kept
 # for the top-k bound; TILE and NUM_PIVOTS: the compare tile of a full-row search step;
-# CAP: scratch entries per row; RANK_ROWS x RANK_COLS: the candidates' compare tile. On a
-# GPU the tiles must fit in registers (80 a thread at 8 warps for bf16, 3 programs per
+# CAP: scratch entries per row; RANK_ROWS x RANK_COLS: the candidates' compare tile; SAMPLE:
+# the entries sampled to place the first passes (a power of two). On a
+# GPU the tiles must fit in registers (at most 128 a thread at 8 warps, 2 programs per
 # SM); the CPU interpreter pays per operation, so it takes wide tiles, and a small CAP so
 # that its small rows exercise both the candidate and the full-row search. The result
 # depends on none of these.
 LAUNCH_CONFIG = {
     "cuda": dict(BLOCK=2048, NUM_STAGES=3, LANES=512, BOUND_STEPS=3, TILE=256, NUM_PIVOTS=16, CAP=1024,
-                 RANK_ROWS=16, RANK_COLS=256, num_warps=8),
+                 RANK_ROWS=16, RANK_COLS=256, SAMPLE=2048, num_warps=8),
     "cpu": dict(BLOCK=4096, NUM_STAGES=1, LANES=1024, BOUND_STEPS=2, TILE=4096, NUM_PIVOTS=256, CAP=256,
-                RANK_ROWS=128, RANK_COLS=128),
+                RANK_ROWS=128, RANK_COLS=128, SAMPLE=32),
 }
 
 
@@ -125,34 +134,42 @@ def _kth_largest_bound(keys, k, lo, hi, STEPS: tl.constexpr, NUM_PIVOTS: tl.cons
 
 
 @triton.jit
-def _narrow(row_ptr, V, lo, hi, pop, max_pop, row_max, k, mass_limit, BY_MASS: tl.constexpr,
-            TILE: tl.constexpr, NUM_PIVOTS: tl.constexpr, NUM_STAGES: tl.constexpr):
+def _narrow(row_ptr, V, lo, hi, pop, max_pop, row_max, k, p, total, mass_floor, pivots,
+            BY_MASS: tl.constexpr, TILE: tl.constexpr, NUM_PIVOTS: tl.constexpr, NUM_STAGES: tl.constexpr):
     """Shrink the cut's bracket [lo, hi] (hi: the row max's key) until it is one key or
     holds at most max_pop entries (pop: its population, or anything above max_pop). Each
     step is one pass over the row counting (and weighing) the entries above NUM_PIVOTS
-    pivots. Returns the new lo, hi, pop and the count and mass of the entries above hi."""
+    pivots: `pivots` (any keys; clamped into [lo, hi]) at the first step, then keys spread
+    evenly over the bracket. BY_MASS, each pass also sums `total`, the mass of the entries
+    with key >= mass_floor, and the limit is p * total. Returns the new lo, hi, pop, the
+    count and mass of the entries above hi, and total."""
     offs = tl.arange(0, TILE)
     count_hi = tl.zeros([], dtype=tl.int32)
     mass_hi = tl.zeros([], dtype=tl.int64)
     while (lo < hi) & (pop > max_pop):
-        pivots = _pivots(lo, hi, NUM_PIVOTS)
+        pivots = tl.minimum(tl.maximum(pivots, lo), hi)
         # Per-lane tallies, reduced across the tile once after the pass (a reduction per
         # step would synchronise the program's warps at every step). Pivots run along the
         # first axis, so each thread compares its own entries with every pivot and no
         # entry moves between threads.
         lane_count = tl.zeros([NUM_PIVOTS, TILE], dtype=tl.int32)
         lane_mass = tl.zeros([NUM_PIVOTS, TILE], dtype=tl.int64)
+        lane_total = tl.zeros([TILE], dtype=tl.int64)
         for start in tl.range(0, V, TILE, num_stages=NUM_STAGES):
             idx = start + offs
             x = _load_row(row_ptr + idx, idx < V)
-            above = _order_key(x)[None, :] > pivots[:, None]
+            key = _order_key(x)
+            above = key[None, :] > pivots[:, None]
             lane_count += above.to(tl.int32)
             if BY_MASS:
-                lane_mass += tl.where(above, _weight(x, row_max)[None, :], 0)
+                w = _weight(x, row_max)
+                lane_mass += tl.where(above, w[None, :], 0)
+                lane_total += tl.where(key >= mass_floor, w, 0)
         count = tl.sum(lane_count, axis=1)
         mass = tl.sum(lane_mass, axis=1)
         if BY_MASS:
-            holds = mass.to(tl.float32) < mass_limit
+            total = tl.sum(lane_total, axis=0)
+            holds = mass.to(tl.float32) < p * total.to(tl.float32)
         else:
             holds = count < k
         # Counts and masses fall as the pivot rises: the smallest holding pivot is the new
@@ -165,7 +182,8 @@ def _narrow(row_ptr, V, lo, hi, pop, max_pop, row_max, k, mass_limit, BY_MASS: t
         lo = tl.max(tl.where(holds, lo, pivots + 1), axis=0)
         hi = new_hi
         pop = count_lo - count_hi
-    return lo, hi, pop, count_hi, mass_hi
+        pivots = _pivots(lo, hi, NUM_PIVOTS)
+    return lo, hi, pop, count_hi, mass_hi, total
 
 
 @triton.jit
@@ -228,29 +246,51 @@ def _rank_cut(scratch_ptr, n, lo, hi, count_hi, mass_hi, row_max, k, mass_limit,
 
 
 @triton.jit
-def _find_cut(row_ptr, V, scratch_ptr, lo, hi, n, row_max, k, mass_limit,
+def _find_cut(row_ptr, V, scratch_ptr, lo, hi, n, row_max, k, p, total, mass_floor, pivots,
               BY_MASS: tl.constexpr, CAP: tl.constexpr, BLOCK: tl.constexpr, TILE: tl.constexpr,
               NUM_PIVOTS: tl.constexpr, RANK_ROWS: tl.constexpr, RANK_COLS: tl.constexpr,
               NUM_STAGES: tl.constexpr):
     """The cut in [lo, hi] (hi: the row max's key). n <= CAP: the scratch holds n entries,
-    every entry with key in [lo, hi] and maybe some below lo. n > CAP: it does not (n is
-    the bracket's population or V); full-row search steps shrink the bracket first and
-    its entries are collected then. Returns the cut, the scratch's entry count and whether
-    the scratch holds every entry from the cut up."""
+    every entry with key in [lo, hi] and maybe some below lo, and `total` is the mass of
+    key >= mass_floor (BY_MASS). n > CAP: it does not (n is the bracket's population or
+    V); full-row search steps (first pivots: `pivots`) shrink the bracket and sum `total`
+    first, and the bracket's entries are collected then. Returns the cut, the scratch's
+    entry count and whether the scratch holds every entry from the cut up."""
     count_hi = tl.zeros([], dtype=tl.int32)
     mass_hi = tl.zeros([], dtype=tl.int64)
     collected = n <= CAP
     if n > CAP:
-        lo, hi, n, count_hi, mass_hi = _narrow(row_ptr, V, lo, hi, n, CAP, row_max, k, mass_limit,
-                                               BY_MASS, TILE, NUM_PIVOTS, NUM_STAGES)
+        lo, hi, n, count_hi, mass_hi, total = _narrow(row_ptr, V, lo, hi, n, CAP, row_max, k, p, total,
+                                                      mass_floor, pivots, BY_MASS, TILE, NUM_PIVOTS,
+                                                      NUM_STAGES)
         collected = lo < hi  # else the cut is lo
         if collected:
             n, _ = _collect(row_ptr, V, lo, hi, scratch_ptr, row_max, lo, False, CAP, BLOCK, NUM_STAGES)
     cut = lo
     if collected:
-        cut = _rank_cut(scratch_ptr, n, lo, hi, count_hi, mass_hi, row_max, k, mass_limit, BY_MASS,
-                        RANK_ROWS, RANK_COLS)
+        cut = _rank_cut(scratch_ptr, n, lo, hi, count_hi, mass_hi, row_max, k, p * total.to(tl.float32),
+                        BY_MASS, RANK_ROWS, RANK_COLS)
     return cut, n, collected & (count_hi == 0)
+
+
+@triton.jit
+def _sampled_cut_pivots(sample, row_max, p, mass_floor, V, CAP: tl.constexpr, SAMPLE: tl.constexpr,
+                        NUM_PIVOTS: tl.constexpr):
+    """NUM_PIVOTS keys around the top-p cut that the sample (keys, largest first) predicts:
+    the sample entry where its mass of key >= mass_floor first reaches p, and entries
+    0, 1, 3, 5, 8, 11, 16, ... steps away on either side, where a step of the sample holds
+    about CAP / 2 of the row's entries. A guess only: the search checks every pivot against
+    the whole row."""
+    x = sample ^ ((sample >> 31) & 0x7FFFFFFF)  # the order key is its own inverse
+    w = tl.where(sample >= mass_floor, tl.exp(x.to(tl.float32, bitcast=True) - row_max), 0.0)
+    mass = tl.cumsum(w, axis=0)
+    at = tl.sum((mass < p * tl.sum(w, axis=0)).to(tl.int32), axis=0)
+    step = tl.maximum((CAP * SAMPLE) // (2 * V), 1)
+    t = tl.arange(0, NUM_PIVOTS) - NUM_PIVOTS // 2
+    growth = tl.minimum(tl.exp2(tl.abs(t).to(tl.float32) * 0.585), SAMPLE)  # about 1.5 ** |t|
+    reach = tl.abs(t) + growth.to(tl.int32) - 1  # 0, 1, 3, 5, 8, 11, 16, ...
+    at = tl.minimum(tl.maximum(at + tl.where(t < 0, -reach, reach) * step, 0), SAMPLE - 1)
+    return tl.sum(tl.where(tl.arange(0, SAMPLE)[None, :] == at[:, None], sample[None, :], 0), axis=1)
 
 
 @triton.jit(do_not_specialize=["k_ptr", "p_ptr", "B", "guard_ptr"])
@@ -259,7 +299,7 @@ def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, B, V,
                         BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr, LANES: tl.constexpr,
                         BOUND_STEPS: tl.constexpr, TILE: tl.constexpr,
                         NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, RANK_ROWS: tl.constexpr,
-                        RANK_COLS: tl.constexpr):
+                        RANK_COLS: tl.constexpr, SAMPLE: tl.constexpr):
     """One program per row; the module docstring states the algorithm."""
     row = tl.program_id(0).to(tl.int64)
     row_ptr = logits_ptr + row * row_stride
@@ -288,6 +328,7 @@ def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, B, V,
             record_failed(guard_ptr, failed)
             clear = clear & (failed == 0)
     if ((k < V) | (p < 1.0)) & clear:
+        zero_mass = tl.zeros([], dtype=tl.int64)
         # Pass 1: the row max, the min key and the lane maxima.
         lane_max = tl.full([BLOCK], float("-inf"), tl.float32)
         lane_min = tl.full([BLOCK], float("inf"), tl.float32)
@@ -315,13 +356,14 @@ def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, B, V,
                                                 BOUND_STEPS, NUM_PIVOTS)
                     n, _ = _collect(row_ptr, V, lo, key_hi, scratch_ptr, row_max, lo, False,
                                     CAP, BLOCK, NUM_STAGES)
-                cut, n, covered = _find_cut(row_ptr, V, scratch_ptr, lo, key_hi, n, row_max, k, 0.0,
-                                            False, CAP, BLOCK, TILE, NUM_PIVOTS, RANK_ROWS, RANK_COLS,
-                                            NUM_STAGES)
+                cut, n, covered = _find_cut(row_ptr, V, scratch_ptr, lo, key_hi, n, row_max, k, 1.0,
+                                            zero_mass, cut, _pivots(lo, key_hi, NUM_PIVOTS), False,
+                                            CAP, BLOCK, TILE, NUM_PIVOTS, RANK_ROWS, RANK_COLS, NUM_STAGES)
         if HAS_P:
             if (p < 1.0) & (row_max == float("inf")):
                 cut = key_hi  # +inf survivors hold all the mass: only they are kept
             elif p < 1.0:
+                pivots = _pivots(cut, key_hi, NUM_PIVOTS)
                 if covered:
                     # The scratch holds every top-k survivor: weigh them there.
                     kept_mass = tl.zeros([RANK_ROWS], dtype=tl.int64)
@@ -332,14 +374,25 @@ def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, B, V,
                     lo = cut
                     mass = tl.sum(kept_mass, axis=0)
                 else:
+                    # The entries below the bound hold less than 1 - p of the mass. When the
+                    # sample says that more than CAP / 2 lie above it, the bracket is narrowed
+                    # from pivots the sample predicts, without collecting it first.
+                    sample_cols = (tl.arange(0, SAMPLE).to(tl.int64) * V) // SAMPLE
                     log_v = tl.log(V + tl.zeros([], dtype=tl.float32))
                     bound = row_max - (log_v - tl.log(1.0 - p)) - 1.0
                     lo = tl.minimum(tl.maximum(cut, _order_key(bound)), key_hi)
-                    n, mass = _collect(row_ptr, V, lo, key_hi, scratch_ptr, row_max, cut, True,
-                                       CAP, BLOCK, NUM_STAGES)
-                cut, _, _ = _find_cut(row_ptr, V, scratch_ptr, lo, key_hi, n, row_max, k,
-                                      p * mass.to(tl.float32), True, CAP, BLOCK, TILE, NUM_PIVOTS,
-                                      RANK_ROWS, RANK_COLS, NUM_STAGES)
+                    sample = _order_key(_load_row(row_ptr + sample_cols, sample_cols < V))
+                    above = tl.sum(((sample >= lo) & (sample <= key_hi)).to(tl.int64), axis=0)
+                    mass = zero_mass
+                    if (above * V > (CAP // 2) * SAMPLE) & (V > CAP):
+                        n = tl.zeros([], dtype=tl.int32) + V
+                        pivots = _sampled_cut_pivots(tl.sort(sample, descending=True), row_max, p, cut, V, CAP,
+                                                     SAMPLE, NUM_PIVOTS)
+                    else:
+                        n, mass = _collect(row_ptr, V, lo, key_hi, scratch_ptr, row_max, cut, True,
+                                           CAP, BLOCK, NUM_STAGES)
+                cut, _, _ = _find_cut(row_ptr, V, scratch_ptr, lo, key_hi, n, row_max, k, p, mass, cut, pivots,
+                                      True, CAP, BLOCK, TILE, NUM_PIVOTS, RANK_ROWS, RANK_COLS, NUM_STAGES)
         # Final pass: write -inf below the cut, nothing else. Columns go in groups of 8: a
         # group dropped whole is one vector store, the others are stored entry by entry.
         groups = tl.arange(0, BLOCK // 8)[:, None] * 8 + tl.arange(0, 8)[None, :]
