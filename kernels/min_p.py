@@ -24,7 +24,8 @@ With more, two launches: `_chunk_max_kernel` writes each chunk's max to an fp32 
 scratch (4 * B * splits bytes, within the suite's memory slack: B * splits stays near
 TARGET_PROGRAMS), then `_min_p_kernel`'s programs each take the row max from the row's
 chunk maxima (a max, so exact whatever the order) and mask their own chunk. The masking
-pass stores -inf only where an entry is dropped, and walks the chunks in the reverse order
+pass stores -inf only where an entry is dropped (as vectors where a group of 8 columns is
+dropped whole: `samplecheck.kernels.drop_store`), and walks the chunks in the reverse order
 of the first launch, so the chunks read last (still in L2) are masked first. Row-stride
 gaps are never read or written. No host synchronisation: the call is CUDA-graph capturable.
 Value check (deferred or captured mode, `samplecheck.kernels.validation`): every program of
@@ -37,6 +38,7 @@ import torch
 import triton
 import triton.language as tl
 
+from samplecheck.kernels.drop_store import group_columns, store_neg_inf
 from samplecheck.kernels.guard import CHECK_BLOCK, record_failed, rows_in_range
 from samplecheck.kernels.rounding import to_fp32
 from samplecheck.kernels.row_splits import max_of_chunk_maxima
@@ -102,13 +104,12 @@ def _min_p_kernel(logits_ptr, row_stride, min_p_ptr, B, V, maxima_ptr, chunk, sp
         log_min_p = tl.where(min_p >= 1.0, 0.0, tl.minimum(tl.log(min_p), 0.0))
         threshold = row_max + log_min_p
         # -inf below the threshold and at NaN, nothing else.
-        offs = tl.arange(0, BLOCK)
-        neg_inf = tl.full([BLOCK], float("-inf"), tl.float32).to(logits_ptr.dtype.element_ty)
+        groups = group_columns(BLOCK)
         for start in range(lo, hi, BLOCK):
-            idx = start + offs
+            idx = start + groups
             in_row = idx < hi
             x = to_fp32(tl.load(row_ptr + idx, mask=in_row, other=float("-inf")))
-            tl.store(row_ptr + idx, neg_inf, mask=in_row & ((x < threshold) | (x != x)))
+            store_neg_inf(row_ptr + idx, in_row & ((x < threshold) | (x != x)))
 
 
 def plan(batch: int, vocab: int, device_type: str) -> tuple[int, int]:

@@ -68,6 +68,7 @@ import torch
 import triton
 import triton.language as tl
 
+from samplecheck.kernels.drop_store import group_columns, store_neg_inf
 from samplecheck.kernels.rounding import to_fp32
 from samplecheck.kernels.runtime import check_launchable
 from samplecheck.kernels.guard import CHECK_BLOCK, INT64_MAX_JIT, record_failed, rows_in_range
@@ -193,7 +194,7 @@ def _collect(row_ptr, V, lo, hi, scratch_ptr, row_max, mass_floor, WITH_MASS: tl
     first CAP of them) and count them; WITH_MASS, also sum the mass of key >= mass_floor."""
     # Columns go in groups of 8 (one thread's vector): a scan over the groups' counts and
     # one within each group give every entry its position.
-    groups = tl.arange(0, BLOCK // 8)[:, None] * 8 + tl.arange(0, 8)[None, :]
+    groups = group_columns(BLOCK)
     n = tl.zeros([], dtype=tl.int32)
     lane_mass = tl.zeros([BLOCK // 8, 8], dtype=tl.int64)  # reduced once, after the pass
     tl.debug_barrier()  # earlier reads of the scratch are done before it is overwritten
@@ -393,18 +394,13 @@ def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, B, V,
                                            CAP, BLOCK, NUM_STAGES)
                 cut, _, _ = _find_cut(row_ptr, V, scratch_ptr, lo, key_hi, n, row_max, k, p, mass, cut, pivots,
                                       True, CAP, BLOCK, TILE, NUM_PIVOTS, RANK_ROWS, RANK_COLS, NUM_STAGES)
-        # Final pass: write -inf below the cut, nothing else. Columns go in groups of 8: a
-        # group dropped whole is one vector store, the others are stored entry by entry.
-        groups = tl.arange(0, BLOCK // 8)[:, None] * 8 + tl.arange(0, 8)[None, :]
-        neg_inf = tl.full([BLOCK // 8, 8], float("-inf"), tl.float32).to(logits_ptr.dtype.element_ty)
+        # Final pass: write -inf below the cut, nothing else.
+        groups = group_columns(BLOCK)
         for start in tl.range(0, V, BLOCK, num_stages=NUM_STAGES):
             idx = start + groups
             in_row = idx < V
             x = to_fp32(tl.load(row_ptr + idx, mask=in_row, other=float("-inf")))
-            drop = in_row & ((_order_key(x) < cut) | (x != x))  # NaN is never kept
-            whole = tl.min(drop.to(tl.int32), axis=1)[:, None] == 1
-            tl.store(row_ptr + idx, neg_inf, mask=whole)
-            tl.store(row_ptr + idx, neg_inf, mask=drop & ~whole)
+            store_neg_inf(row_ptr + idx, in_row & ((_order_key(x) < cut) | (x != x)))  # NaN is never kept
 
 
 def apply_top_k_top_p(logits: torch.Tensor, k: torch.Tensor | None = None,
