@@ -4,7 +4,8 @@ the reason text that every report prints."""
 
 import torch
 
-from samplecheck.judging.edge_values import drew_masked_ids_in_finite_rows, kept_set_differs_in_rows_holding
+from samplecheck.judging.edge_values import (any_signature, drew_masked_ids_in_finite_rows, dropped_kept_ids_in_finite_rows,
+                                            kept_set_differs_in_rows_holding)
 from samplecheck.registry import catalog
 from samplecheck.registry.records import Mark
 
@@ -59,6 +60,11 @@ F15 = ("F15: a row holding +inf through a *_renorm_probs API (softmax, then the 
        "chains them): the fp32 softmax of the row is NaN, and top_k_renorm_probs / top_p_renorm_probs return "
        "zeros for it, so the +inf entries, which hold the row's whole mass, are masked with the rest")
 INF_ROW_MASKED = (Mark("xfail", F15, test=catalog.EDGE_VALUES, witness=kept_set_differs_in_rows_holding("+inf")),)
+# top_p_renorm_probs in the edge-value property: F15 in rows holding +inf, and F6 (ids dropped
+# from finite rows, p off) in the others; one mark, as a test reads one signature.
+INF_ROW_MASKED_OR_SHORT_NUCLEUS = (Mark("xfail", f"{F15}. {F6}", test=catalog.EDGE_VALUES,
+                                        witness=any_signature(kept_set_differs_in_rows_holding("+inf"),
+                                                              dropped_kept_ids_in_finite_rows)),)
 F7 = ("F7: the joint order of top_k_top_p_sampling_from_logits takes torch.softmax of the view as given, and "
       "torch rounds a misaligned (storage offset 5) row differently from an aligned one, so an id at a CDF "
       "boundary can move to its neighbour (42858 vs 42857); layout invariance is not in FlashInfer's contract")

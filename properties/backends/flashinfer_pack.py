@@ -13,7 +13,8 @@ import importlib.util
 
 import torch
 
-from samplecheck.backends.flashinfer_findings import (EXACT_K_TIES, HALF_SOFTMAX, INF_ROW_MASKED, MISALIGNED_SOFTMAX,
+from samplecheck.backends.flashinfer_findings import (EXACT_K_TIES, HALF_SOFTMAX, INF_ROW_MASKED,
+                                                     INF_ROW_MASKED_OR_SHORT_NUCLEUS, MISALIGNED_SOFTMAX,
                                                      SHORT_NUCLEUS, UNREPEATABLE_HALF, contiguity_marks)
 from samplecheck.inputs.pools import expand_pool
 from samplecheck.registry.records import Backend, Mark, PackUnavailable, beyond_memory_bound
@@ -113,7 +114,7 @@ PACK: tuple[tuple[str, Backend], ...] = (
     ("top_k_top_p", _backend("flashinfer_top_k_renorm_probs", "top_k_renorm_probs", accepts=top_k_only_probs,
                              marks=(OUT_OF_PLACE,) + INF_ROW_MASKED, batch_invariant=SOFTMAX_FIRST)),
     ("top_k_top_p", _backend("flashinfer_top_p_renorm_probs", "top_p_renorm_probs", accepts=top_p_only_probs,
-                             marks=(OUT_OF_PLACE,) + SHORT_NUCLEUS + INF_ROW_MASKED,
+                             marks=(OUT_OF_PLACE,) + SHORT_NUCLEUS + INF_ROW_MASKED_OR_SHORT_NUCLEUS,
                              batch_invariant=SOFTMAX_FIRST)),
     # Sampling APIs: F3 (contiguity), F4 (bf16/fp16 softmax), F8 (repeatability) and F11 (the
     # fast path's exact-k ties) as strict xfails, F7 (layout) as a skip.

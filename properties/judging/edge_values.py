@@ -12,6 +12,7 @@ _EDGE = re.compile(r"\((\d+), EdgeRow\(row=-?\d+, value='([^']+)'")
 _JUDGED = re.compile(r", rows \[([\d, ]*)\] \(NaN rows unspecified")
 _KEPT_SET = re.compile(r"kept set differs from the oracle at \d+ entries \(rows \[([\d, ]*)\]\)")
 _DREW_MASKED = re.compile(r"rows drew an id the oracle masks; rows \[([\d, ]*)\]")
+_ORACLE_MASKS = "oracle masks"  # a listed entry the backend kept where the oracle masks it
 
 
 def _ints(text: str) -> list[int]:
@@ -52,3 +53,20 @@ def drew_masked_ids_in_finite_rows(failure: str) -> bool:
     half-precision softmax); a wrong draw in an edge row is another defect."""
     rows = _failing_rows(failure, _DREW_MASKED)
     return bool(rows) and not rows & _rows_holding(failure, EDGE_VALUES)
+
+
+def dropped_kept_ids_in_finite_rows(failure: str) -> bool:
+    """A finding's signature for a masking backend: the kept set differs only in rows where no
+    edge value was written, and only by entries the backend dropped (no listed entry is one
+    the oracle masks); a difference in an edge row, or a kept entry the oracle masks, is
+    another defect."""
+    rows = _failing_rows(failure, _KEPT_SET)
+    return bool(rows) and not rows & _rows_holding(failure, EDGE_VALUES) and _ORACLE_MASKS not in failure
+
+
+def any_signature(*witnesses):
+    """A signature that accepts a failure any of `witnesses` accepts (one cell, several pinned
+    findings: pytest reads one `finding` marker per test)."""
+    def witness(failure: str) -> bool:
+        return any(one(failure) for one in witnesses)
+    return witness

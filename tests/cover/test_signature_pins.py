@@ -117,19 +117,35 @@ EDGE_FAILURES = {  # messages of the edge-value property, as the H200 printed th
     "finite_row_drawn": "top_k_top_p_sample-x-fp16-contig: edge rows [(1, EdgeRow(row=1, value='nan', whole=False, "
                         "spot='max', index=0))], rows [0, 2, 3, 4, 5, 6] (NaN rows unspecified: nan_policy=row_unspecified)"
                         ": 1 rows drew an id the oracle masks; rows [3], ids [17136], values [0.42], row max [0.43]",
+    "finite_row_dropped": "top_k_top_p-x-bf16-contig: edge rows [(0, EdgeRow(row=243, value='nan', whole=True, "
+                          "spot='any', index=225)), (5, EdgeRow(row=239, value='nan', whole=False, spot='any', "
+                          "index=21830))], rows [1, 2, 3, 4, 6, 7, 8] (NaN rows unspecified: nan_policy=row_unspecified): "
+                          "kept set differs from the oracle at 87 entries (rows [3]); (3, 94): value=-2.515625, oracle "
+                          "keeps; (3, 95): value=-2.828125, oracle keeps",
+    "finite_row_kept_masked": "top_k_top_p-x-fp32-contig: edge rows [(1, EdgeRow(row=1, value='nan', whole=False, "
+                              "spot='max', index=0))]: kept set differs from the oracle at 2 entries (rows [3]); (3, 7): "
+                              "value=-2.5, oracle keeps; (3, 9): value=-9.0, oracle masks",
     "edge_row_drawn": "top_k_top_p_sample-x-fp16-contig: edge rows [(1, EdgeRow(row=1, value='-inf', whole=False, "
                       "spot='max', index=0))]: 1 rows drew an id the oracle masks; rows [1], ids [5], values [0.4]",
 }
 
 
-@pytest.mark.parametrize("name, inf_rows, finite_draws", [
-    ("inf_row", True, False), ("inf_row_renumbered", True, False), ("finite_row_kept", False, False),
-    ("finite_row_drawn", False, True), ("edge_row_drawn", False, False)])
-def test_edge_value_signatures_name_their_rows(name, inf_rows, finite_draws):
+@pytest.mark.parametrize("name, inf_rows, finite_draws, finite_drops", [
+    ("inf_row", True, False, False), ("inf_row_renumbered", True, False, False),
+    ("finite_row_kept", False, False, False), ("finite_row_drawn", False, True, False),
+    ("finite_row_dropped", False, False, True), ("finite_row_kept_masked", False, False, False),
+    ("edge_row_drawn", False, False, False)])
+def test_edge_value_signatures_name_their_rows(name, inf_rows, finite_draws, finite_drops):
     """A signature accepts a failure only in the rows its finding names: kept-set differences
-    in rows holding +inf (rows renumbered back where NaN rows were left out), or masked ids
-    drawn in rows without edge values."""
-    from samplecheck.judging.edge_values import drew_masked_ids_in_finite_rows, kept_set_differs_in_rows_holding
+    in rows holding +inf (rows renumbered back where NaN rows were left out), masked ids
+    drawn in rows without edge values, or kept ids dropped (none kept that the oracle masks)
+    in rows without edge values; the top-p renorm backend's pin accepts either of its two."""
+    from samplecheck.backends.flashinfer_findings import INF_ROW_MASKED_OR_SHORT_NUCLEUS
+    from samplecheck.judging.edge_values import (drew_masked_ids_in_finite_rows, dropped_kept_ids_in_finite_rows,
+                                                 kept_set_differs_in_rows_holding)
 
-    assert kept_set_differs_in_rows_holding("+inf")(EDGE_FAILURES[name]) is inf_rows
-    assert drew_masked_ids_in_finite_rows(EDGE_FAILURES[name]) is finite_draws
+    failure = EDGE_FAILURES[name]
+    assert kept_set_differs_in_rows_holding("+inf")(failure) is inf_rows
+    assert drew_masked_ids_in_finite_rows(failure) is finite_draws
+    assert dropped_kept_ids_in_finite_rows(failure) is finite_drops
+    assert INF_ROW_MASKED_OR_SHORT_NUCLEUS[0].witness(failure) is (inf_rows or finite_drops)
