@@ -85,7 +85,7 @@ from samplecheck.kernels.validation import check_top_k_top_p
 # depends on none of these.
 LAUNCH_CONFIG = {
     "cuda": dict(BLOCK=2048, NUM_STAGES=3, LANES=512, BOUND_STEPS=3, TILE=256, NUM_PIVOTS=16, CAP=1024,
-                 RANK_ROWS=16, RANK_COLS=256, SAMPLE=2048, num_warps=8),
+                 RANK_ROWS=16, RANK_COLS=256, SAMPLE=1024, num_warps=8),
     "cpu": dict(BLOCK=4096, NUM_STAGES=1, LANES=1024, BOUND_STEPS=2, TILE=4096, NUM_PIVOTS=256, CAP=256,
                 RANK_ROWS=128, RANK_COLS=128, SAMPLE=32),
 }
