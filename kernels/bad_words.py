@@ -42,7 +42,7 @@ import torch
 import triton
 import triton.language as tl
 
-from samplecheck.kernels.runtime import cdiv, check_launchable, first_fitting
+from samplecheck.kernels.runtime import cdiv, check_launchable, device_kind, first_fitting
 from samplecheck.kernels.guard import INLINE_CHECK_IDS, ValueGuard, list_has_bad_id, record_failed
 from samplecheck.kernels.validation import PAD_ID, check_id_layout, check_logits, token_ids_describer
 
@@ -131,7 +131,7 @@ def _launch_guard(flag, first, vocab, bad_words, output_token_ids) -> None:
     _bad_words_guard_kernel[(batch,)](
         flag, first, vocab, bad_words.contiguous(), words * tokens, max(tokens, 1),
         output_token_ids.contiguous(), output_token_ids.size(1),
-        BLOCK=GUARD_BLOCK[flag.device.type])
+        BLOCK=GUARD_BLOCK[device_kind(flag)])
 
 
 @triton.jit(do_not_specialize=["row_stride", "V", "words_ptr", "W", "T", "past_ptr", "O", "PAIRS", "B", "guard_ptr"])
@@ -188,7 +188,7 @@ def apply_bad_words(logits: torch.Tensor, *, bad_words: torch.Tensor, output_tok
     batch, vocab = logits.shape
     _, words, tokens = bad_words.shape
     past = output_token_ids.size(1)
-    kind = logits.device.type
+    kind = device_kind(logits)
     launched = batch > 0 and vocab > 0 and words > 0 and tokens > 0
     inline = launched and batch * (words * tokens + past) <= INLINE_CHECK_IDS[kind]
     flag = guard.settle(in_kernel=inline)

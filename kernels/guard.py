@@ -68,54 +68,74 @@ def _range_guard_kernel(values_ptr, n, lo, hi, flag_ptr, bit, LO_OPEN: tl.conste
         tl.atomic_or(flag_ptr, bit)
 
 
+def check_range(name: str, value: torch.Tensor, ok: torch.Tensor, allowed: str) -> None:
+    """Raise `ValueError("{name} must be {allowed}; got {first value where not ok}")` unless
+    `ok` (a bool tensor over `value`, False for NaN where NaN is out of range) holds everywhere."""
+    if value.numel() and not bool(ok.all()):
+        raise ValueError(f"{name} must be {allowed}; got {value[~ok][0].item()}")
+
+
 class RangeCheck(NamedTuple):
-    """A device check of a contiguous tensor: fails where lo <(=) v <(=) hi does not hold (NaN
-    included). Called as launch(flag, bit)."""
+    """The check lo <(=) v <(=) hi of a contiguous tensor (NaN fails). Called as
+    launch(flag, first), it is the device check: sets bit 1 << first where it fails.
+    `describe()` is the eager check of parameter `name`, raising `check_range`'s error with
+    its `allowed` range."""
 
     values: torch.Tensor
     lo: float | int
     hi: float | int
     lo_open: bool = False
     hi_open: bool = False
+    name: str = ""
+    allowed: str = ""
 
-    def __call__(self, flag: torch.Tensor, bit: int) -> None:
+    def describe(self) -> None:
+        values = self.values
+        above = values > self.lo if self.lo_open else values >= self.lo
+        below = values < self.hi if self.hi_open else values <= self.hi
+        check_range(self.name, values, above & below, self.allowed)
+
+    def __call__(self, flag: torch.Tensor, first: int) -> None:
         n = self.values.numel()
         if n:
             _range_guard_kernel[(cdiv(n, BLOCK),)](
-                self.values, n, self.lo, self.hi, flag, bit, LO_OPEN=self.lo_open, HI_OPEN=self.hi_open, BLOCK=BLOCK)
+                self.values, n, self.lo, self.hi, flag, 1 << first, LO_OPEN=self.lo_open, HI_OPEN=self.hi_open,
+                BLOCK=BLOCK)
 
 
 class ValueGuard:
     """The value checks of one call (module docstring), in the order they are added; check i
-    owns bit 1 << i of the flag."""
+    owns bit 1 << i of the flag. `names[i]` is check i's parameter name and `describers[i]`
+    its eager form; both lists only grow, and not once the guard is settled."""
+
+    __slots__ = ("device", "op", "names", "describers", "launches", "on_device")
 
     def __init__(self, device: torch.device, op: str):
         self.device = device
         self.op = op
-        self.checks: list[tuple[str, Callable]] = []
+        self.names: list[str] = []
+        self.describers: list[Callable[[], None]] = []
         self.launches: list[tuple[int, Callable]] = []  # (first check index, launch(flag, first index))
         self.on_device = False
 
     def check(self, name: str, describe: Callable[[], None], device_check: RangeCheck) -> None:
         """Add the range check of parameter `name`: `describe()` raises its error eagerly;
         `device_check` sets the check's bit where the check fails."""
-        index = len(self.checks)
-        self.checks.append((name, describe))
-        self.launches.append((index, lambda flag, first: device_check(flag, 1 << first)))
+        self.launches.append((len(self.names), device_check))
+        self.names.append(name)
+        self.describers.append(describe)
 
     def fused(self, checks: list[tuple[str, Callable[[], None]]], launch: Callable) -> None:
         """Add several checks (name, describe) made by ONE launch(flag, first): it sets bit
         1 << (first + i) where check i fails."""
-        self.launches.append((len(self.checks), launch))
-        self.checks.extend(checks)
-
-    def launch_names(self) -> list[str]:
-        """The parameter name of each check, in the order of the flag's bits."""
-        return [name for name, _ in self.checks]
+        self.launches.append((len(self.names), launch))
+        for name, describe in checks:
+            self.names.append(name)
+            self.describers.append(describe)
 
     def describe(self) -> None:
         """Run every eager check in order (the first failing one raises)."""
-        for _, describe in self.checks:
+        for describe in self.describers:
             describe()
 
     def check_now(self) -> None:
@@ -133,17 +153,20 @@ class ValueGuard:
         `self.on_device` then says whether the kernel must make them (deferred or captured,
         and the guard holds a check)."""
         mode = value_modes.value_check_mode(self.device)
-        device_mode = mode in ("deferred", "captured")
-        self.on_device = device_mode and in_kernel and bool(self.checks)
-        if not device_mode:
+        if mode == "off" or mode == "eager":
+            self.on_device = False
             if mode == "eager":
                 value_modes.raise_ready()
                 self.describe()
             return value_modes.enclosing_flag()
-        value_modes.raise_ready()
-        if len(self.checks) > MAX_CHECKS:
-            raise RuntimeError(f"{self.op}: {len(self.checks)} checks exceed the flag's {MAX_CHECKS} bits")
-        flag = value_modes.take_flag(self.device, self if mode == "deferred" else None)
+        checks = len(self.names)
+        self.on_device = in_kernel and checks > 0
+        deferred = mode == "deferred"  # else captured: nothing is recorded, nothing raised
+        if deferred:
+            value_modes.raise_ready()
+        if checks > MAX_CHECKS:
+            raise RuntimeError(f"{self.op}: {checks} checks exceed the flag's {MAX_CHECKS} bits")
+        flag = value_modes.take_flag(self.device, self if deferred else None)
         if not in_kernel:
             for first, launch in self.launches:
                 launch(flag, first)

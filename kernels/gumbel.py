@@ -50,10 +50,10 @@ import triton
 import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32
-from samplecheck.kernels.runtime import cdiv, check_launchable, first_fitting, is_interpreted
+from samplecheck.kernels.runtime import cdiv, check_launchable, device_kind, first_fitting, is_interpreted
 from samplecheck.kernels.guard import (CHECK_BLOCK, FLOAT32_MAX, FLOAT32_MAX_JIT, INT64_MAX_JIT, ValueGuard,
                                       record_failed, rows_in_range)
-from samplecheck.kernels.validation import check_logits, check_row_param, guard_range
+from samplecheck.kernels.validation import INDEX_MAX, check_logits, check_row_param, guard_range
 
 HASH_SEED = 0x5EED5A3D
 # Launch menu (`plan`): BLOCK_V is the first of BLOCK_V_MENU that holds the vocab, else the
@@ -87,7 +87,7 @@ def check_gumbel(logits, seeds, positions, temperature, guard: ValueGuard | None
     check_row_param("seeds", seeds, logits, (torch.int64,))
     check_row_param("positions", positions, logits, (torch.int64,))
     guard_range(guard, "positions", positions, ">= 0 (the token position being sampled)", 0,
-                torch.iinfo(torch.int64).max)
+                INDEX_MAX[torch.int64])
     if temperature is not None:
         check_row_param("temperature", temperature, logits, (torch.float32,))
         guard_range(guard, "temperature", temperature, "finite and >= 0 (0: greedy row)", 0.0, FLOAT32_MAX)
@@ -210,7 +210,7 @@ def gumbel_sample(logits: torch.Tensor, *, seeds: torch.Tensor, positions: torch
     if batch == 0:
         return torch.empty(0, dtype=torch.int64, device=logits.device)
     check_launchable(_gumbel_kernel, logits)
-    block_b, block_v, splits, chunk = plan(batch, vocab, logits.device.type, block_v=block_v, splits=splits)
+    block_b, block_v, splits, chunk = plan(batch, vocab, device_kind(logits), block_v=block_v, splits=splits)
     # Row parameters are contiguous (check_row_param), so they are passed as they are.
     slots = torch.full((batch,), EMPTY_SLOT, dtype=torch.int64, device=logits.device)
     # The interpreter computes with numpy, which warns when l / T overflows to +-inf (the

@@ -50,11 +50,11 @@ import triton
 import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32, to_output_dtype
-from samplecheck.kernels.runtime import cdiv, check_launchable, is_interpreted
+from samplecheck.kernels.runtime import cdiv, check_launchable, device_kind, is_interpreted, next_power_of_2
 from samplecheck.kernels.guard import (FLOAT32_MAX_JIT, INLINE_CHECK_IDS, INT64_MAX_JIT, ValueGuard, list_has_bad_id,
                                       record_failed, rows_in_range)
-from samplecheck.kernels.validation import (INDEX_DTYPES, PAD_ID, check_id_layout, check_logits, check_row_param,
-                                            range_describer, token_ids_describer)
+from samplecheck.kernels.validation import (INDEX_DTYPES, INDEX_MAX, PAD_ID, check_id_layout, check_logits,
+                                            check_row_param, range_describer, token_ids_describer)
 
 # Per-row caps of vLLM MRV2 (entries per list, padding included).
 MAX_ALLOWED = 1024
@@ -112,7 +112,7 @@ def check_logit_bias(logits, allowed_token_ids, logit_bias_ids, logit_bias_value
         named.append(("stop_token_ids", token_ids_describer("stop_token_ids", stop_token_ids, vocab)))
         for name, count in (("min_tokens", min_tokens), ("output_len", output_len)):
             check_row_param(name, count, logits, INDEX_DTYPES)
-            named.append((name, range_describer(name, count, ">= 0", 0, torch.iinfo(count.dtype).max)))
+            named.append((name, range_describer(name, count, ">= 0", 0, INDEX_MAX[count.dtype])))
     if named:
         guard.fused(named, lambda flag, first: _launch_guard(
             flag, first, vocab, allowed_token_ids, logit_bias_ids, logit_bias_values, stop_token_ids,
@@ -240,7 +240,7 @@ def _launch_guard(flag, first, vocab, allowed, bias_ids, bias_values, stop, min_
     bias_arg, K = _ids_arg(bias_ids, flag)
     stop_arg, S = _ids_arg(stop, flag)
     given = stop is not None
-    kind = flag.device.type
+    kind = device_kind(flag)
     _logit_bias_guard_kernel[(batch,)](
         flag, first, *group_firsts(allowed, bias_ids), vocab, allowed_arg, A, bias_arg,
         bias_values.contiguous() if bias_values is not None else flag, K, stop_arg, S, min_tokens if given else flag,
@@ -339,7 +339,7 @@ def apply_logit_bias(logits: torch.Tensor, *, allowed_token_ids: torch.Tensor | 
     allowed, A = _ids_arg(allowed_token_ids, logits)
     bias_ids, K = _ids_arg(logit_bias_ids, logits)
     stop, S = _ids_arg(stop_token_ids, logits)
-    kind = logits.device.type
+    kind = device_kind(logits)
     launched = batch > 0 and vocab > 0 and A + K + S > 0
     # The ids the in-kernel check reads per row (module docstring).
     read = A + S + K * (1 + cdiv(K, REPEAT_TILE[kind]))
@@ -358,7 +358,7 @@ def apply_logit_bias(logits: torch.Tensor, *, allowed_token_ids: torch.Tensor | 
             logits, logits.stride(0), vocab,
             allowed, A, bias_ids, logit_bias_values.contiguous() if logit_bias_values is not None else logits, K,
             stop, S, min_tokens if given else logits, output_len if given else logits,
-            HAS_ALLOWED=allowed_token_ids is not None, A_BLOCK=max(ALLOWED_FLOOR, triton.next_power_of_2(A)),
+            HAS_ALLOWED=allowed_token_ids is not None, A_BLOCK=max(ALLOWED_FLOOR, next_power_of_2(A)),
             HAS_BIAS=logit_bias_ids is not None, HAS_STOP=given, LIST_BLOCK=LIST_BLOCK[kind], BLOCK=BLOCK[kind],
             guard_ptr=flag, GUARDED=flag is not None, B=batch, bias_first=bias_first, stop_first=stop_first,
             check=guard.on_device, CHECK_BLOCK=GUARD_BLOCK[kind], TILE=REPEAT_TILE[kind])

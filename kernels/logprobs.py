@@ -227,7 +227,7 @@ def compute_logprobs(logits: torch.Tensor, *, sampled: torch.Tensor, num_logprob
     splits = cdiv(vocab, CHUNK)
     partials = torch.empty((2, batch, splits), dtype=torch.float32, device=logits.device)  # maxima, sums
     counts = torch.empty((batch, splits), dtype=torch.int32, device=logits.device)
-    maxima, sums = partials
+    maxima, sums = partials.unbind()
     stride = logits.stride(0)
     # The interpreter computes with numpy, which warns on -inf - -inf (an all -inf row's NaN
     # result, as specified).

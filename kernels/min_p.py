@@ -42,7 +42,7 @@ from samplecheck.kernels.drop_store import group_columns, store_neg_inf
 from samplecheck.kernels.guard import CHECK_BLOCK, record_failed, rows_in_range
 from samplecheck.kernels.rounding import to_fp32
 from samplecheck.kernels.row_splits import max_of_chunk_maxima
-from samplecheck.kernels.runtime import cdiv, check_launchable
+from samplecheck.kernels.runtime import cdiv, check_launchable, device_kind
 from samplecheck.kernels.validation import check_min_p
 
 # Entries per loop step. The interpreter pays per operation, so the CPU block is wide;
@@ -129,7 +129,7 @@ def apply_min_p(logits: torch.Tensor, min_p: torch.Tensor | None = None) -> torc
     if not launched:
         return logits
     check_launchable(_min_p_kernel, logits)
-    kind = logits.device.type
+    kind = device_kind(logits)
     block = BLOCK[kind]
     splits, chunk = plan(batch, vocab, kind)
     maxima = None

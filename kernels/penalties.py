@@ -58,7 +58,7 @@ import triton
 import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32, to_output_dtype
-from samplecheck.kernels.runtime import cdiv, check_launchable, is_interpreted
+from samplecheck.kernels.runtime import cdiv, check_launchable, device_kind, is_interpreted
 from samplecheck.kernels.guard import (FLOAT32_MAX, FLOAT32_MAX_JIT, INLINE_CHECK_IDS, ValueGuard, list_has_bad_id,
                                       record_failed, rows_in_range)
 from samplecheck.kernels.validation import (check_id_layout, check_logits, check_row_param, history, range_describer,
@@ -140,7 +140,7 @@ def _launch_guard(flag, first, vocab, prompt, output, repetition, frequency, pre
     _penalties_guard_kernel[(batch,)](  # an empty list is passed as it is (never read)
         flag, first, vocab, prompt.contiguous(), prompt.size(1), output.contiguous(), output.size(1),
         repetition, frequency, presence,
-        BLOCK=GUARD_BLOCK[flag.device.type])
+        BLOCK=GUARD_BLOCK[device_kind(flag)])
 
 
 def sorted_keys(prompt_token_ids: torch.Tensor, output_token_ids: torch.Tensor, vocab: int) -> torch.Tensor:
@@ -282,7 +282,7 @@ def apply_penalties(logits: torch.Tensor, *, prompt_token_ids: torch.Tensor, out
     batch, vocab = logits.shape
     prompt_len, output_len = prompt_token_ids.size(1), output_token_ids.size(1)
     length = prompt_len + output_len
-    kind = logits.device.type
+    kind = device_kind(logits)
     launched = batch > 0 and vocab > 0 and length > 0
     inline = launched and batch * length <= INLINE_CHECK_IDS[kind]
     flag = guard.settle(in_kernel=inline)

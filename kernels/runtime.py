@@ -49,11 +49,18 @@ def is_interpreted(kernel) -> bool:
 
 def check_launchable(kernel, tensor: torch.Tensor) -> None:
     """Raise a clear error instead of Triton's "0 active drivers" for a CPU tensor."""
-    if tensor.device.type == "cpu" and not is_interpreted(kernel):
+    if tensor.is_cpu and not is_interpreted(kernel):
         raise RuntimeError(
             "logits are on the CPU but Triton is not in interpreter mode: call "
             "samplecheck.kernels.runtime.use_device('cpu') (or export TRITON_INTERPRET=1) before importing kernels"
         )
+
+
+def device_kind(tensor: torch.Tensor) -> str:
+    """"cuda" or "cpu", for a tensor on one of the two (as `check_logits` accepts): the key of
+    the kernels' per-device launch tables. `tensor.device.type` costs more on the host (it
+    builds a device object and a string each call)."""
+    return "cuda" if tensor.is_cuda else "cpu"
 
 
 def cdiv(x: int, y: int) -> int:
@@ -62,6 +69,15 @@ def cdiv(x: int, y: int) -> int:
     return (x + y - 1) // y
 
 
+def next_power_of_2(n: int) -> int:
+    """The smallest power of two >= n, for n >= 1 (1 for n <= 1), of host ints: as
+    `triton.next_power_of_2`, without its constexpr wrapper's cost."""
+    return 1 << max(n - 1, 0).bit_length()
+
+
 def first_fitting(menu: tuple[int, ...], size: int) -> int:
     """The first block of the ascending launch `menu` that holds `size`, else the largest."""
-    return next((block for block in menu if size <= block), menu[-1])
+    for block in menu:
+        if size <= block:
+            return block
+    return menu[-1]

@@ -32,7 +32,7 @@ import triton
 import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32, to_output_dtype
-from samplecheck.kernels.runtime import cdiv, check_launchable, is_interpreted
+from samplecheck.kernels.runtime import cdiv, check_launchable, device_kind, is_interpreted
 from samplecheck.kernels.guard import (CHECK_BLOCK, FLOAT32_MAX, FLOAT32_MAX_JIT, ValueGuard, record_failed,
                                       rows_in_range)
 from samplecheck.kernels.validation import check_logits, check_row_param, guard_range
@@ -98,7 +98,7 @@ def apply_temperature(logits: torch.Tensor, temperature: torch.Tensor | None = N
         return logits
     check_launchable(_temperature_kernel, logits)
     blocks = cdiv(vocab, BLOCK)
-    chunk = cdiv(blocks, min(blocks, cdiv(TARGET_PROGRAMS[logits.device.type], batch))) * BLOCK
+    chunk = cdiv(blocks, min(blocks, cdiv(TARGET_PROGRAMS[device_kind(logits)], batch))) * BLOCK
     # The interpreter computes with numpy, which warns when l / T overflows to inf (or the
     # fp16 store does): that is the specified result, not an error.
     quiet = np.errstate(over="ignore") if is_interpreted(_temperature_kernel) else contextlib.nullcontext()

@@ -27,13 +27,14 @@ Two kinds of checks:
 
 import torch
 
-from samplecheck.kernels.guard import FLOAT32_MAX, PAD_ID, RangeCheck, ValueGuard  # noqa: F401
+from samplecheck.kernels.guard import FLOAT32_MAX, PAD_ID, RangeCheck, ValueGuard, check_range  # noqa: F401
 from samplecheck.kernels.value_modes import (MODE_ENV, MODES, raise_pending, unchecked_values,  # noqa: F401
                                              value_check_mode, value_checks, values_checked)
 
 LOGIT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 INDEX_DTYPES = (torch.int32, torch.int64)
-LOGITS_DEVICES = ("cpu", "cuda")
+# The largest value of each index dtype: torch.iinfo(dtype).max, which costs on the host each call.
+INDEX_MAX = {dtype: torch.iinfo(dtype).max for dtype in INDEX_DTYPES}
 
 
 def _dtype_names(dtypes) -> str:
@@ -45,13 +46,13 @@ def check_logits(logits: torch.Tensor) -> None:
     contiguous (stride(1) == 1)."""
     if not isinstance(logits, torch.Tensor):
         raise TypeError(f"logits must be a torch.Tensor, got {type(logits).__name__}")
-    if logits.device.type not in LOGITS_DEVICES:
+    if not (logits.is_cuda or logits.is_cpu):  # the two device types kernels run on
         raise ValueError(f"logits must be on a CPU or CUDA device (kernels read their values); got {logits.device}")
     if logits.dim() != 2:
         raise ValueError(f"logits must be 2-D [batch, vocab], got shape {tuple(logits.shape)}")
     if logits.dtype not in LOGIT_DTYPES:
         raise TypeError(f"logits dtype must be one of float32, bfloat16, float16; got {logits.dtype}")
-    if logits.size(1) > 1 and logits.stride(1) != 1:
+    if logits.stride()[1] != 1 and logits.size(1) > 1:
         raise ValueError(
             f"logits must have column stride 1 (any row stride is fine); got strides {logits.stride()}"
         )
@@ -68,37 +69,27 @@ def check_row_param(name: str, value: torch.Tensor, logits: torch.Tensor, dtypes
         raise TypeError(f"{name} must be a torch.Tensor of shape [batch] or None, got {type(value).__name__}")
     if value.dtype not in dtypes:
         raise TypeError(f"{name} dtype must be one of {_dtype_names(dtypes)}; got {value.dtype}")
-    if value.shape != (logits.size(0),):
-        raise ValueError(f"{name} must have shape [batch] = [{logits.size(0)}], got {tuple(value.shape)}")
+    batch = logits.shape[0]
+    if value.shape != (batch,):
+        raise ValueError(f"{name} must have shape [batch] = [{batch}], got {tuple(value.shape)}")
     if value.device != logits.device:
         raise ValueError(f"{name} must be on the logits' device {logits.device}; got {value.device}")
     if value.numel() > 1 and value.stride(0) != 1:
         raise ValueError(f"{name} must be contiguous (stride 1), got stride {value.stride(0)}")
 
 
-def check_range(name: str, value: torch.Tensor, ok: torch.Tensor, allowed: str) -> None:
-    """Raise `ValueError("{name} must be {allowed}; got {first value where not ok}")` unless
-    `ok` (a bool tensor over `value`, False for NaN where NaN is out of range) holds everywhere."""
-    if value.numel() and not bool(ok.all()):
-        raise ValueError(f"{name} must be {allowed}; got {value[~ok][0].item()}")
-
-
 def range_describer(name: str, value: torch.Tensor, allowed: str, lo, hi, *, lo_open: bool = False,
                     hi_open: bool = False):
     """The eager check lo <(=) value <(=) hi (NaN out of range): raises `check_range`'s error."""
-    def describe() -> None:
-        above = value > lo if lo_open else value >= lo
-        below = value < hi if hi_open else value <= hi
-        check_range(name, value, above & below, allowed)
-    return describe
+    return RangeCheck(value, lo, hi, lo_open, hi_open, name, allowed).describe
 
 
 def guard_range(guard: ValueGuard, name: str, value: torch.Tensor, allowed: str, lo, hi, *,
                 lo_open: bool = False, hi_open: bool = False) -> None:
     """Add the check lo <(=) value <(=) hi (NaN out of range) of parameter `name` to `guard`:
-    its eager form is `range_describer`, its device form a `RangeCheck`."""
-    guard.check(name, range_describer(name, value, allowed, lo, hi, lo_open=lo_open, hi_open=hi_open),
-                RangeCheck(value, lo, hi, lo_open, hi_open))
+    one `RangeCheck`, its eager form (`describe`, as `range_describer`) and its device form."""
+    check = RangeCheck(value, lo, hi, lo_open, hi_open, name, allowed)
+    guard.check(name, check.describe, check)
 
 
 def check_seed(name: str, seed) -> None:
@@ -122,7 +113,7 @@ def check_top_k_top_p(logits: torch.Tensor, k: torch.Tensor | None, p: torch.Ten
     if k is not None:
         check_row_param(k_name, k, logits, INDEX_DTYPES)
         guard_range(guard, k_name, k, "-1 or 0 (top-k off) or >= 1 (k >= vocab is clamped)", -1,
-                    torch.iinfo(k.dtype).max)
+                    INDEX_MAX[k.dtype])
     if p is not None:
         check_row_param(p_name, p, logits, (torch.float32,))
         guard_range(guard, p_name, p, "in (0, 1] (1 turns top-p off)", 0.0, 1.0, lo_open=True)
@@ -153,18 +144,23 @@ def check_softmax_temperature(logits: torch.Tensor, temperature: torch.Tensor | 
     guard.check_now()
 
 
+def _id_shape(dims: int) -> str:
+    """The shape of a batch of id lists of `dims` dimensions, as error messages name it."""
+    return "[batch, length]" if dims == 2 else "[batch, " + ", ".join(["n"] * (dims - 1)) + "]"
+
+
 def check_id_layout(name: str, ids: torch.Tensor, logits: torch.Tensor, *, dims: int = 2) -> None:
     """A batch of token-id lists: int32/int64, `dims` dimensions with shape[0] == batch, on
     the logits' device."""
-    shape = "[batch, length]" if dims == 2 else "[batch, " + ", ".join(["n"] * (dims - 1)) + "]"
     if ids is None:
-        raise TypeError(f"{name} is required: an int32/int64 tensor {shape}, right-padded with -1")
+        raise TypeError(f"{name} is required: an int32/int64 tensor {_id_shape(dims)}, right-padded with -1")
     if not isinstance(ids, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor {shape} or None, got {type(ids).__name__}")
+        raise TypeError(f"{name} must be a torch.Tensor {_id_shape(dims)} or None, got {type(ids).__name__}")
     if ids.dtype not in INDEX_DTYPES:
         raise TypeError(f"{name} dtype must be one of int32, int64; got {ids.dtype}")
     if ids.dim() != dims or ids.size(0) != logits.size(0):
-        raise ValueError(f"{name} must have shape {shape} with batch = {logits.size(0)}, got {tuple(ids.shape)}")
+        raise ValueError(f"{name} must have shape {_id_shape(dims)} with batch = {logits.size(0)}, "
+                         f"got {tuple(ids.shape)}")
     if ids.device != logits.device:
         raise ValueError(f"{name} must be on the logits' device {logits.device}; got {ids.device}")
 

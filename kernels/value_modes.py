@@ -3,6 +3,7 @@ whose errors are raised later (`samplecheck.kernels.validation` states the contr
 
 import contextlib
 import contextvars
+import functools
 import os
 import threading
 
@@ -17,6 +18,7 @@ RECENT = 32
 
 _MODE = contextvars.ContextVar("samplecheck_value_checks", default=None)
 _ENCLOSING_FLAG = contextvars.ContextVar("samplecheck_enclosing_flag", default=None)
+_DEVICE_TYPES: dict = {}  # device, as given to value_check_mode -> its type (torch.device(d).type costs each call)
 
 
 def _configured_mode() -> str:
@@ -26,9 +28,16 @@ def _configured_mode() -> str:
     return mode
 
 
+@functools.cache
+def _cuda_available() -> bool:
+    """torch.cuda.is_available(), asked once per process: its answer cannot change while the
+    process runs, and asking reads the environment and counts devices each time."""
+    return torch.cuda.is_available()
+
+
 def capturing() -> bool:
     """True while the current CUDA stream captures a graph."""
-    return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
+    return _cuda_available() and torch.cuda.is_current_stream_capturing()
 
 
 def value_check_mode(device: torch.device) -> str:
@@ -40,7 +49,10 @@ def value_check_mode(device: torch.device) -> str:
     if capturing():
         return "captured"
     if mode == "auto":
-        return "eager" if torch.device(device).type == "cpu" else "deferred"
+        kind = _DEVICE_TYPES.get(device)
+        if kind is None:
+            kind = _DEVICE_TYPES[device] = torch.device(device).type
+        return "eager" if kind == "cpu" else "deferred"
     return mode
 
 
@@ -80,25 +92,30 @@ def enclosing_flag() -> torch.Tensor | None:
 
 
 class _FlagPool:
-    """POOL_SLOTS int32 flags on one device, zeroed together and handed out one per guarded
-    call (no allocation per call). `calls` holds (slot, guard or None, check names, op) of
-    the deferred calls; only the RECENT newest keep their guard (to describe a failure with
-    the eager message); older ones keep their names."""
+    """POOL_SLOTS int32 flags on one device, zeroed together and handed out one per deferred
+    call (no allocation per call; `slots` holds each flag's [1] view, made once with the
+    pool). `calls` holds [slot, guard, check names, op] of the deferred calls: only the
+    RECENT newest keep their guard (to describe a failure with the eager message; names and
+    op are then None, read from the guard when needed); older ones keep the guard's names
+    list (never changed once settled) and op."""
 
     def __init__(self, device: torch.device):
         self.flags = torch.zeros(POOL_SLOTS, dtype=torch.int32, device=device)
+        self.slots = self.flags.split(1)
         self.used = 0
         self.calls: list = []
         self.host = self.event = None
 
     def take(self, guard) -> torch.Tensor:
         slot = self.used
-        self.used += 1
-        if guard is not None:
-            self.calls.append([slot, guard, guard.launch_names(), guard.op])
-            if len(self.calls) > RECENT:
-                self.calls[-RECENT - 1][1] = None
-        return self.flags[slot:slot + 1]
+        self.used = slot + 1
+        calls = self.calls
+        calls.append([slot, guard, None, None])
+        if len(calls) > RECENT:
+            old = calls[-RECENT - 1]
+            if old[1] is not None:
+                old[1:] = None, old[1].names, old[1].op
+        return self.slots[slot]
 
     def ship(self) -> None:
         """Start copying the flags to the host (no wait)."""
@@ -129,6 +146,7 @@ class _FlagPool:
                 continue
             if guard is not None:
                 guard.describe()
+                names, op = guard.names, guard.op
             which = ", ".join(name for position, name in enumerate(names) if failed >> position & 1)
             raise ValueError(f"{op}: the value check of {which} failed in a deferred call, which wrote nothing; "
                              "its values are no longer known (changed since, or more than "
@@ -140,12 +158,13 @@ _POOLS_LOCK = threading.Lock()  # calls from several threads take distinct slots
 
 
 def take_flag(device: torch.device, guard) -> torch.Tensor:
-    """A zeroed int32 flag [1] for a guarded call on `device` (`guard`: recorded for
-    `raise_pending`, or None: not recorded). While a graph is captured, a fresh zeroed tensor
-    (its memset is captured too, so every replay starts clear). When the active pool is full
-    it is shipped to the host and the other pool, resolved first, takes its place: a failed
-    check of an earlier call is raised then."""
-    if capturing():
+    """A zeroed int32 flag [1] for a guarded call on `device`. `guard` None (the caller's
+    mode is "captured": a graph is being captured): a fresh zeroed tensor (its memset is
+    captured too, so every replay starts clear), recorded nowhere. Else (mode "deferred") a
+    slot of the device's active pool, `guard` recorded for `raise_pending`; when the pool is
+    full it is shipped to the host and the other pool, resolved first, takes its place: a
+    failed check of an earlier call is raised then."""
+    if guard is None:
         return torch.zeros(1, dtype=torch.int32, device=device)
     with _POOLS_LOCK:
         pools = _POOLS.get(device)
@@ -167,9 +186,8 @@ def take_flag(device: torch.device, guard) -> torch.Tensor:
 
 def raise_ready() -> None:
     """Raise the error of an earlier deferred call found in a shipped pool whose copy has
-    reached the host (no waiting; nothing while a graph is captured)."""
-    if capturing():
-        return
+    reached the host (no waiting). For callers in mode eager or deferred only, so never while
+    a graph is captured (its event query would break the capture)."""
     for pools in _POOLS.values():
         shipped = pools[1]
         if shipped is not None and shipped.calls and shipped.shipped():
