@@ -364,7 +364,6 @@ def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, B, V,
             if (p < 1.0) & (row_max == float("inf")):
                 cut = key_hi  # +inf survivors hold all the mass: only they are kept
             elif p < 1.0:
-                pivots = _pivots(cut, key_hi, NUM_PIVOTS)
                 if covered:
                     # The scratch holds every top-k survivor: weigh them there.
                     kept_mass = tl.zeros([RANK_ROWS], dtype=tl.int64)
@@ -374,6 +373,7 @@ def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, B, V,
                         kept_mass += tl.where(_order_key(x) >= cut, _weight(x, row_max), 0)
                     lo = cut
                     mass = tl.sum(kept_mass, axis=0)
+                    pivots = _pivots(lo, key_hi, NUM_PIVOTS)
                 else:
                     # The entries below the bound hold less than 1 - p of the mass. When the
                     # sample says that more than CAP / 2 lie above it, the bracket is narrowed
@@ -382,6 +382,7 @@ def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, B, V,
                     log_v = tl.log(V + tl.zeros([], dtype=tl.float32))
                     bound = row_max - (log_v - tl.log(1.0 - p)) - 1.0
                     lo = tl.minimum(tl.maximum(cut, _order_key(bound)), key_hi)
+                    pivots = _pivots(lo, key_hi, NUM_PIVOTS)
                     sample = _order_key(_load_row(row_ptr + sample_cols, sample_cols < V))
                     above = tl.sum(((sample >= lo) & (sample <= key_hi)).to(tl.int64), axis=0)
                     mass = zero_mass
