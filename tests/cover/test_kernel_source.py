@@ -22,7 +22,8 @@ def _plain_globals(tree: ast.Module) -> set[str]:
             value = node.value
             constexpr = isinstance(value, ast.Call) and ast.unparse(value.func).endswith("constexpr")
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names |= {t.id for t in targets if isinstance(t, ast.Name) and not constexpr}
+            if not constexpr:  # tuple targets (`A, B = range(2)`) bind plain names too
+                names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
     return names
 
 
