@@ -33,7 +33,8 @@ Contract:
   no `output_token_ids` see an empty history. `logit_bias_ids` and `logit_bias_values`
   come together, and so do `stop_token_ids`, `min_tokens` and `output_len` (ValueError).
 - Memory beyond the output: the raw clone (B * V * element size, only in raw modes), the
-  top-k/top-p scratch ([B, 1024] fp32) and O(B * list length) for token lists.
+  top-k/top-p buffers (`samplecheck.kernels.top_k_top_p.scratch_bytes`) and O(B * list
+  length) for token lists.
 """
 
 from dataclasses import dataclass, fields, replace

@@ -7,7 +7,8 @@ from samplecheck.families.masking import (MaskingInfo, TopKTopPCase, top_k_top_p
                                         top_k_top_p_distribution_cases, top_k_top_p_targets)
 from samplecheck.inputs.off_encodings import TOP_K_TOP_P_OFF
 from samplecheck.inputs.recipes import LogitsRecipe
-from samplecheck.kernels.top_k_top_p import LAUNCH_CONFIG
+from samplecheck.kernels.runtime import device_kind
+from samplecheck.kernels.top_k_top_p import scratch_bytes
 from samplecheck.oracles.top_k_top_p import top_k_top_p_reference
 from samplecheck.registry import catalog
 from samplecheck.registry.layouts import LAYOUTS
@@ -68,8 +69,9 @@ DOMINANT_ROWS_17 = RegressionExample("V7: top-p alone on rows with one dominant 
 
 
 def top_k_top_p_scratch(logits, args):
-    """The Triton kernel's per-call candidate scratch: [B, CAP] fp32."""
-    return logits.size(0) * LAUNCH_CONFIG[logits.device.type]["CAP"] * 4
+    """The Triton kernels' per-call buffers (`samplecheck.kernels.top_k_top_p.scratch_bytes`)."""
+    return scratch_bytes(logits.size(0), logits.size(1), device_kind(logits),
+                         args.get("k") is not None, args.get("p") is not None)
 
 
 TOP_K_TOP_P = register(MaskingInfo(

@@ -1,0 +1,308 @@
+"""Triton helpers of the top-k/top-p cut search, shared by the one-program-per-row kernel
+(`samplecheck.kernels.top_k_top_p`) and the split-row kernels (`samplecheck.kernels.top_k_top_p_split`).
+
+The cut is a key: every fp32 value maps to an int32 key with the same order (`order_key`),
+and a row keeps the entries with key >= cut. The cut is the smallest key at which a monotone
+predicate holds:
+- top-k: #(key > c) < k;
+- top-p: mass(key > c) < p * total, where mass sums `weight`s: exp(x - row max) in 2**-40
+  fixed point (int64), and total is the mass of the entries with key >= a floor (the top-k
+  cut, or the row's smallest key).
+Integer sums are exact in any order, so a cut depends on neither the summation order nor the
+way a row is split over programs. A bracket [lo, hi] holds the cut; search steps count (and
+weigh) the entries above pivots to shrink it, and once at most CAP entries lie in it they
+are copied to a scratch and ranked against each other.
+"""
+
+import triton
+import triton.language as tl
+
+from samplecheck.kernels.drop_store import group_columns
+from samplecheck.kernels.guard import CHECK_BLOCK, INT64_MAX_JIT, rows_in_range
+from samplecheck.kernels.rounding import to_fp32
+
+INT32_MAX_JIT = tl.constexpr(2**31 - 1)
+
+
+@triton.jit
+def order_key(x):
+    """int32 key with key(a) < key(b) iff a < b for fp32 a, b (-0.0 folded into +0.0)."""
+    x = tl.where(x == 0.0, 0.0, x)
+    bits = x.to(tl.int32, bitcast=True)
+    return bits ^ ((bits >> 31) & 0x7FFFFFFF)
+
+
+@triton.jit
+def key_value(key):
+    """The fp32 value of an int32 key (`order_key` is its own inverse on the bits)."""
+    return (key ^ ((key >> 31) & 0x7FFFFFFF)).to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def load_row(ptrs, mask):
+    """Row entries in fp32 (exact upcast), -inf where masked off; NaN reads as -inf."""
+    x = to_fp32(tl.load(ptrs, mask=mask, other=float("-inf")))
+    return tl.where(x == x, x, float("-inf"))
+
+
+@triton.jit
+def weight(x, row_max):
+    """exp(x - row_max) in 2**-40 fixed point: masses are int64 sums, exact in any order."""
+    return (tl.exp(x - row_max) * 1099511627776.0).to(tl.int64)
+
+
+@triton.jit
+def row_k_p(k_ptr, p_ptr, row, V, HAS_K: tl.constexpr, HAS_P: tl.constexpr):
+    """The row's k as an int32 (V where top-k is off: k <= 0 or k >= V) and p as fp32 (1.0
+    without p)."""
+    k = tl.zeros([], dtype=tl.int32) + V  # a tensor also when V == 1 is specialized to a constant
+    if HAS_K:
+        k_row = tl.load(k_ptr + row)
+        k = tl.where((k_row > 0) & (k_row < V), k_row, V).to(tl.int32)
+    p = 1.0
+    if HAS_P:
+        p = tl.load(p_ptr + row).to(tl.float32)
+    return k, p
+
+
+@triton.jit
+def failed_value_checks(k_ptr, p_ptr, B, HAS_K: tl.constexpr, HAS_P: tl.constexpr):
+    """The call's value checks over all B rows: bit 1 when a k is below -1, then the next
+    bit when a p is outside (0, 1] (NaN included); 0 when both hold."""
+    failed = tl.zeros([], dtype=tl.int32)
+    p_bit = 1
+    if HAS_K:
+        failed |= tl.where(rows_in_range(k_ptr, B, -1, INT64_MAX_JIT, False, False, CHECK_BLOCK), 0, 1)
+        p_bit = 2
+    if HAS_P:
+        failed |= tl.where(rows_in_range(p_ptr, B, 0.0, 1.0, True, False, CHECK_BLOCK), 0, p_bit)
+    return failed
+
+
+@triton.jit
+def spread_pivots(lo, hi, NUM_PIVOTS: tl.constexpr):
+    """NUM_PIVOTS int32 keys spread over [lo, hi), the first one lo (all lo if lo == hi)."""
+    lo64 = lo.to(tl.int64)
+    steps = tl.arange(0, NUM_PIVOTS).to(tl.int64)
+    return (lo64 + ((hi.to(tl.int64) - lo64) * steps) // NUM_PIVOTS).to(tl.int32)
+
+
+@triton.jit
+def kth_largest_bound(keys, k, lo, hi, STEPS: tl.constexpr, NUM_PIVOTS: tl.constexpr):
+    """A key c with #(keys >= c) >= k, close below the k-th largest of `keys` (in registers,
+    all in [lo, hi]): STEPS NUM_PIVOTS-ary search steps, each keeping that invariant."""
+    for _ in tl.static_range(STEPS):
+        pivots = spread_pivots(lo, hi, NUM_PIVOTS)
+        count = tl.sum((keys[:, None] > pivots[None, :]).to(tl.int32), axis=0)
+        holds = count < k
+        new_hi = tl.min(tl.where(holds, pivots, hi), axis=0)
+        lo = tl.max(tl.where(holds, lo, pivots + 1), axis=0)
+        hi = new_hi
+    return lo
+
+
+@triton.jit
+def tally_above(row_ptr, start, end, pivots, row_max, mass_floor, BY_MASS: tl.constexpr, TILE: tl.constexpr,
+                NUM_PIVOTS: tl.constexpr, NUM_STAGES: tl.constexpr):
+    """One pass over columns [start, end): the count and (BY_MASS) mass of the entries above
+    each pivot, and the mass of the entries with key >= mass_floor."""
+    offs = tl.arange(0, TILE)
+    # Per-lane tallies, reduced across the tile once after the pass (a reduction per step
+    # would synchronise the program's warps at every step). Pivots run along the first axis,
+    # so each thread compares its own entries with every pivot and no entry moves.
+    lane_count = tl.zeros([NUM_PIVOTS, TILE], dtype=tl.int32)
+    lane_mass = tl.zeros([NUM_PIVOTS, TILE], dtype=tl.int64)
+    lane_total = tl.zeros([TILE], dtype=tl.int64)
+    for first in tl.range(start, end, TILE, num_stages=NUM_STAGES):
+        idx = first + offs
+        x = load_row(row_ptr + idx, idx < end)
+        key = order_key(x)
+        above = key[None, :] > pivots[:, None]
+        lane_count += above.to(tl.int32)
+        if BY_MASS:
+            w = weight(x, row_max)
+            lane_mass += tl.where(above, w[None, :], 0)
+            lane_total += tl.where(key >= mass_floor, w, 0)
+    return tl.sum(lane_count, axis=1), tl.sum(lane_mass, axis=1), tl.sum(lane_total, axis=0)
+
+
+@triton.jit
+def narrow_step(pivots, count, mass, lo, hi, count_hi, mass_hi, k, mass_limit, BY_MASS: tl.constexpr):
+    """The bracket after one search step: `count`/`mass` above each pivot (in [lo, hi]) over
+    the whole row; count_hi/mass_hi: those above hi. Returns lo, hi, the bracket's
+    population and the new count_hi, mass_hi."""
+    if BY_MASS:
+        holds = mass.to(tl.float32) < mass_limit
+    else:
+        holds = count < k
+    # Counts and masses fall as the pivot rises: the smallest holding pivot is the new hi,
+    # one past the largest failing pivot the new lo (pivot lo fails unless lo is the cut).
+    new_hi = tl.min(tl.where(holds, pivots, hi), axis=0)
+    count_lo = tl.min(tl.where(holds, INT32_MAX_JIT, count), axis=0)
+    count_hi = tl.max(tl.where(holds, count, count_hi), axis=0)
+    mass_hi = tl.max(tl.where(holds, mass, mass_hi), axis=0)
+    lo = tl.max(tl.where(holds, lo, pivots + 1), axis=0)
+    return lo, new_hi, count_lo - count_hi, count_hi, mass_hi
+
+
+@triton.jit
+def narrow(row_ptr, V, lo, hi, pop, max_pop, count_hi, mass_hi, row_max, k, p, total, mass_floor, pivots,
+           BY_MASS: tl.constexpr, TILE: tl.constexpr, NUM_PIVOTS: tl.constexpr, NUM_STAGES: tl.constexpr):
+    """Shrink the cut's bracket [lo, hi] until it is one key or holds at most max_pop
+    entries (pop: its population, or anything above max_pop; count_hi/mass_hi: the count
+    and mass above hi). Each step is one pass over the row: `pivots` (any keys; clamped into
+    [lo, hi]) at the first step, then keys spread evenly over the bracket. BY_MASS, each
+    pass also sums `total`, the mass of the entries with key >= mass_floor, and the limit is
+    p * total. Returns the new lo, hi, pop, count_hi, mass_hi and total."""
+    while (lo < hi) & (pop > max_pop):
+        pivots = tl.minimum(tl.maximum(pivots, lo), hi)
+        count, mass, row_total = tally_above(row_ptr, 0, V, pivots, row_max, mass_floor, BY_MASS, TILE,
+                                             NUM_PIVOTS, NUM_STAGES)
+        if BY_MASS:
+            total = row_total
+        lo, hi, pop, count_hi, mass_hi = narrow_step(pivots, count, mass, lo, hi, count_hi, mass_hi, k,
+                                                     p * total.to(tl.float32), BY_MASS)
+        pivots = spread_pivots(lo, hi, NUM_PIVOTS)
+    return lo, hi, pop, count_hi, mass_hi, total
+
+
+@triton.jit
+def compact_positions(take):
+    """For a [G, 8] 0/1 tile laid out by `group_columns`: each taken entry's position among
+    the taken ones in column order, and their number."""
+    group_count = tl.sum(take, axis=1)
+    group_end = tl.cumsum(group_count, axis=0)
+    pos = (group_end - group_count)[:, None] + tl.cumsum(take, axis=1) - 1
+    return pos, tl.sum(group_count, axis=0)
+
+
+@triton.jit
+def in_bracket(ptrs, mask, lo, hi):
+    """Entries at `ptrs` (`load_row`), their keys, and 1 where the key is in [lo, hi] (int32)."""
+    x = load_row(ptrs, mask)
+    key = order_key(x)
+    return x, key, (mask & (key >= lo) & (key <= hi)).to(tl.int32)
+
+
+@triton.jit
+def collect(row_ptr, V, lo, hi, scratch_ptr, row_max, mass_floor, WITH_MASS: tl.constexpr,
+            CAP: tl.constexpr, BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr):
+    """One pass: copy the entries with key in [lo, hi] to scratch in column order (the
+    first CAP of them) and count them; WITH_MASS, also sum the mass of key >= mass_floor."""
+    groups = group_columns(BLOCK)
+    n = tl.zeros([], dtype=tl.int32)
+    lane_mass = tl.zeros([BLOCK // 8, 8], dtype=tl.int64)  # reduced once, after the pass
+    tl.debug_barrier()  # earlier reads of the scratch are done before it is overwritten
+    for start in tl.range(0, V, BLOCK, num_stages=NUM_STAGES):
+        idx = start + groups
+        in_row = idx < V
+        x, key, take = in_bracket(row_ptr + idx, in_row, lo, hi)
+        pos, taken = compact_positions(take)
+        pos += n
+        tl.store(scratch_ptr + pos, x, mask=(take == 1) & (pos < CAP))
+        n += taken
+        if WITH_MASS:
+            lane_mass += tl.where(in_row & (key >= mass_floor), weight(x, row_max), 0)
+    tl.debug_barrier()  # the scratch is written before any thread reads it
+    return n, tl.sum(tl.sum(lane_mass, axis=1), axis=0)
+
+
+@triton.jit
+def rank_cut(scratch_ptr, first, stride, n, lo, hi, count_hi, mass_hi, row_max, k, mass_limit,
+             BY_MASS: tl.constexpr, RANK_ROWS: tl.constexpr, RANK_COLS: tl.constexpr):
+    """The cut from the n scratch entries, which include every entry with key in [lo, hi]
+    (and maybe some below lo); count_hi and mass_hi: count and mass of the row's entries
+    above hi. The predicate only changes at entries' keys, so the cut is the smallest entry
+    key in [lo, hi] at which it holds (hi if there is none). This call ranks the RANK_ROWS
+    entries from `first` on, then from first + stride, ... (first = 0, stride = RANK_ROWS:
+    all of them), each against all n, in [RANK_ROWS, RANK_COLS] compare tiles."""
+    rows = tl.arange(0, RANK_ROWS)
+    cols = tl.arange(0, RANK_COLS)
+    cut = hi
+    for i in range(first, n, stride):
+        xi = tl.load(scratch_ptr + i + rows, mask=i + rows < n, other=float("-inf"))
+        key_i = order_key(xi)
+        count = tl.zeros([RANK_ROWS, RANK_COLS], dtype=tl.int32)
+        mass = tl.zeros([RANK_ROWS, RANK_COLS], dtype=tl.int64)
+        for j in range(0, n, RANK_COLS):
+            xj = tl.load(scratch_ptr + j + cols, mask=j + cols < n, other=float("-inf"))
+            above = order_key(xj)[None, :] > key_i[:, None]
+            count += above.to(tl.int32)
+            if BY_MASS:
+                mass += tl.where(above, weight(xj, row_max)[None, :], 0)
+        if BY_MASS:
+            holds = (tl.sum(mass, axis=1) + mass_hi).to(tl.float32) < mass_limit
+        else:
+            holds = tl.sum(count, axis=1) + count_hi < k
+        holds &= (i + rows < n) & (key_i >= lo) & (key_i <= hi)
+        cut = tl.minimum(cut, tl.min(tl.where(holds, key_i, hi), axis=0))
+    return cut
+
+
+@triton.jit
+def find_cut(row_ptr, V, scratch_ptr, lo, hi, n, count_hi, mass_hi, row_max, k, p, total, mass_floor, pivots,
+             BY_MASS: tl.constexpr, CAP: tl.constexpr, BLOCK: tl.constexpr, TILE: tl.constexpr,
+             NUM_PIVOTS: tl.constexpr, RANK_ROWS: tl.constexpr, RANK_COLS: tl.constexpr,
+             NUM_STAGES: tl.constexpr):
+    """The cut in [lo, hi] (count_hi/mass_hi: count and mass above hi), by one program.
+    n <= CAP: the scratch holds n entries, every entry with key in [lo, hi] and maybe some
+    below lo, and `total` is the mass of key >= mass_floor (BY_MASS). n > CAP: it does not
+    (n is the bracket's population or V); full-row search steps (first pivots: `pivots`)
+    shrink the bracket and sum `total` first, and the bracket's entries are collected then.
+    Returns the cut, the scratch's entry count and whether the scratch holds every entry
+    from the cut up."""
+    collected = n <= CAP
+    if n > CAP:
+        lo, hi, n, count_hi, mass_hi, total = narrow(row_ptr, V, lo, hi, n, CAP, count_hi, mass_hi, row_max, k, p,
+                                                     total, mass_floor, pivots, BY_MASS, TILE, NUM_PIVOTS,
+                                                     NUM_STAGES)
+        collected = lo < hi  # else the cut is lo
+        if collected:
+            n, _ = collect(row_ptr, V, lo, hi, scratch_ptr, row_max, lo, False, CAP, BLOCK, NUM_STAGES)
+    cut = lo
+    if collected:
+        cut = rank_cut(scratch_ptr, 0, RANK_ROWS, n, lo, hi, count_hi, mass_hi, row_max, k,
+                       p * total.to(tl.float32), BY_MASS, RANK_ROWS, RANK_COLS)
+    return cut, n, collected & (count_hi == 0)
+
+
+@triton.jit
+def sampled_cut_pivots(sample, row_max, p, mass_floor, V, CAP: tl.constexpr, SAMPLE: tl.constexpr,
+                       NUM_PIVOTS: tl.constexpr):
+    """NUM_PIVOTS keys around the top-p cut that the sample (keys, largest first) predicts:
+    the sample entry where its mass of key >= mass_floor first reaches p, and entries
+    0, 1, 3, 5, 8, 11, 16, ... steps away on either side, where a step of the sample holds
+    about CAP / 2 of the row's entries. A guess only: the search checks every pivot against
+    the whole row."""
+    w = tl.where(sample >= mass_floor, tl.exp(key_value(sample) - row_max), 0.0)
+    mass = tl.cumsum(w, axis=0)
+    at = tl.sum((mass < p * tl.sum(w, axis=0)).to(tl.int32), axis=0)
+    step = tl.maximum((CAP * SAMPLE) // (2 * V), 1)
+    t = tl.arange(0, NUM_PIVOTS) - NUM_PIVOTS // 2
+    growth = tl.minimum(tl.exp2(tl.abs(t).to(tl.float32) * 0.585), SAMPLE)  # about 1.5 ** |t|
+    reach = tl.abs(t) + growth.to(tl.int32) - 1  # 0, 1, 3, 5, 8, 11, 16, ...
+    at = tl.minimum(tl.maximum(at + tl.where(t < 0, -reach, reach) * step, 0), SAMPLE - 1)
+    return tl.sum(tl.where(tl.arange(0, SAMPLE)[None, :] == at[:, None], sample[None, :], 0), axis=1)
+
+
+@triton.jit
+def top_p_first_step(row_ptr, V, mass_floor, key_hi, row_max, p, CAP: tl.constexpr, SAMPLE: tl.constexpr,
+                     NUM_PIVOTS: tl.constexpr):
+    """Where the top-p search starts (p < 1, a finite row max): its bracket's lo (the bound:
+    entries below row_max - ln(V / (1 - p)) - 1 hold less than 1 - p of the mass; never below
+    mass_floor), its first pivots, and whether those come from the sample. SAMPLE entries
+    (columns (i * V) // SAMPLE) are read; when more than CAP / 2 of the row's entries lie in
+    the bracket by their count (and V > CAP), the pivots are placed around the cut they
+    predict (`sampled_cut_pivots`), else spread evenly over the bracket."""
+    sample_cols = (tl.arange(0, SAMPLE).to(tl.int64) * V) // SAMPLE
+    log_v = tl.log(V + tl.zeros([], dtype=tl.float32))
+    bound = row_max - (log_v - tl.log(1.0 - p)) - 1.0
+    lo = tl.minimum(tl.maximum(mass_floor, order_key(bound)), key_hi)
+    pivots = spread_pivots(lo, key_hi, NUM_PIVOTS)
+    sample = order_key(load_row(row_ptr + sample_cols, sample_cols < V))
+    above = tl.sum(((sample >= lo) & (sample <= key_hi)).to(tl.int64), axis=0)
+    sampled = (above * V > (CAP // 2) * SAMPLE) & (V > CAP)
+    if sampled:
+        pivots = sampled_cut_pivots(tl.sort(sample, descending=True), row_max, p, mass_floor, V, CAP, SAMPLE,
+                                    NUM_PIVOTS)
+    return lo, pivots, sampled

@@ -1,0 +1,305 @@
+"""Top-p masking (top-k off) with each row split over several programs: the path that
+`samplecheck.kernels.top_k_top_p.apply_top_k_top_p` takes for a small batch with `p` and no `k`,
+where one program per row would leave most of the GPU idle through the row's search passes.
+
+Contract, semantics and cut: those of `samplecheck.kernels.top_k_top_p` (its module docstring;
+the search helpers are `samplecheck.kernels.cut_search`). The cut is the smallest key at which
+the predicate holds, from exact integer counts and masses, so both paths mask every row
+identically: the split changes which programs do the work, never the result.
+
+Launches, each over a [B, S] grid (S chunks of CHUNK columns a row) unless stated; rows with
+p = 1 do nothing in any of them:
+1. `_stats_kernel`: each chunk's min and max keys; program (0, 0) makes the call's value
+   checks and records them in the guard flag.
+2. `_tally_kernel`: the search's first step (`top_p_first_step`; the same pivots in every
+   program, its lo among them) over each chunk: the count and mass above each pivot and the
+   row's mass in the chunk, written per chunk.
+3. `_collect_kernel`: every program sums the tallies into the bracket after that step and,
+   when it holds at most CAP entries, copies its chunk's entries in it to the row's scratch,
+   at positions reserved with an atomic counter (the scratch's order varies from run to run;
+   the ranking does not depend on it).
+4. `_rank_kernel` (grid [B, R]): R programs rank RANK_ROWS candidates at a time against all
+   of them; the cut is the smallest holding key (an atomic min). When the bracket holds more
+   than CAP entries (the sample misplaced the pivots, or many equal keys), program (row, 0)
+   finishes that row's search alone, as the one-program kernel does (`find_cut`).
+5. `_write_kernel`: -inf below the cut (and at NaN), nothing else; nothing when the guard
+   flag is set.
+
+Buffers per call (`split_buffer_bytes`): state int64 [B, PIVOTS + NUM_PIVOTS], chunk keys
+int32 [B, S, 2], step tallies int64 [B, S, 2 * NUM_PIVOTS + 1] and the scratch fp32 [B, CAP].
+Every launch reads only what earlier launches wrote, so a call needs no host
+synchronisation and captures in a CUDA graph.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+from samplecheck.kernels.cut_search import (compact_positions, failed_value_checks, find_cut, in_bracket, key_value,
+                                            load_row, narrow_step, order_key, rank_cut, spread_pivots, tally_above,
+                                            top_p_first_step)
+from samplecheck.kernels.drop_store import group_columns, store_neg_inf
+from samplecheck.kernels.guard import record_failed
+from samplecheck.kernels.rounding import to_fp32
+from samplecheck.kernels.runtime import cdiv
+
+# Launch parameters by device. PROGRAMS: the programs a launch aims at (B * S); MAX_ROWS: the
+# largest batch that splits; MAX_SPLITS: the most chunks a row splits into; MIN_CHUNK: the
+# fewest columns a chunk holds (chunks are whole BLOCKs). The others mean what they mean in
+# `samplecheck.kernels.top_k_top_p.LAUNCH_CONFIG`; CAP is larger here, since the ranking is
+# spread over R programs a row. On the CPU, small chunks and CAP, so that the suite's small
+# rows take every branch: several chunks, brackets too large to collect (the fallback).
+SPLIT_CONFIG = {
+    "cuda": dict(PROGRAMS=264, MAX_ROWS=32, MAX_SPLITS=256, MIN_CHUNK=2048, BLOCK=2048, NUM_STAGES=3, TILE=512,
+                 NUM_PIVOTS=16, CAP=4096, RANK_ROWS=16, RANK_COLS=256, SAMPLE=1024, num_warps=8),
+    "cpu": dict(PROGRAMS=8, MAX_ROWS=4, MAX_SPLITS=8, MIN_CHUNK=64, BLOCK=64, NUM_STAGES=1, TILE=64,
+                NUM_PIVOTS=16, CAP=64, RANK_ROWS=16, RANK_COLS=64, SAMPLE=32),
+}
+# A row's state (int64 slots): the bracket after the first step, its population, the count
+# and mass above hi, the row's mass, the collect counter, the cut, then NUM_PIVOTS slots from
+# PIVOTS for the first step's pivots.
+LO = tl.constexpr(0)
+HI = tl.constexpr(1)
+POP = tl.constexpr(2)
+COUNT_HI = tl.constexpr(3)
+MASS_HI = tl.constexpr(4)
+TOTAL = tl.constexpr(5)
+COUNTER = tl.constexpr(6)
+CUT = tl.constexpr(7)
+PIVOTS = tl.constexpr(8)
+INT32_MIN_JIT = tl.constexpr(-2**31)
+INT32_MAX_JIT = tl.constexpr(2**31 - 1)
+
+
+@triton.jit
+def _row_keys(keys_ptr, row, S, MAX_SPLITS: tl.constexpr):
+    """The row's smallest and largest keys, and its max (0.0 for a row of -inf), from its
+    chunks' keys."""
+    s = tl.arange(0, MAX_SPLITS)
+    chunk_ptr = keys_ptr + (row * S + s) * 2
+    key_lo = tl.min(tl.load(chunk_ptr, mask=s < S, other=INT32_MAX_JIT), axis=0)
+    key_hi = tl.max(tl.load(chunk_ptr + 1, mask=s < S, other=INT32_MIN_JIT), axis=0)
+    row_max = key_value(key_hi)
+    return key_lo, key_hi, tl.where(row_max == float("-inf"), 0.0, row_max)
+
+
+@triton.jit
+def _row_p(p_ptr, row):
+    return tl.load(p_ptr + row).to(tl.float32)
+
+
+@triton.jit
+def _chunk_columns(CHUNK, V):
+    """The columns [start, end) of this program's chunk (program id 1)."""
+    start = tl.program_id(1) * CHUNK
+    return start, tl.minimum(start + CHUNK, V)
+
+
+@triton.jit(do_not_specialize=["p_ptr", "B", "S", "guard_ptr"])
+def _stats_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, B, V, CHUNK, S, guard_ptr, check, GUARDED: tl.constexpr,
+                  BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    chunk = tl.program_id(1)
+    if GUARDED:
+        if check & (row == 0) & (chunk == 0):
+            record_failed(guard_ptr, failed_value_checks(None, p_ptr, B, False, True))
+    if _row_p(p_ptr, row) < 1.0:
+        row_ptr = logits_ptr + row * row_stride
+        offs = tl.arange(0, BLOCK)
+        start, end = _chunk_columns(CHUNK, V)
+        lane_max = tl.full([BLOCK], float("-inf"), tl.float32)
+        lane_min = tl.full([BLOCK], float("inf"), tl.float32)
+        for first in tl.range(start, end, BLOCK, num_stages=NUM_STAGES):
+            idx = first + offs
+            in_chunk = idx < end
+            x = load_row(row_ptr + idx, in_chunk)
+            lane_max = tl.maximum(lane_max, x)
+            lane_min = tl.minimum(lane_min, tl.where(in_chunk, x, float("inf")))
+        out = keys_ptr + (row * S + chunk) * 2
+        tl.store(out, order_key(tl.min(lane_min, axis=0)))
+        tl.store(out + 1, order_key(tl.max(lane_max, axis=0)))
+
+
+@triton.jit(do_not_specialize=["p_ptr", "S"])
+def _tally_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, tally_ptr, V, CHUNK, S,
+                  NUM_STAGES: tl.constexpr, MAX_SPLITS: tl.constexpr, TILE: tl.constexpr, NUM_PIVOTS: tl.constexpr,
+                  CAP: tl.constexpr, SAMPLE: tl.constexpr, STATE: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    chunk = tl.program_id(1)
+    p = _row_p(p_ptr, row)
+    if p < 1.0:
+        key_lo, key_hi, row_max = _row_keys(keys_ptr, row, S, MAX_SPLITS)
+        if row_max < float("inf"):
+            state_ptr += row * STATE
+            row_ptr = logits_ptr + row * row_stride
+            lo, pivots, _ = top_p_first_step(row_ptr, V, key_lo, key_hi, row_max, p, CAP, SAMPLE, NUM_PIVOTS)
+            # The smallest pivot is the bracket's lo, so that the step always yields its population.
+            pivots = tl.minimum(tl.maximum(pivots, lo), key_hi)
+            pivots = tl.where(pivots == tl.min(pivots, axis=0), lo, pivots)
+            start, end = _chunk_columns(CHUNK, V)
+            count, mass, total = tally_above(row_ptr, start, end, pivots, row_max, key_lo,
+                                             True, TILE, NUM_PIVOTS, NUM_STAGES)
+            out = tally_ptr + (row * S + chunk) * (2 * NUM_PIVOTS + 1)
+            slot = tl.arange(0, NUM_PIVOTS)
+            tl.store(out + slot, count.to(tl.int64))
+            tl.store(out + NUM_PIVOTS + slot, mass)
+            tl.store(out + 2 * NUM_PIVOTS, total)
+            if chunk == 0:
+                tl.store(state_ptr + LO, lo.to(tl.int64))
+                tl.store(state_ptr + PIVOTS + slot, pivots.to(tl.int64))
+                tl.store(state_ptr + COUNTER, 0)
+
+
+@triton.jit
+def _summed_tallies(tally_ptr, row, S, NUM_PIVOTS: tl.constexpr, MAX_SPLITS: tl.constexpr):
+    """The step's count and mass above each pivot, and the row's mass, over the whole row."""
+    s = tl.arange(0, MAX_SPLITS)
+    chunk_ptr = tally_ptr + (row * S + s) * (2 * NUM_PIVOTS + 1)
+    slot = tl.arange(0, NUM_PIVOTS)[None, :]
+    live = (s < S)[:, None]
+    count = tl.sum(tl.load(chunk_ptr[:, None] + slot, mask=live, other=0), axis=0)
+    mass = tl.sum(tl.load(chunk_ptr[:, None] + NUM_PIVOTS + slot, mask=live, other=0), axis=0)
+    total = tl.sum(tl.load(chunk_ptr + 2 * NUM_PIVOTS, mask=s < S, other=0), axis=0)
+    return count.to(tl.int32), mass, total
+
+
+@triton.jit(do_not_specialize=["p_ptr", "S"])
+def _collect_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, tally_ptr, scratch_ptr, V, CHUNK, S,
+                    BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr, MAX_SPLITS: tl.constexpr,
+                    NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, STATE: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    chunk = tl.program_id(1)
+    p = _row_p(p_ptr, row)
+    if p < 1.0:
+        state_ptr += row * STATE
+        key_lo, key_hi, row_max = _row_keys(keys_ptr, row, S, MAX_SPLITS)
+        lo = key_hi
+        hi = key_hi
+        pop = tl.zeros([], dtype=tl.int32)
+        count_hi = tl.zeros([], dtype=tl.int32)
+        mass_hi = tl.zeros([], dtype=tl.int64)
+        if row_max < float("inf"):  # else +inf survivors hold all the mass: only they are kept
+            pivots = tl.load(state_ptr + PIVOTS + tl.arange(0, NUM_PIVOTS)).to(tl.int32)
+            count, mass, total = _summed_tallies(tally_ptr, row, S, NUM_PIVOTS, MAX_SPLITS)
+            lo, hi, pop, count_hi, mass_hi = narrow_step(pivots, count, mass, tl.load(state_ptr + LO).to(tl.int32),
+                                                         key_hi, count_hi, mass_hi, V, p * total.to(tl.float32),
+                                                         True)
+            if chunk == 0:
+                tl.store(state_ptr + TOTAL, total)
+        if chunk == 0:
+            tl.store(state_ptr + LO, lo.to(tl.int64))
+            tl.store(state_ptr + HI, hi.to(tl.int64))
+            tl.store(state_ptr + POP, pop.to(tl.int64))
+            tl.store(state_ptr + COUNT_HI, count_hi.to(tl.int64))
+            tl.store(state_ptr + MASS_HI, mass_hi)
+            tl.store(state_ptr + CUT, hi.to(tl.int64))
+        if (lo < hi) & (pop <= CAP):
+            row_ptr = logits_ptr + row * row_stride
+            groups = group_columns(BLOCK)
+            start, end = _chunk_columns(CHUNK, V)
+            for first in tl.range(start, end, BLOCK, num_stages=NUM_STAGES):
+                idx = first + groups
+                in_chunk = idx < end
+                x, _, take = in_bracket(row_ptr + idx, in_chunk, lo, hi)
+                pos, taken = compact_positions(take)
+                if taken > 0:
+                    pos += tl.atomic_add(state_ptr + COUNTER, taken.to(tl.int64)).to(tl.int32)
+                    tl.store(scratch_ptr + row * CAP + pos, x, mask=(take == 1) & (pos < CAP))
+
+
+@triton.jit(do_not_specialize=["p_ptr", "S"])
+def _rank_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, scratch_ptr, V, S, BLOCK: tl.constexpr,
+                 NUM_STAGES: tl.constexpr, MAX_SPLITS: tl.constexpr, TILE: tl.constexpr, NUM_PIVOTS: tl.constexpr,
+                 CAP: tl.constexpr, RANK_ROWS: tl.constexpr, RANK_COLS: tl.constexpr, STATE: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    part = tl.program_id(1)
+    p = _row_p(p_ptr, row)
+    if p < 1.0:
+        state_ptr += row * STATE
+        scratch_ptr += row * CAP
+        lo = tl.load(state_ptr + LO).to(tl.int32)
+        hi = tl.load(state_ptr + HI).to(tl.int32)
+        if lo < hi:
+            key_lo, key_hi, row_max = _row_keys(keys_ptr, row, S, MAX_SPLITS)
+            n = tl.load(state_ptr + COUNTER).to(tl.int32)
+            pop = tl.load(state_ptr + POP).to(tl.int32)
+            count_hi = tl.load(state_ptr + COUNT_HI).to(tl.int32)
+            mass_hi = tl.load(state_ptr + MASS_HI)
+            total = tl.load(state_ptr + TOTAL)
+            if pop <= CAP:
+                cut = rank_cut(scratch_ptr, part * RANK_ROWS, tl.num_programs(1) * RANK_ROWS, n, lo, hi, count_hi,
+                               mass_hi, row_max, V, p * total.to(tl.float32), True, RANK_ROWS, RANK_COLS)
+                if cut < hi:
+                    tl.atomic_min(state_ptr + CUT, cut.to(tl.int64))
+            elif part == 0:
+                cut, _, _ = find_cut(logits_ptr + row * row_stride, V, scratch_ptr, lo, hi, pop, count_hi, mass_hi,
+                                     row_max, V, p, total, key_lo, spread_pivots(lo, hi, NUM_PIVOTS), True, CAP,
+                                     BLOCK, TILE, NUM_PIVOTS, RANK_ROWS, RANK_COLS, NUM_STAGES)
+                tl.store(state_ptr + CUT, cut.to(tl.int64))
+
+
+@triton.jit(do_not_specialize=["p_ptr", "guard_ptr"])
+def _write_kernel(logits_ptr, row_stride, p_ptr, state_ptr, V, CHUNK, guard_ptr, GUARDED: tl.constexpr,
+                  BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr, STATE: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    clear = True
+    if GUARDED:
+        clear = tl.load(guard_ptr) == 0
+    if (_row_p(p_ptr, row) < 1.0) & clear:
+        cut = tl.load(state_ptr + row * STATE + CUT).to(tl.int32)
+        row_ptr = logits_ptr + row * row_stride
+        groups = group_columns(BLOCK)
+        start, end = _chunk_columns(CHUNK, V)
+        for first in tl.range(start, end, BLOCK, num_stages=NUM_STAGES):
+            idx = first + groups
+            in_chunk = idx < end
+            x = to_fp32(tl.load(row_ptr + idx, mask=in_chunk, other=float("-inf")))
+            store_neg_inf(row_ptr + idx, in_chunk & ((order_key(x) < cut) | (x != x)))  # NaN is never kept
+
+
+def split_plan(batch: int, vocab: int, device: str, has_k: bool, has_p: bool) -> tuple[int, int] | None:
+    """(S, CHUNK) for a [batch, vocab] call (with k and p given or not) that takes the split
+    path, else None."""
+    config = SPLIT_CONFIG[device]
+    if has_k or not has_p or batch > config["MAX_ROWS"]:
+        return None
+    splits = min(config["MAX_SPLITS"], cdiv(config["PROGRAMS"], batch), vocab // config["MIN_CHUNK"])
+    if splits < 2:
+        return None
+    chunk = cdiv(cdiv(vocab, splits), config["BLOCK"]) * config["BLOCK"]
+    return cdiv(vocab, chunk), chunk
+
+
+def split_buffer_bytes(batch: int, plan: tuple[int, int], device: str) -> int:
+    """Bytes the split path allocates for a call (module docstring)."""
+    config, splits = SPLIT_CONFIG[device], plan[0]
+    state = (PIVOTS.value + config["NUM_PIVOTS"]) * 8
+    return batch * (state + splits * 2 * 4 + splits * (2 * config["NUM_PIVOTS"] + 1) * 8 + config["CAP"] * 4)
+
+
+def launch_split(logits: torch.Tensor, p: torch.Tensor, plan: tuple[int, int], device: str,
+                 flag: torch.Tensor | None, check: bool) -> None:
+    """Mask `logits` in place over the split path (validated arguments; `flag`/`check`: the
+    guard as `apply_top_k_top_p` settled it)."""
+    c = SPLIT_CONFIG[device]
+    batch, vocab = logits.shape
+    splits, chunk = plan
+    state_width = PIVOTS.value + c["NUM_PIVOTS"]
+    state = torch.empty((batch, state_width), dtype=torch.int64, device=logits.device)
+    keys = torch.empty((batch, splits, 2), dtype=torch.int32, device=logits.device)
+    tallies = torch.empty((batch, splits, 2 * c["NUM_PIVOTS"] + 1), dtype=torch.int64, device=logits.device)
+    scratch = torch.empty((batch, c["CAP"]), dtype=torch.float32, device=logits.device)
+    grid, stride, warps = (batch, splits), logits.stride(0), c.get("num_warps", 4)
+    ranks = (batch, max(1, min(c["CAP"] // c["RANK_ROWS"], c["PROGRAMS"] // batch)))
+    common = dict(NUM_STAGES=c["NUM_STAGES"], MAX_SPLITS=c["MAX_SPLITS"], NUM_PIVOTS=c["NUM_PIVOTS"], CAP=c["CAP"],
+                  STATE=state_width, num_warps=warps)
+    _stats_kernel[grid](logits, stride, p, keys, batch, vocab, chunk, splits, flag, check, GUARDED=flag is not None,
+                        BLOCK=c["BLOCK"], NUM_STAGES=c["NUM_STAGES"], num_warps=warps)
+    _tally_kernel[grid](logits, stride, p, keys, state, tallies, vocab, chunk, splits, TILE=c["TILE"],
+                        SAMPLE=c["SAMPLE"], **common)
+    _collect_kernel[grid](logits, stride, p, keys, state, tallies, scratch, vocab, chunk, splits, BLOCK=c["BLOCK"],
+                          **common)
+    _rank_kernel[ranks](logits, stride, p, keys, state, scratch, vocab, splits, BLOCK=c["BLOCK"], TILE=c["TILE"],
+                        RANK_ROWS=c["RANK_ROWS"], RANK_COLS=c["RANK_COLS"], **common)
+    _write_kernel[grid](logits, stride, p, state, vocab, chunk, flag, GUARDED=flag is not None, BLOCK=c["BLOCK"],
+                        NUM_STAGES=c["NUM_STAGES"], STATE=state_width, num_warps=warps)
