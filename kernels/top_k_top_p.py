@@ -72,8 +72,8 @@ import torch
 import triton
 import triton.language as tl
 
-from samplecheck.kernels.cut_search import (collect, failed_value_checks, find_cut, kth_largest_bound, load_row, order_key,
-                                            row_k_p, spread_pivots, top_p_first_step, weight)
+from samplecheck.kernels.cut_search import (collect, failed_value_checks, find_cut, kth_largest_bound, load_row,
+                                            order_key, row_k_p, spread_pivots, top_p_first_step, weight)
 from samplecheck.kernels.drop_store import group_columns, store_neg_inf
 from samplecheck.kernels.rounding import to_fp32
 from samplecheck.kernels.runtime import check_launchable, device_kind
@@ -148,9 +148,9 @@ def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, B, V,
                         lanes = tl.max(lanes, axis=1)
                         lo = kth_largest_bound(lanes, k, tl.min(lanes, axis=0), key_hi, BOUND_STEPS, NUM_PIVOTS)
                     n, _ = collect(row_ptr, V, lo, key_hi, scratch_ptr, row_max, lo, False, CAP, BLOCK, NUM_STAGES)
-                cut, n, covered = find_cut(row_ptr, V, scratch_ptr, lo, key_hi, n, zero_count, zero_mass, row_max, k, 1.0,
-                                           zero_mass, cut, spread_pivots(lo, key_hi, NUM_PIVOTS), False, CAP, BLOCK,
-                                           TILE, NUM_PIVOTS, RANK_ROWS, RANK_COLS, NUM_STAGES)
+                cut, n, covered = find_cut(row_ptr, V, scratch_ptr, lo, key_hi, n, zero_count, zero_mass, row_max, k,
+                                           1.0, zero_mass, cut, spread_pivots(lo, key_hi, NUM_PIVOTS), False, CAP,
+                                           BLOCK, TILE, NUM_PIVOTS, RANK_ROWS, RANK_COLS, NUM_STAGES)
         if HAS_P:
             if (p < 1.0) & (row_max == float("inf")):
                 cut = key_hi  # +inf survivors hold all the mass: only they are kept
@@ -176,8 +176,9 @@ def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, B, V,
                     else:
                         n, mass = collect(row_ptr, V, lo, key_hi, scratch_ptr, row_max, cut, True, CAP, BLOCK,
                                           NUM_STAGES)
-                cut, _, _ = find_cut(row_ptr, V, scratch_ptr, lo, key_hi, n, zero_count, zero_mass, row_max, k, p, mass, cut,
-                                     pivots, True, CAP, BLOCK, TILE, NUM_PIVOTS, RANK_ROWS, RANK_COLS, NUM_STAGES)
+                cut, _, _ = find_cut(row_ptr, V, scratch_ptr, lo, key_hi, n, zero_count, zero_mass, row_max, k, p,
+                                     mass, cut, pivots, True, CAP, BLOCK, TILE, NUM_PIVOTS, RANK_ROWS, RANK_COLS,
+                                     NUM_STAGES)
         # Final pass: write -inf below the cut, nothing else.
         groups = group_columns(BLOCK)
         for start in tl.range(0, V, BLOCK, num_stages=NUM_STAGES):

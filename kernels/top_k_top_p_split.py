@@ -44,15 +44,18 @@ from samplecheck.kernels.rounding import to_fp32
 from samplecheck.kernels.runtime import cdiv
 
 # Launch parameters by device. PROGRAMS: the programs a launch aims at (B * S); MAX_ROWS: the
-# largest batch that splits; MAX_SPLITS: the most chunks a row splits into; MIN_CHUNK: the
-# fewest columns a chunk holds (chunks are whole BLOCKs). The others mean what they mean in
-# `samplecheck.kernels.top_k_top_p.LAUNCH_CONFIG`; CAP is larger here, since the ranking is
-# spread over R programs a row. On the CPU, small chunks and CAP, so that the suite's small
-# rows take every branch: several chunks, brackets too large to collect (the fallback).
+# largest batch that splits; MIN_VOCAB: the smallest vocab that splits; MAX_SPLITS: the most
+# chunks a row splits into; MIN_CHUNK: the fewest columns a chunk holds (chunks are whole
+# BLOCKs). The others mean what they mean in `samplecheck.kernels.top_k_top_p.LAUNCH_CONFIG`;
+# CAP is larger here, since the ranking is spread over R programs a row. On an H200 (session
+# 27, docs/benchmarks.md) the split beat one program a row at B <= 32 with V = 151936, and lost
+# at V = 32000. On the CPU, small chunks and CAP, so that the suite's small rows take every
+# branch: several chunks, brackets too large to collect (the fallback).
 SPLIT_CONFIG = {
-    "cuda": dict(PROGRAMS=264, MAX_ROWS=32, MAX_SPLITS=256, MIN_CHUNK=2048, BLOCK=2048, NUM_STAGES=3, TILE=512,
-                 NUM_PIVOTS=16, CAP=4096, RANK_ROWS=16, RANK_COLS=256, SAMPLE=1024, num_warps=8),
-    "cpu": dict(PROGRAMS=8, MAX_ROWS=4, MAX_SPLITS=8, MIN_CHUNK=64, BLOCK=64, NUM_STAGES=1, TILE=64,
+    "cuda": dict(PROGRAMS=264, MAX_ROWS=32, MIN_VOCAB=65536, MAX_SPLITS=256, MIN_CHUNK=2048, BLOCK=2048,
+                 NUM_STAGES=3, TILE=512, NUM_PIVOTS=16, CAP=4096, RANK_ROWS=16, RANK_COLS=256, SAMPLE=1024,
+                 num_warps=8),
+    "cpu": dict(PROGRAMS=8, MAX_ROWS=4, MIN_VOCAB=0, MAX_SPLITS=8, MIN_CHUNK=64, BLOCK=64, NUM_STAGES=1, TILE=64,
                 NUM_PIVOTS=16, CAP=64, RANK_ROWS=16, RANK_COLS=64, SAMPLE=32),
 }
 # A row's state (int64 slots): the bracket after the first step, its population, the count
@@ -261,7 +264,7 @@ def split_plan(batch: int, vocab: int, device: str, has_k: bool, has_p: bool) ->
     """(S, CHUNK) for a [batch, vocab] call (with k and p given or not) that takes the split
     path, else None."""
     config = SPLIT_CONFIG[device]
-    if has_k or not has_p or batch > config["MAX_ROWS"]:
+    if has_k or not has_p or batch > config["MAX_ROWS"] or vocab < config["MIN_VOCAB"]:
         return None
     splits = min(config["MAX_SPLITS"], cdiv(config["PROGRAMS"], batch), vocab // config["MIN_CHUNK"])
     if splits < 2:

@@ -55,7 +55,11 @@ CALLS = {
     "gumbel_sample": (gumbel_sample, call(seeds=ids([1, 2]), positions=ids([0, 3]), temperature=floats([1.0, 0.0]))),
     "logprobs": (compute_logprobs, call(sampled=ids([1, 2]), num_logprobs=2)),
     "top_k_top_p": (apply_top_k_top_p, call(k=ids([2, 0]), p=floats([0.9, 1.0]))),
+    "top_k_top_p-split": (apply_top_k_top_p, call(zeros_on(1, 65536), p=floats([0.9]))),
 }
+# Ops whose call is several kernels of their own: min_p's split path (two), logprobs (three),
+# top-p's split path (five).
+MULTI_KERNEL = ("min_p-split", "logprobs", "top_k_top_p-split")
 # The records whose error inputs are tried on both check paths, and their entry points.
 LIST_OPS = {"penalties": apply_penalties, "logit_bias": apply_logit_bias, "bad_words": apply_bad_words}
 
@@ -88,7 +92,7 @@ def test_value_checks_add_no_launch(op, launches, device):
     entry, make = CALLS[op]
     deferred, unchecked = (launched(launches, mode, entry, make, device) for mode in ("deferred", "off"))
     assert deferred == unchecked, f"{op}: deferred {dict(deferred)}, unchecked {dict(unchecked)}"
-    if op not in ("min_p-split", "logprobs"):  # their own two and three kernels
+    if op not in MULTI_KERNEL:
         assert sum(deferred.values()) == 1, f"{op}: {dict(deferred)}"
 
 

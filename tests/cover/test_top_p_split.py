@@ -1,0 +1,61 @@
+"""`samplecheck.kernels.top_k_top_p_split`: which calls split their rows over several programs,
+and that a split call masks every row bit for bit as the one-program kernel does (the same
+cut), on rows that take each of its branches: NaN, +inf and -inf entries, a row of -inf,
+ties, flat and peaked rows, tiny and large p, p = 1 beside p < 1, a strided view."""
+
+import pytest
+import torch
+
+from samplecheck.kernels import top_k_top_p_split as split
+from samplecheck.kernels.runtime import cdiv
+from samplecheck.kernels.top_k_top_p import apply_top_k_top_p
+
+pytestmark = pytest.mark.interpreter
+
+
+@pytest.mark.parametrize("device_kind", sorted(split.SPLIT_CONFIG))
+def test_split_plan_routes_small_top_p_calls(device_kind):
+    config = split.SPLIT_CONFIG[device_kind]
+    vocab = max(config["MIN_VOCAB"], 40 * config["MIN_CHUNK"])
+    for batch in (1, 2, config["MAX_ROWS"]):
+        splits, chunk = split.split_plan(batch, vocab, device_kind, False, True)
+        assert 2 <= splits <= min(config["MAX_SPLITS"], cdiv(config["PROGRAMS"], batch))
+        assert chunk % config["BLOCK"] == 0 and splits == cdiv(vocab, chunk)
+    assert split.split_plan(1, vocab, device_kind, True, True) is None, "top-k given: one program a row"
+    assert split.split_plan(1, vocab, device_kind, False, False) is None
+    assert split.split_plan(config["MAX_ROWS"] + 1, vocab, device_kind, False, True) is None
+    assert split.split_plan(1, config["MIN_CHUNK"], device_kind, False, True) is None, "a single chunk"
+    if config["MIN_VOCAB"] > 2 * config["MIN_CHUNK"]:
+        assert split.split_plan(1, config["MIN_VOCAB"] - 1, device_kind, False, True) is None
+
+
+def _rows(kind: str, batch: int, vocab: int, generator: torch.Generator) -> torch.Tensor:
+    x = torch.randn(batch, vocab, generator=generator)
+    if kind == "flat":
+        x *= 0.01
+    elif kind == "peaked":
+        x[:, :4] += 12.0
+    elif kind == "ties":
+        x = torch.randint(0, 3, (batch, vocab), generator=generator).float()
+    elif kind == "edge":
+        x[0, 1], x[0, 7], x[1, 3] = float("nan"), float("inf"), float("-inf")
+        x[2] = float("-inf")
+    return x
+
+
+@pytest.mark.parametrize("kind", ["randn", "flat", "peaked", "ties", "edge"])
+@pytest.mark.parametrize("vocab", [300, 2000])
+def test_split_masks_equal_one_program(kind, vocab, device, monkeypatch):
+    generator = torch.Generator().manual_seed(vocab)
+    dtype = torch.bfloat16 if kind == "randn" else torch.float32
+    padded = _rows(kind, 3, vocab + 5, generator).to(dtype).to(device)
+    logits = padded[:, :vocab]  # a strided view
+    p = torch.tensor([0.9, 1e-6, 1.0] if kind != "edge" else [0.5, 0.99, 0.7], device=device)
+    kind_of_device = torch.device(device).type
+    monkeypatch.setitem(split.SPLIT_CONFIG[kind_of_device], "MIN_VOCAB", 0)
+    assert split.split_plan(3, vocab, kind_of_device, False, True) is not None
+    split_out = apply_top_k_top_p(logits.clone(), None, p)
+    monkeypatch.setitem(split.SPLIT_CONFIG[kind_of_device], "MAX_ROWS", 0)
+    one_program = apply_top_k_top_p(logits.clone(), None, p)
+    torch.testing.assert_close(split_out, one_program, rtol=0, atol=0, equal_nan=True,
+                               msg=lambda m: f"{kind} rows, V = {vocab}: split and one-program masks differ\n{m}")
