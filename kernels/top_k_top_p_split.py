@@ -46,17 +46,19 @@ from samplecheck.kernels.runtime import cdiv
 # Launch parameters by device. PROGRAMS: the programs a launch aims at (B * S); MAX_ROWS: the
 # largest batch that splits; MIN_VOCAB: the smallest vocab that splits; MAX_SPLITS: the most
 # chunks a row splits into; MIN_CHUNK: the fewest columns a chunk holds (chunks are whole
-# BLOCKs). The others mean what they mean in `samplecheck.kernels.top_k_top_p.LAUNCH_CONFIG`;
-# CAP is larger here, since the ranking is spread over R programs a row. On an H200 (session
-# 27, docs/benchmarks.md) the split beat one program a row at B <= 32 with V = 151936, and lost
-# at V = 32000. On the CPU, small chunks and CAP, so that the suite's small rows take every
-# branch: several chunks, brackets too large to collect (the fallback).
+# BLOCKs); ROW_BLOCK: columns per step of the fallback's passes over a whole row. The others
+# mean what they mean in `samplecheck.kernels.top_k_top_p.LAUNCH_CONFIG`; CAP is larger here,
+# since the ranking is spread over R programs a row. On an H200 (session 27,
+# docs/benchmarks.md) the split beat one program a row at B <= 32 with V = 151936, and lost at
+# V = 32000. On the CPU, small chunks and CAP, so that the suite's small rows take every branch
+# (several chunks, brackets too large to collect: the fallback), and few programs and wide
+# tiles, since the interpreter pays per program and per operation.
 SPLIT_CONFIG = {
     "cuda": dict(PROGRAMS=264, MAX_ROWS=32, MIN_VOCAB=65536, MAX_SPLITS=256, MIN_CHUNK=2048, BLOCK=2048,
-                 NUM_STAGES=3, TILE=512, NUM_PIVOTS=16, CAP=4096, RANK_ROWS=16, RANK_COLS=256, SAMPLE=1024,
-                 num_warps=8),
-    "cpu": dict(PROGRAMS=8, MAX_ROWS=4, MIN_VOCAB=0, MAX_SPLITS=8, MIN_CHUNK=64, BLOCK=64, NUM_STAGES=1, TILE=64,
-                NUM_PIVOTS=16, CAP=64, RANK_ROWS=16, RANK_COLS=64, SAMPLE=32),
+                 ROW_BLOCK=2048, NUM_STAGES=3, TILE=512, NUM_PIVOTS=16, CAP=4096, RANK_ROWS=16, RANK_COLS=256,
+                 SAMPLE=1024, num_warps=8),
+    "cpu": dict(PROGRAMS=4, MAX_ROWS=2, MIN_VOCAB=0, MAX_SPLITS=4, MIN_CHUNK=128, BLOCK=128, ROW_BLOCK=4096,
+                NUM_STAGES=1, TILE=1024, NUM_PIVOTS=16, CAP=64, RANK_ROWS=16, RANK_COLS=64, SAMPLE=32),
 }
 # A row's state (int64 slots): the bracket after the first step, its population, the count
 # and mass above hi, the row's mass, the collect counter, the cut, then NUM_PIVOTS slots from
@@ -302,7 +304,7 @@ def launch_split(logits: torch.Tensor, p: torch.Tensor, plan: tuple[int, int], d
                         SAMPLE=c["SAMPLE"], **common)
     _collect_kernel[grid](logits, stride, p, keys, state, tallies, scratch, vocab, chunk, splits, BLOCK=c["BLOCK"],
                           **common)
-    _rank_kernel[ranks](logits, stride, p, keys, state, scratch, vocab, splits, BLOCK=c["BLOCK"], TILE=c["TILE"],
+    _rank_kernel[ranks](logits, stride, p, keys, state, scratch, vocab, splits, BLOCK=c["ROW_BLOCK"], TILE=c["TILE"],
                         RANK_ROWS=c["RANK_ROWS"], RANK_COLS=c["RANK_COLS"], **common)
     _write_kernel[grid](logits, stride, p, state, vocab, chunk, flag, GUARDED=flag is not None, BLOCK=c["BLOCK"],
                         NUM_STAGES=c["NUM_STAGES"], STATE=state_width, num_warps=warps)

@@ -53,6 +53,7 @@ def test_split_masks_equal_one_program(kind, vocab, device, monkeypatch):
     p = torch.tensor([0.9, 1e-6, 1.0] if kind != "edge" else [0.5, 0.99, 0.7], device=device)
     kind_of_device = torch.device(device).type
     monkeypatch.setitem(split.SPLIT_CONFIG[kind_of_device], "MIN_VOCAB", 0)
+    monkeypatch.setitem(split.SPLIT_CONFIG[kind_of_device], "MAX_ROWS", 3)
     assert split.split_plan(3, vocab, kind_of_device, False, True) is not None
     split_out = apply_top_k_top_p(logits.clone(), None, p)
     monkeypatch.setitem(split.SPLIT_CONFIG[kind_of_device], "MAX_ROWS", 0)
