@@ -35,9 +35,9 @@ import torch
 import triton
 import triton.language as tl
 
-from samplecheck.kernels.cut_search import (compact_positions, failed_value_checks, find_cut, in_bracket, key_value,
-                                            load_row, narrow_step, order_key, rank_cut, spread_pivots, tally_above,
-                                            top_p_first_step)
+from samplecheck.kernels.cut_search import (INT32_MAX_JIT, compact_positions, failed_value_checks, find_cut,
+                                            in_bracket, key_value, load_row, narrow_step, order_key, rank_cut,
+                                            spread_pivots, tally_above, top_p_first_step)
 from samplecheck.kernels.drop_store import group_columns, store_neg_inf
 from samplecheck.kernels.guard import record_failed
 from samplecheck.kernels.rounding import to_fp32
@@ -73,7 +73,6 @@ COUNTER = tl.constexpr(6)
 CUT = tl.constexpr(7)
 PIVOTS = tl.constexpr(8)
 INT32_MIN_JIT = tl.constexpr(-2**31)
-INT32_MAX_JIT = tl.constexpr(2**31 - 1)
 
 
 @triton.jit
@@ -90,6 +89,7 @@ def _row_keys(keys_ptr, row, S, MAX_SPLITS: tl.constexpr):
 
 @triton.jit
 def _row_p(p_ptr, row):
+    """The row's p as fp32 (p >= 1: top-p off, the row is left alone)."""
     return tl.load(p_ptr + row).to(tl.float32)
 
 
@@ -103,6 +103,7 @@ def _chunk_columns(CHUNK, V):
 @triton.jit(do_not_specialize=["p_ptr", "B", "S", "guard_ptr"])
 def _stats_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, B, V, CHUNK, S, guard_ptr, check, GUARDED: tl.constexpr,
                   BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr):
+    """Launch 1 (module docstring): the chunk's min and max keys; the call's value checks."""
     row = tl.program_id(0).to(tl.int64)
     chunk = tl.program_id(1)
     if GUARDED:
@@ -129,6 +130,7 @@ def _stats_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, B, V, CHUNK, S, guard
 def _tally_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, tally_ptr, V, CHUNK, S,
                   NUM_STAGES: tl.constexpr, MAX_SPLITS: tl.constexpr, TILE: tl.constexpr, NUM_PIVOTS: tl.constexpr,
                   CAP: tl.constexpr, SAMPLE: tl.constexpr, STATE: tl.constexpr):
+    """Launch 2: the first search step's count and mass above each pivot, over the chunk."""
     row = tl.program_id(0).to(tl.int64)
     chunk = tl.program_id(1)
     p = _row_p(p_ptr, row)
@@ -172,6 +174,7 @@ def _summed_tallies(tally_ptr, row, S, NUM_PIVOTS: tl.constexpr, MAX_SPLITS: tl.
 def _collect_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, tally_ptr, scratch_ptr, V, CHUNK, S,
                     BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr, MAX_SPLITS: tl.constexpr,
                     NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, STATE: tl.constexpr):
+    """Launch 3: the bracket after the first step; the chunk's entries in it to the scratch."""
     row = tl.program_id(0).to(tl.int64)
     chunk = tl.program_id(1)
     p = _row_p(p_ptr, row)
@@ -216,6 +219,7 @@ def _collect_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, tally_pt
 def _rank_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, scratch_ptr, V, S, BLOCK: tl.constexpr,
                  NUM_STAGES: tl.constexpr, MAX_SPLITS: tl.constexpr, TILE: tl.constexpr, NUM_PIVOTS: tl.constexpr,
                  CAP: tl.constexpr, RANK_ROWS: tl.constexpr, RANK_COLS: tl.constexpr, STATE: tl.constexpr):
+    """Launch 4 (grid [B, R]): the cut from the scratch, or from the whole row when it overflowed."""
     row = tl.program_id(0).to(tl.int64)
     part = tl.program_id(1)
     p = _row_p(p_ptr, row)
@@ -246,6 +250,7 @@ def _rank_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, scratch_ptr
 @triton.jit(do_not_specialize=["p_ptr", "guard_ptr"])
 def _write_kernel(logits_ptr, row_stride, p_ptr, state_ptr, V, CHUNK, guard_ptr, GUARDED: tl.constexpr,
                   BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr, STATE: tl.constexpr):
+    """Launch 5: -inf below the cut and at NaN, in the chunk."""
     row = tl.program_id(0).to(tl.int64)
     clear = True
     if GUARDED:
