@@ -17,7 +17,7 @@ are copied to a scratch and ranked against each other.
 import triton
 import triton.language as tl
 
-from samplecheck.kernels.drop_store import group_columns
+from samplecheck.kernels.drop_store import group_columns, store_neg_inf
 from samplecheck.kernels.guard import CHECK_BLOCK, INT64_MAX_JIT, rows_in_range
 from samplecheck.kernels.rounding import to_fp32
 
@@ -43,6 +43,34 @@ def load_row(ptrs, mask):
     """Row entries in fp32 (exact upcast), -inf where masked off; NaN reads as -inf."""
     x = to_fp32(tl.load(ptrs, mask=mask, other=float("-inf")))
     return tl.where(x == x, x, float("-inf"))
+
+
+@triton.jit
+def lane_extremes(row_ptr, start, end, BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr):
+    """One pass over columns [start, end): per lane (lane j sees the columns start + j mod
+    BLOCK) the max (-inf for no column) and the min (+inf for no column), NaN read as -inf."""
+    offs = tl.arange(0, BLOCK)
+    lane_max = tl.full([BLOCK], float("-inf"), tl.float32)
+    lane_min = tl.full([BLOCK], float("inf"), tl.float32)
+    for first in tl.range(start, end, BLOCK, num_stages=NUM_STAGES):
+        idx = first + offs
+        live = idx < end
+        x = load_row(row_ptr + idx, live)
+        lane_max = tl.maximum(lane_max, x)
+        lane_min = tl.minimum(lane_min, tl.where(live, x, float("inf")))
+    return lane_max, lane_min
+
+
+@triton.jit
+def write_below_cut(row_ptr, start, end, cut, BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr):
+    """One pass over columns [start, end): -inf at every entry with key < cut and at NaN (never
+    kept); nothing else is written."""
+    groups = group_columns(BLOCK)
+    for first in tl.range(start, end, BLOCK, num_stages=NUM_STAGES):
+        idx = first + groups
+        live = idx < end
+        x = to_fp32(tl.load(row_ptr + idx, mask=live, other=float("-inf")))
+        store_neg_inf(row_ptr + idx, live & ((order_key(x) < cut) | (x != x)))
 
 
 @triton.jit

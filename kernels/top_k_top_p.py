@@ -72,10 +72,9 @@ import torch
 import triton
 import triton.language as tl
 
-from samplecheck.kernels.cut_search import (collect, failed_value_checks, find_cut, kth_largest_bound, load_row,
-                                            order_key, row_k_p, spread_pivots, top_p_first_step, weight)
-from samplecheck.kernels.drop_store import group_columns, store_neg_inf
-from samplecheck.kernels.rounding import to_fp32
+from samplecheck.kernels.cut_search import (collect, failed_value_checks, find_cut, kth_largest_bound, lane_extremes,
+                                            order_key, row_k_p, spread_pivots, top_p_first_step, weight,
+                                            write_below_cut)
 from samplecheck.kernels.runtime import check_launchable, device_kind
 from samplecheck.kernels.top_k_top_p_split import launch_split, split_buffer_bytes, split_plan
 from samplecheck.kernels.guard import record_failed
@@ -109,7 +108,6 @@ def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, B, V,
     row = tl.program_id(0).to(tl.int64)
     row_ptr = logits_ptr + row * row_stride
     scratch_ptr += row * CAP
-    offs = tl.arange(0, BLOCK)
     k, p = row_k_p(k_ptr, p_ptr, row, V, HAS_K, HAS_P)
     clear = True
     if GUARDED:
@@ -124,14 +122,7 @@ def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, B, V,
         zero_count = tl.zeros([], dtype=tl.int32)
         zero_mass = tl.zeros([], dtype=tl.int64)
         # Pass 1: the row max, the min key and the lane maxima.
-        lane_max = tl.full([BLOCK], float("-inf"), tl.float32)
-        lane_min = tl.full([BLOCK], float("inf"), tl.float32)
-        for start in tl.range(0, V, BLOCK, num_stages=NUM_STAGES):
-            idx = start + offs
-            in_row = idx < V
-            x = load_row(row_ptr + idx, in_row)
-            lane_max = tl.maximum(lane_max, x)
-            lane_min = tl.minimum(lane_min, tl.where(in_row, x, float("inf")))
+        lane_max, lane_min = lane_extremes(row_ptr, 0, V, BLOCK, NUM_STAGES)
         row_max = tl.max(lane_max, axis=0)
         key_lo = order_key(tl.min(lane_min, axis=0))
         key_hi = order_key(row_max)
@@ -180,12 +171,7 @@ def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, B, V,
                                      mass, cut, pivots, True, CAP, BLOCK, TILE, NUM_PIVOTS, RANK_ROWS, RANK_COLS,
                                      NUM_STAGES)
         # Final pass: write -inf below the cut, nothing else.
-        groups = group_columns(BLOCK)
-        for start in tl.range(0, V, BLOCK, num_stages=NUM_STAGES):
-            idx = start + groups
-            in_row = idx < V
-            x = to_fp32(tl.load(row_ptr + idx, mask=in_row, other=float("-inf")))
-            store_neg_inf(row_ptr + idx, in_row & ((order_key(x) < cut) | (x != x)))  # NaN is never kept
+        write_below_cut(row_ptr, 0, V, cut, BLOCK, NUM_STAGES)
 
 
 def apply_top_k_top_p(logits: torch.Tensor, k: torch.Tensor | None = None,

@@ -36,11 +36,10 @@ import triton
 import triton.language as tl
 
 from samplecheck.kernels.cut_search import (INT32_MAX_JIT, compact_positions, failed_value_checks, find_cut,
-                                            in_bracket, key_value, load_row, narrow_step, order_key, rank_cut,
-                                            spread_pivots, tally_above, top_p_first_step)
-from samplecheck.kernels.drop_store import group_columns, store_neg_inf
+                                            in_bracket, key_value, lane_extremes, narrow_step, order_key, rank_cut,
+                                            spread_pivots, tally_above, top_p_first_step, write_below_cut)
+from samplecheck.kernels.drop_store import group_columns
 from samplecheck.kernels.guard import record_failed
-from samplecheck.kernels.rounding import to_fp32
 from samplecheck.kernels.runtime import cdiv
 
 # Launch parameters by device. PROGRAMS: the programs a launch aims at (B * S); MAX_ROWS: the
@@ -110,17 +109,8 @@ def _stats_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, B, V, CHUNK, S, guard
         if check & (row == 0) & (chunk == 0):
             record_failed(guard_ptr, failed_value_checks(None, p_ptr, B, False, True))
     if _row_p(p_ptr, row) < 1.0:
-        row_ptr = logits_ptr + row * row_stride
-        offs = tl.arange(0, BLOCK)
         start, end = _chunk_columns(CHUNK, V)
-        lane_max = tl.full([BLOCK], float("-inf"), tl.float32)
-        lane_min = tl.full([BLOCK], float("inf"), tl.float32)
-        for first in tl.range(start, end, BLOCK, num_stages=NUM_STAGES):
-            idx = first + offs
-            in_chunk = idx < end
-            x = load_row(row_ptr + idx, in_chunk)
-            lane_max = tl.maximum(lane_max, x)
-            lane_min = tl.minimum(lane_min, tl.where(in_chunk, x, float("inf")))
+        lane_max, lane_min = lane_extremes(logits_ptr + row * row_stride, start, end, BLOCK, NUM_STAGES)
         out = keys_ptr + (row * S + chunk) * 2
         tl.store(out, order_key(tl.min(lane_min, axis=0)))
         tl.store(out + 1, order_key(tl.max(lane_max, axis=0)))
@@ -257,14 +247,8 @@ def _write_kernel(logits_ptr, row_stride, p_ptr, state_ptr, V, CHUNK, guard_ptr,
         clear = tl.load(guard_ptr) == 0
     if (_row_p(p_ptr, row) < 1.0) & clear:
         cut = tl.load(state_ptr + row * STATE + CUT).to(tl.int32)
-        row_ptr = logits_ptr + row * row_stride
-        groups = group_columns(BLOCK)
         start, end = _chunk_columns(CHUNK, V)
-        for first in tl.range(start, end, BLOCK, num_stages=NUM_STAGES):
-            idx = first + groups
-            in_chunk = idx < end
-            x = to_fp32(tl.load(row_ptr + idx, mask=in_chunk, other=float("-inf")))
-            store_neg_inf(row_ptr + idx, in_chunk & ((order_key(x) < cut) | (x != x)))  # NaN is never kept
+        write_below_cut(logits_ptr + row * row_stride, start, end, cut, BLOCK, NUM_STAGES)
 
 
 def split_plan(batch: int, vocab: int, device: str, has_k: bool, has_p: bool) -> tuple[int, int] | None:
