@@ -44,14 +44,15 @@ def _rows(kind: str, batch: int, vocab: int, generator: torch.Generator) -> torc
 
 
 @pytest.mark.parametrize("kind", ["randn", "flat", "peaked", "ties", "edge"])
-@pytest.mark.parametrize("vocab", [300, 2000])
-def test_split_masks_equal_one_program(kind, vocab, device, monkeypatch):
+@pytest.mark.parametrize("chunks, extra", [(2, 44), (15, 80)])  # V = chunks * MIN_CHUNK + extra: 300, 2000 on CPU
+def test_split_masks_equal_one_program(kind, chunks, extra, device, monkeypatch):
+    kind_of_device = torch.device(device).type
+    vocab = chunks * split.SPLIT_CONFIG[kind_of_device]["MIN_CHUNK"] + extra
     generator = torch.Generator().manual_seed(vocab)
     dtype = torch.bfloat16 if kind == "randn" else torch.float32
     padded = _rows(kind, 3, vocab + 5, generator).to(dtype).to(device)
     logits = padded[:, :vocab]  # a strided view
     p = torch.tensor([0.9, 1e-6, 1.0] if kind != "edge" else [0.5, 0.99, 0.7], device=device)
-    kind_of_device = torch.device(device).type
     monkeypatch.setitem(split.SPLIT_CONFIG[kind_of_device], "MIN_VOCAB", 0)
     monkeypatch.setitem(split.SPLIT_CONFIG[kind_of_device], "MAX_ROWS", 3)
     assert split.split_plan(3, vocab, kind_of_device, False, True) is not None
