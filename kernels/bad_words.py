@@ -42,6 +42,7 @@ import torch
 import triton
 import triton.language as tl
 
+from samplecheck.kernels.launching import jit
 from samplecheck.kernels.runtime import cdiv, check_launchable, device_kind, first_fitting
 from samplecheck.kernels.guard import INLINE_CHECK_IDS, ValueGuard, list_has_bad_id, record_failed
 from samplecheck.kernels.validation import PAD_ID, check_id_layout, check_logits, token_ids_describer
@@ -113,7 +114,7 @@ def bad_words_failures(words_ptr, L, T, past_ptr, O, V, BLOCK: tl.constexpr):
     return failed | tl.where(after_pad > 0, 4, 0)
 
 
-@triton.jit(do_not_specialize=["flag_ptr", "first", "V", "words_ptr", "L", "T", "past_ptr", "O"])
+@jit(do_not_specialize=["flag_ptr", "first", "V", "words_ptr", "L", "T", "past_ptr", "O"])
 def _bad_words_guard_kernel(flag_ptr, first, V, words_ptr, L, T, past_ptr, O, BLOCK: tl.constexpr):
     """One program per row (L = words * T entries, O past entries): its failed checks OR-ed
     into the flag from bit `first`."""
@@ -134,7 +135,7 @@ def _launch_guard(flag, first, vocab, bad_words, output_token_ids) -> None:
         BLOCK=GUARD_BLOCK[device_kind(flag)])
 
 
-@triton.jit(do_not_specialize=["row_stride", "V", "words_ptr", "W", "T", "past_ptr", "O", "PAIRS", "B", "guard_ptr"])
+@jit(do_not_specialize=["row_stride", "V", "words_ptr", "W", "T", "past_ptr", "O", "PAIRS", "B", "guard_ptr"])
 def _bad_words_kernel(logits_ptr, row_stride, V, words_ptr, W, T, past_ptr, O, PAIRS, B, guard_ptr, check,
                       GUARDED: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_T: tl.constexpr,
                       BLOCK_PAST: tl.constexpr, CHECK_BLOCK: tl.constexpr):

@@ -31,6 +31,7 @@ import triton
 import triton.language as tl
 
 from samplecheck.kernels import value_modes
+from samplecheck.kernels.launching import jit
 from samplecheck.kernels.runtime import cdiv
 
 BLOCK = 1024
@@ -44,9 +45,11 @@ MAX_CHECKS = 31
 # The most ids (the whole batch's lists, as the op counts them) for which an op's kernel
 # checks its call's id lists itself, in every program (module docstring). Beyond, the fused
 # check (one program per row) costs less than every program reading every list, and its
-# launch is small beside the op's own work. On the CPU, small enough that the suite's drawn
-# lists take both paths.
-INLINE_CHECK_IDS = {"cuda": 4096, "cpu": 64}
+# launch is small beside the op's own work. On the H200 every program of logit_bias's kernel
+# spent about 1 us a row on 16 bias ids (64 rows: 71 us inline, 11 us with the fused check
+# launched first; docs/gpu-runs.md, session 28): 1024 keeps one row's 768 penalty ids inline.
+# On the CPU, small enough that the suite's drawn lists take both paths.
+INLINE_CHECK_IDS = {"cuda": 1024, "cpu": 64}
 
 
 @triton.jit
@@ -57,7 +60,7 @@ def in_range(v, lo, hi, LO_OPEN: tl.constexpr, HI_OPEN: tl.constexpr):
     return above & below
 
 
-@triton.jit(do_not_specialize=["n", "lo", "hi", "flag_ptr", "bit"])
+@jit(do_not_specialize=["n", "lo", "hi", "flag_ptr", "bit"])
 def _range_guard_kernel(values_ptr, n, lo, hi, flag_ptr, bit, LO_OPEN: tl.constexpr, HI_OPEN: tl.constexpr,
                         BLOCK: tl.constexpr):
     """Set `bit` in *flag_ptr if an entry is outside lo <(=) v <(=) hi (NaN included)."""

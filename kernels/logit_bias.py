@@ -50,6 +50,7 @@ import triton
 import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32, to_output_dtype
+from samplecheck.kernels.launching import jit
 from samplecheck.kernels.runtime import cdiv, check_launchable, device_kind, is_interpreted, next_power_of_2
 from samplecheck.kernels.guard import (FLOAT32_MAX_JIT, INLINE_CHECK_IDS, INT64_MAX_JIT, ValueGuard, list_has_bad_id,
                                       record_failed, rows_in_range)
@@ -208,7 +209,7 @@ def logit_bias_failures(rows, V, allowed_ptr, A, bias_ids_ptr, bias_values_ptr, 
     return failed
 
 
-@triton.jit(do_not_specialize=["flag_ptr", "first", "bias_first", "stop_first", "V", "allowed_ptr", "A", "bias_ids_ptr",
+@jit(do_not_specialize=["flag_ptr", "first", "bias_first", "stop_first", "V", "allowed_ptr", "A", "bias_ids_ptr",
                                "bias_values_ptr", "K", "stop_ptr", "S", "min_tokens_ptr", "output_len_ptr"])
 def _logit_bias_guard_kernel(flag_ptr, first, bias_first, stop_first, V, allowed_ptr, A, bias_ids_ptr,
                              bias_values_ptr, K, stop_ptr, S, min_tokens_ptr, output_len_ptr,
@@ -267,7 +268,7 @@ def _load_ids(ids_ptr, k, length, V):
 
 
 # The lists are read per row at offsets of unspecialized widths: their alignment gains nothing.
-@triton.jit(do_not_specialize=["row_stride", "V", "allowed_ptr", "A", "bias_ids_ptr", "bias_values_ptr", "K",
+@jit(do_not_specialize=["row_stride", "V", "allowed_ptr", "A", "bias_ids_ptr", "bias_values_ptr", "K",
                                "stop_ptr", "S", "min_tokens_ptr", "output_len_ptr", "guard_ptr", "B", "bias_first",
                                "stop_first"])
 def _logit_bias_kernel(logits_ptr, row_stride, V,

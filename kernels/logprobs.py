@@ -60,11 +60,11 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
-import triton
 import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32
 from samplecheck.kernels.row_splits import max_of_chunk_maxima
+from samplecheck.kernels.launching import jit
 from samplecheck.kernels.runtime import cdiv, check_launchable, is_interpreted
 from samplecheck.kernels.guard import CHECK_BLOCK, RangeCheck, ValueGuard, record_failed, rows_in_range
 from samplecheck.kernels.validation import check_logits, check_row_param
@@ -116,7 +116,7 @@ def check_logprobs_args(logits: torch.Tensor, sampled: torch.Tensor, num_logprob
 
 # Row strides and sizes are not specialised: a known alignment would vectorise the loads,
 # which changes the lanes' layout and so the order of the sums (module docstring).
-@triton.jit(do_not_specialize=["row_stride", "V", "splits"])
+@jit(do_not_specialize=["row_stride", "V", "splits"])
 def _chunk_max_kernel(logits_ptr, row_stride, V, maxima_ptr, splits, CHUNK: tl.constexpr, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     split = tl.program_id(1)
@@ -132,7 +132,7 @@ def _chunk_max_kernel(logits_ptr, row_stride, V, maxima_ptr, splits, CHUNK: tl.c
     tl.store(maxima_ptr + row * splits + split, tl.max(lane_max, axis=0))
 
 
-@triton.jit(do_not_specialize=["row_stride", "V", "n_cols", "splits"])
+@jit(do_not_specialize=["row_stride", "V", "n_cols", "splits"])
 def _chunk_sum_kernel(logits_ptr, row_stride, V, ids_ptr, n_cols, maxima_ptr, sums_ptr, counts_ptr, splits,
                       CHUNK: tl.constexpr, BLOCK: tl.constexpr, SPLIT_BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
@@ -159,7 +159,7 @@ def _chunk_sum_kernel(logits_ptr, row_stride, V, ids_ptr, n_cols, maxima_ptr, su
     tl.store(counts_ptr + row * splits + split, tl.sum(lane_rank, axis=0))
 
 
-@triton.jit(do_not_specialize=["row_stride", "V", "n_cols", "splits", "sampled_ptr", "B", "guard_ptr"])
+@jit(do_not_specialize=["row_stride", "V", "n_cols", "splits", "sampled_ptr", "B", "guard_ptr"])
 def _gather_kernel(logits_ptr, row_stride, V, ids_ptr, out_ptr, ranks_ptr, n_cols, maxima_ptr, sums_ptr,
                    counts_ptr, splits, sampled_ptr, B, guard_ptr, check, GUARDED: tl.constexpr,
                    SPLIT_BLOCK: tl.constexpr, GATHER_BLOCK: tl.constexpr):

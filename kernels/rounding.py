@@ -23,6 +23,7 @@ import torch
 import triton
 import triton.language as tl
 
+from samplecheck.kernels.launching import jit
 from samplecheck.kernels.runtime import check_launchable
 
 OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
@@ -54,7 +55,7 @@ def to_output_dtype(x, OUT_DTYPE: tl.constexpr):
         return x
 
 
-@triton.jit
+@jit
 def _store_rounded_kernel(src_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n

@@ -28,10 +28,10 @@ import contextlib
 
 import numpy as np
 import torch
-import triton
 import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32, to_output_dtype
+from samplecheck.kernels.launching import jit
 from samplecheck.kernels.runtime import cdiv, check_launchable, device_kind, is_interpreted
 from samplecheck.kernels.guard import (CHECK_BLOCK, FLOAT32_MAX, FLOAT32_MAX_JIT, ValueGuard, record_failed,
                                       rows_in_range)
@@ -60,7 +60,7 @@ def check_temperature(logits: torch.Tensor, temperature: torch.Tensor | None,
     return guard
 
 
-@triton.jit(do_not_specialize=["temperature_ptr", "B", "guard_ptr"])
+@jit(do_not_specialize=["temperature_ptr", "B", "guard_ptr"])
 def _temperature_kernel(logits_ptr, row_stride, temperature_ptr, B, V, chunk, guard_ptr, check,
                         GUARDED: tl.constexpr, BLOCK: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)

@@ -69,12 +69,12 @@ not specialized.
 """
 
 import torch
-import triton
 import triton.language as tl
 
 from samplecheck.kernels.cut_search import (collect, failed_value_checks, find_cut, kth_largest_bound, lane_extremes,
                                             order_key, row_k_p, spread_pivots, top_p_first_step, weight,
                                             write_below_cut)
+from samplecheck.kernels.launching import jit
 from samplecheck.kernels.runtime import check_launchable, device_kind
 from samplecheck.kernels.top_k_top_p_split import launch_split, split_buffer_bytes, split_plan
 from samplecheck.kernels.guard import record_failed
@@ -97,7 +97,7 @@ LAUNCH_CONFIG = {
 }
 
 
-@triton.jit(do_not_specialize=["k_ptr", "p_ptr", "B", "guard_ptr"])
+@jit(do_not_specialize=["k_ptr", "p_ptr", "B", "guard_ptr"])
 def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, B, V, guard_ptr, check,
                         GUARDED: tl.constexpr, HAS_K: tl.constexpr, HAS_P: tl.constexpr,
                         BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr, LANES: tl.constexpr,

@@ -40,6 +40,7 @@ from samplecheck.kernels.cut_search import (INT32_MAX_JIT, compact_positions, fa
                                             spread_pivots, tally_above, top_p_first_step, write_below_cut)
 from samplecheck.kernels.drop_store import group_columns
 from samplecheck.kernels.guard import record_failed
+from samplecheck.kernels.launching import jit
 from samplecheck.kernels.runtime import cdiv
 
 # Launch parameters by device. PROGRAMS: the programs a launch aims at (B * S); MAX_ROWS: the
@@ -99,7 +100,7 @@ def _chunk_columns(CHUNK, V):
     return start, tl.minimum(start + CHUNK, V)
 
 
-@triton.jit(do_not_specialize=["p_ptr", "B", "S", "guard_ptr"])
+@jit(do_not_specialize=["p_ptr", "B", "S", "guard_ptr"])
 def _stats_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, B, V, CHUNK, S, guard_ptr, check, GUARDED: tl.constexpr,
                   BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr):
     """Launch 1 (module docstring): the chunk's min and max keys; the call's value checks."""
@@ -116,7 +117,7 @@ def _stats_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, B, V, CHUNK, S, guard
         tl.store(out + 1, order_key(tl.max(lane_max, axis=0)))
 
 
-@triton.jit(do_not_specialize=["p_ptr", "S"])
+@jit(do_not_specialize=["p_ptr", "S"])
 def _tally_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, tally_ptr, V, CHUNK, S,
                   NUM_STAGES: tl.constexpr, MAX_SPLITS: tl.constexpr, TILE: tl.constexpr, NUM_PIVOTS: tl.constexpr,
                   CAP: tl.constexpr, SAMPLE: tl.constexpr, STATE: tl.constexpr):
@@ -160,7 +161,7 @@ def _summed_tallies(tally_ptr, row, S, NUM_PIVOTS: tl.constexpr, MAX_SPLITS: tl.
     return count.to(tl.int32), mass, total
 
 
-@triton.jit(do_not_specialize=["p_ptr", "S"])
+@jit(do_not_specialize=["p_ptr", "S"])
 def _collect_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, tally_ptr, scratch_ptr, V, CHUNK, S,
                     BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr, MAX_SPLITS: tl.constexpr,
                     NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, STATE: tl.constexpr):
@@ -205,7 +206,7 @@ def _collect_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, tally_pt
                     tl.store(scratch_ptr + row * CAP + pos, x, mask=(take == 1) & (pos < CAP))
 
 
-@triton.jit(do_not_specialize=["p_ptr", "S"])
+@jit(do_not_specialize=["p_ptr", "S"])
 def _rank_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, scratch_ptr, V, S, BLOCK: tl.constexpr,
                  NUM_STAGES: tl.constexpr, MAX_SPLITS: tl.constexpr, TILE: tl.constexpr, NUM_PIVOTS: tl.constexpr,
                  CAP: tl.constexpr, RANK_ROWS: tl.constexpr, RANK_COLS: tl.constexpr, STATE: tl.constexpr):
@@ -237,7 +238,7 @@ def _rank_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, scratch_ptr
                 tl.store(state_ptr + CUT, cut.to(tl.int64))
 
 
-@triton.jit(do_not_specialize=["p_ptr", "guard_ptr"])
+@jit(do_not_specialize=["p_ptr", "guard_ptr"])
 def _write_kernel(logits_ptr, row_stride, p_ptr, state_ptr, V, CHUNK, guard_ptr, GUARDED: tl.constexpr,
                   BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr, STATE: tl.constexpr):
     """Launch 5: -inf below the cut and at NaN, in the chunk."""
