@@ -43,8 +43,8 @@ MUTANTS = (
     ),
     Mutant(
         name="gumbel_neg_inf_noised", kernel="gumbel_sample", module=_MODULE, entry=_ENTRY,
-        find="scaled = tl.math.div_rn(x, divisor)",
-        replace="scaled = tl.maximum(tl.math.div_rn(x, divisor), -65504.0)",
+        find="        noisy = tl.where(greedy, scaled, scaled + g)",
+        replace="        scaled = tl.maximum(scaled, -65504.0)\n        noisy = tl.where(greedy, scaled, scaled + g)",
         description="-inf logits clamped to fp16's lowest finite value before the noise is added: masked "
                     "tokens get finite scores and can be drawn",
         ref="MRV2 scores only finite entries (-inf elsewhere, docs/backends.md, 'gumbel_sample'); finite "
