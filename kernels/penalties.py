@@ -32,9 +32,10 @@ Contract (the oracle `samplecheck.oracles.penalties` states the semantics in ful
 
 Design: no [B, V] scratch (no counts, no masks, no fp32 copy); every id of a row is updated
 exactly once, so programs never race. Two paths, the same arithmetic per id:
-- short lists (P + O <= PAIRS_MAX_LENGTH): one kernel, grid B x cdiv(P + O, BLOCK_J); each
-  entry is compared with every entry of its row's list, and written iff it is its id's first
-  occurrence, with its count of output occurrences. No scratch.
+- short lists (P + O <= PAIRS_MAX_LENGTH): one kernel, grid B x (cdiv(O, BLOCK) + cdiv(P,
+  BLOCK)); a row's entries are taken in the order output list ++ prompt list, each entry is
+  compared with the entries that decide it, and written iff it is its id's first occurrence
+  in that order, with its count of output occurrences. No scratch.
 - longer lists: on the host, each row's entries become keys 2*id (prompt) and 2*id + 1
   (output), ignored entries 2*V; the keys are sorted per row, torch.searchsorted counts each
   key's output occurrences (keys equal to 2*id + 1), and every key but the first of its id is
@@ -58,6 +59,7 @@ import triton
 import triton.language as tl
 
 from samplecheck.kernels.rounding import to_fp32, to_output_dtype
+from samplecheck.kernels.launching import jit
 from samplecheck.kernels.runtime import cdiv, check_launchable, device_kind, is_interpreted
 from samplecheck.kernels.guard import (FLOAT32_MAX, FLOAT32_MAX_JIT, INLINE_CHECK_IDS, ValueGuard, list_has_bad_id,
                                       record_failed, rows_in_range)
@@ -75,7 +77,10 @@ PAIRS_MAX_LENGTH = {"cuda": 2048, "cpu": 6}
 # ... and by default only while batch * (P + O)**2 compares stay within PAIRS_MAX_WORK: on the
 # H200 (run 17) the pair path was 2x faster at 256 x 768 ids and 2x slower at 1024 x 768.
 PAIRS_MAX_WORK = {"cuda": 2**28, "cpu": 2**40}
-PAIR_BLOCKS = {"cuda": (64, 128), "cpu": (8, 8)}  # (BLOCK_J, BLOCK_I)
+# (BLOCK, num_warps) of the pair kernel: BLOCK list entries per program, compared BLOCK at a
+# time. On the H200 (512 + 256 ids a row, docs/gpu-runs.md, session 28) 32 and 4 warps was the
+# fastest of (64, 8), (64, 4), (32, 4), (32, 8): 32 us at 64 rows, 82 us at 256 rows.
+PAIR_LAUNCH = {"cuda": (32, 4), "cpu": (8, 1)}
 # Upper bound on the host scratch per list entry (P + O entries per row), in bytes.
 SCRATCH_BYTES_PER_ID = 64
 GUARD_BLOCK = {"cuda": 256, "cpu": 64}  # ids per step of the fused value check
@@ -120,7 +125,7 @@ def penalties_failures(prompt_ptr, prompt_len, output_ptr, output_len, repetitio
     return failed | tl.where(rows_in_range(presence_ptr, rows, -2.0, 2.0, False, False, BLOCK), 0, 16)
 
 
-@triton.jit(do_not_specialize=["flag_ptr", "first", "V", "prompt_ptr", "P", "output_ptr", "O", "repetition_ptr",
+@jit(do_not_specialize=["flag_ptr", "first", "V", "prompt_ptr", "P", "output_ptr", "O", "repetition_ptr",
                                "frequency_ptr", "presence_ptr"])
 def _penalties_guard_kernel(flag_ptr, first, V, prompt_ptr, P, output_ptr, O, repetition_ptr, frequency_ptr,
                             presence_ptr, BLOCK: tl.constexpr):
@@ -204,7 +209,7 @@ def _row_active(repetition_ptr, frequency_ptr, presence_ptr, row, guard_ptr, B, 
 
 # The lists and per-row parameters are read per row at unspecialized offsets: their alignment
 # gains nothing.
-@triton.jit(do_not_specialize=["row_stride", "V", "L", "B", "P", "O", "prompt_ptr", "output_ptr", "repetition_ptr",
+@jit(do_not_specialize=["row_stride", "V", "L", "B", "P", "O", "prompt_ptr", "output_ptr", "repetition_ptr",
                                "frequency_ptr", "presence_ptr", "guard_ptr"])
 def _penalties_kernel(logits_ptr, row_stride, tokens_ptr, counts_ptr, L, prompt_ptr, P, output_ptr, O,
                       repetition_ptr, frequency_ptr, presence_ptr, V, guard_ptr, B, check, GUARDED: tl.constexpr,
@@ -225,47 +230,89 @@ def _penalties_kernel(logits_ptr, row_stride, tokens_ptr, counts_ptr, L, prompt_
 
 
 @triton.jit
-def _entry(prompt_ptr, P, output_ptr, O, row, i, past_len, V):
-    """Entry i of the row's prompt ++ output list as an id in [0, V), or -1 where ignored
-    (-1, V or anything outside [0, V), output entries from the row's first -1 on)."""
-    in_prompt = i < P
-    from_prompt = tl.load(prompt_ptr + row * P + i, mask=in_prompt, other=-1).to(tl.int64)
-    k = i - P
-    from_output = tl.load(output_ptr + row * O + k, mask=(~in_prompt) & (k < past_len), other=-1).to(tl.int64)
-    ids = tl.where(in_prompt, from_prompt, from_output)
-    return tl.where((ids >= 0) & (ids < V), ids, -1)
+def _list_tile(ids_ptr, start, length, V, BLOCK: tl.constexpr):
+    """Entries start .. start + BLOCK - 1 of a list whose first `length` entries count, as
+    int32 ids in [0, V), or -1 where ignored (-1, V, anything outside [0, V), beyond `length`).
+    The range test is on the ids as given: narrowing first would read an int64 id beyond int32
+    as its low 32 bits."""
+    k = start + tl.arange(0, BLOCK)
+    ids = tl.load(ids_ptr + k, mask=k < length, other=-1)
+    return tl.where((ids >= 0) & (ids < V), ids, -1).to(tl.int32)
 
 
-@triton.jit(do_not_specialize=["row_stride", "V", "P", "O", "B", "prompt_ptr", "output_ptr", "repetition_ptr",
+@triton.jit
+def _same(id_j, ids_ptr, start, length, V, BLOCK: tl.constexpr):
+    """[BLOCK, BLOCK]: whether id_j[j] is the id of entry start + i of the list (`_list_tile`)."""
+    return id_j[:, None] == _list_tile(ids_ptr, start, length, V, BLOCK)[None, :]
+
+
+@triton.jit
+def _differ(id_j, ids_ptr, start, length, V, BLOCK: tl.constexpr):
+    """[BLOCK, BLOCK] uint32: id_j[j] ^ the id of entry start + i of the list, 0 iff they match."""
+    return (id_j[:, None] ^ _list_tile(ids_ptr, start, length, V, BLOCK)[None, :]).to(tl.uint32, bitcast=True)
+
+
+@triton.jit
+def _history_length(output_row_ptr, O, BLOCK: tl.constexpr):
+    """The index of the output list's first -1 (O if none): its entries before it count."""
+    first = tl.full([BLOCK], O, dtype=tl.int32)
+    for start in range(0, O, BLOCK):
+        k = start + tl.arange(0, BLOCK)
+        tok = tl.load(output_row_ptr + k, mask=k < O, other=0)
+        first = tl.minimum(first, tl.where(tok == -1, k, O))
+    return tl.min(first, axis=0)
+
+
+@jit(do_not_specialize=["row_stride", "V", "P", "O", "B", "prompt_ptr", "output_ptr", "repetition_ptr",
                                "frequency_ptr", "presence_ptr", "guard_ptr"])
 def _penalties_pairs_kernel(logits_ptr, row_stride, prompt_ptr, P, output_ptr, O, repetition_ptr, frequency_ptr,
                             presence_ptr, V, guard_ptr, B, check, GUARDED: tl.constexpr,
-                            CHECK_BLOCK: tl.constexpr, BLOCK_J: tl.constexpr, BLOCK_I: tl.constexpr):
-    """Short-list path, no host preprocessing: program (row, block) takes BLOCK_J entries j of
-    the row's prompt ++ output list and compares them with every entry i: j is written iff
-    no earlier entry holds its id, with count = the output entries holding it."""
+                            CHECK_BLOCK: tl.constexpr, BLOCK: tl.constexpr):
+    """Short-list path, no host preprocessing. A row's entries are taken in the order output
+    list ++ prompt list, in blocks of BLOCK that never straddle the two: program (row, blk)
+    takes block blk (the output list's cdiv(O, BLOCK) blocks first) and compares each of its
+    entries j with the entries i that can decide it, BLOCK x BLOCK at a time: every output
+    entry, and for a prompt j the prompt entries before it. j is written iff no entry before
+    it in that order holds its id, with count = the output entries holding it (0 for a prompt
+    j that is written)."""
     row = tl.program_id(0).to(tl.int64)
     r, f, q, active = _row_active(repetition_ptr, frequency_ptr, presence_ptr, row, guard_ptr, B, V, prompt_ptr, P,
                                   output_ptr, O, check, GUARDED, CHECK_BLOCK)
     if active:
-        past_len = tl.zeros([], dtype=tl.int32) + O
-        for start in range(0, O, BLOCK_I):
-            k = start + tl.arange(0, BLOCK_I)
-            tok = tl.load(output_ptr + row * O + k, mask=k < O, other=0)
-            past_len = tl.minimum(past_len, tl.min(tl.where((tok == -1) & (k < O), k, O), axis=0))
-        L = P + O
-        j = tl.program_id(1) * BLOCK_J + tl.arange(0, BLOCK_J)
-        id_j = _entry(prompt_ptr, P, output_ptr, O, row, j, past_len, V)
-        earlier_copies = tl.zeros([BLOCK_J], dtype=tl.int32)
-        count = tl.zeros([BLOCK_J], dtype=tl.int32)
-        for start in range(0, L, BLOCK_I):
-            i = start + tl.arange(0, BLOCK_I)
-            same = id_j[:, None] == _entry(prompt_ptr, P, output_ptr, O, row, i, past_len, V)[None, :]
-            earlier_copies += tl.sum((same & (i[None, :] < j[:, None])).to(tl.int32), axis=1)
-            count += tl.sum((same & (i[None, :] >= P)).to(tl.int32), axis=1)
-        write = (id_j >= 0) & (earlier_copies == 0)
+        output_row = output_ptr + row * O
+        prompt_row = prompt_ptr + row * P
+        past_len = _history_length(output_row, O, BLOCK)
+        n_out = tl.cdiv(O, BLOCK)
+        blk = tl.program_id(1)
+        if blk < n_out:
+            id_j = _list_tile(output_row, blk * BLOCK, past_len, V, BLOCK)
+        else:
+            id_j = _list_tile(prompt_row, (blk - n_out) * BLOCK, P, V, BLOCK)
+        lane = tl.arange(0, BLOCK)
+        before = lane[None, :] < lane[:, None]  # within the block: i before j
+        own = id_j[:, None] == id_j[None, :]
+        if blk < n_out:  # output entries: the earlier ones decide, the whole output list counts
+            hits = tl.zeros([BLOCK, BLOCK], dtype=tl.int32)  # matches summed over the tiles so far
+            for t in range(0, blk):
+                hits += _same(id_j, output_row, t * BLOCK, past_len, V, BLOCK).to(tl.int32)
+            earlier = tl.sum(hits + (own & before).to(tl.int32), axis=1)
+            hits += own.to(tl.int32)
+            for t in range(blk + 1, n_out):
+                hits += _same(id_j, output_row, t * BLOCK, past_len, V, BLOCK).to(tl.int32)
+            count = tl.sum(hits, axis=1)
+        else:  # prompt entries: every output entry and the earlier prompt entries decide, none counts
+            # Whether any entry matched, as the least id_j ^ id_i so far (0 iff one did): two
+            # instructions per pair where a count takes four.
+            least = tl.full([BLOCK, BLOCK], 0xFFFFFFFF, dtype=tl.uint32)
+            for t in range(0, n_out):
+                least = tl.minimum(least, _differ(id_j, output_row, t * BLOCK, past_len, V, BLOCK))
+            for t in range(n_out, blk):
+                least = tl.minimum(least, _differ(id_j, prompt_row, (t - n_out) * BLOCK, P, V, BLOCK))
+            earlier = (tl.min(tl.where(own & before, 0, least), axis=1) == 0).to(tl.int32)
+            count = tl.zeros_like(earlier)
+        write = (id_j >= 0) & (earlier == 0)
         ptrs = logits_ptr + row * row_stride + id_j
-        x = _penalized(to_fp32(tl.load(ptrs, mask=write, other=0.0)), r, f, q, count, BLOCK_J)
+        x = _penalized(to_fp32(tl.load(ptrs, mask=write, other=0.0)), r, f, q, count, BLOCK)
         tl.store(ptrs, to_output_dtype(x, logits_ptr.dtype.element_ty), mask=write)
 
 
@@ -303,9 +350,9 @@ def apply_penalties(logits: torch.Tensor, *, prompt_token_ids: torch.Tensor, out
     quiet = np.errstate(over="ignore") if is_interpreted(_penalties_kernel) else contextlib.nullcontext()
     with quiet:
         if pairs:
-            block_j, block_i = PAIR_BLOCKS[kind]
-            _penalties_pairs_kernel[(batch, cdiv(length, block_j))](
-                logits, logits.stride(0), *lists, *params, **checks, BLOCK_J=block_j, BLOCK_I=block_i)
+            block, warps = PAIR_LAUNCH[kind]
+            _penalties_pairs_kernel[(batch, cdiv(output_len, block) + cdiv(prompt_len, block))](
+                logits, logits.stride(0), *lists, *params, **checks, BLOCK=block, num_warps=warps)
         else:
             tokens, counts = first_occurrences(prompt_token_ids, output_token_ids, vocab)
             block = BLOCK[kind]
