@@ -159,11 +159,13 @@ def _gumbel_kernel(logits_ptr, row_stride, seeds_ptr, positions_ptr, temperature
     for start in range(lo, hi, BLOCK_V):
         cols = start + lanes
         x = to_fp32(tl.load(row_ptr + cols, mask=in_batch[:, None] & (cols < hi), other=float("-inf")))
+        # -inf stays -inf (l / T for every valid T, and l / 1 is l exactly) without a division:
+        # div.rn takes a slow path on an infinite operand, so a masked row (top-k, min_p) took
+        # 1.5-1.9x the time of an unmasked one on the H200 (docs/gpu-runs.md, session 28).
         if HAS_TEMPERATURE:
-            scaled = tl.math.div_rn(x, divisor)
+            live = x > float("-inf")
+            scaled = tl.where(live, tl.math.div_rn(tl.where(live, x, 1.0), divisor), x)
         else:
-            # l / 1 is l exactly; skipping the division matters on masked rows, where div.rn
-            # takes its slow path on every -inf (2x the kernel's time on the H200, session 28).
             scaled = x
         h = _fmix32(key ^ (cols.to(tl.uint32) * 0x9E3779B9))
         u = (((h >> 9) << 1) | 1).to(tl.float32) * 5.9604644775390625e-08  # (2k + 1) / 2**24
