@@ -96,6 +96,11 @@ LAUNCH_CONFIG = {
                 RANK_ROWS=128, RANK_COLS=128, SAMPLE=32),
 }
 
+# Top-p alone on at most `rows` rows (one program per row, at most about one per SM): wider
+# programs and compare tiles. H200, bf16 V = 151936, p = 0.9 (docs/gpu-runs.md, session 28):
+# 16-128 rows 624-664 -> 459-484 us; slower from 256 rows (1024: 3683 -> 3835 us).
+WIDE_TOP_P = {"cuda": dict(rows=128, TILE=512, num_warps=16), "cpu": None}
+
 
 @jit(do_not_specialize=["k_ptr", "p_ptr", "B", "guard_ptr"])
 def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, B, V, guard_ptr, check,
@@ -190,6 +195,9 @@ def apply_top_k_top_p(logits: torch.Tensor, k: torch.Tensor | None = None,
         launch_split(logits, p, plan, device, flag, guard.on_device)
         return logits
     config = LAUNCH_CONFIG[device]
+    wide = WIDE_TOP_P[device]
+    if k is None and wide is not None and batch <= wide["rows"]:
+        config = {**config, "TILE": wide["TILE"], "num_warps": wide["num_warps"]}
     scratch = torch.empty((batch, config["CAP"]), dtype=torch.float32, device=logits.device)
     _top_k_top_p_kernel[(batch,)](
         logits, logits.stride(0), k, p, scratch, batch, vocab, flag, guard.on_device, GUARDED=flag is not None,
