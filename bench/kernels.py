@@ -77,8 +77,9 @@ def device_name(device: str) -> str:
     return f"CPU {platform.machine()} (Triton interpreter)"
 
 
-def measure(call, copy_us: float, timer, capture: bool) -> dict | None:
-    """The JSON cell of one implementation (None: no matching call)."""
+def measure(call, copy_us: float, timer, copy_gpu_us: float | None) -> dict | None:
+    """The JSON cell of one implementation (None: no matching call). On CUDA (`copy_gpu_us`, the
+    restore's replay time, given) also whether the call captures and its replay's time."""
     if call is None:
         return None
     if call.fn is None:
@@ -87,7 +88,11 @@ def measure(call, copy_us: float, timer, capture: bool) -> dict | None:
         us = timer(call.fn) - copy_us
     except Exception as error:  # noqa: BLE001 - a failing call is a table entry, not the end of the run
         return report.cell(call.name, error=f"{type(error).__name__}: {error}"[:300])
-    return report.cell(call.name, us=us, graph=timing.graph_capturable(call.fn) if capture else None)
+    if copy_gpu_us is None:
+        return report.cell(call.name, us=us)
+    captured, graph = timing.capture(call.fn)
+    gpu_us = None if graph is None else timing.replay_median_us(graph) - copy_gpu_us
+    return report.cell(call.name, us=us, graph=captured, gpu_us=gpu_us)
 
 
 def measure_size(batch: int, vocab: int, device: str, *, keys, seed: int, fi, timer) -> list[dict]:
@@ -96,6 +101,7 @@ def measure_size(batch: int, vocab: int, device: str, *, keys, seed: int, fi, ti
 
     inputs = make_inputs(batch, vocab, device, seed=seed)
     copy_us = timer(inputs.restore)
+    copy_gpu_us = timing.replay_median_us(timing.capture(inputs.restore)[1]) if device == "cuda" else None
     ops = operations(inputs, fi)
     unknown = sorted((keys or set()) - {op.key for op in ops})
     if unknown:
@@ -104,9 +110,10 @@ def measure_size(batch: int, vocab: int, device: str, *, keys, seed: int, fi, ti
     for op in ops:
         if keys is not None and op.key not in keys:
             continue
-        row = {"op": op.key, "label": op.label, "size": f"{batch}x{vocab}", "copy_us": copy_us}
+        row = {"op": op.key, "label": op.label, "size": f"{batch}x{vocab}", "copy_us": copy_us,
+               "copy_gpu_us": copy_gpu_us}
         for impl in report.IMPLEMENTATIONS:
-            row[impl] = measure(getattr(op, impl), copy_us, timer, capture=device == "cuda")
+            row[impl] = measure(getattr(op, impl), copy_us, timer, copy_gpu_us)
         print(f"{row['size']:>12} {op.key:<20} " + "  ".join(
             f"{impl} {report.time_text(row[impl])}" for impl in report.IMPLEMENTATIONS), file=sys.stderr, flush=True)
         rows.append(row)

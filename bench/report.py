@@ -5,12 +5,16 @@ JSON (`python -m bench.kernels --json FILE`; read by `bench.compare`):
      "meta": {"device", "backend" ("cuda" or "cpu"), "torch", "triton", "flashinfer", "date",
               "command", "method", "sizes": ["BxV", ...]},
      "rows": [{"op": key, "label": display name, "size": "BxV", "copy_us": float,
+               "copy_gpu_us": float or null,
                "ours": CELL, "torch": CELL or null, "flashinfer": CELL or null}, ...]}
     CELL = {"call": what it calls, "status": "ok" | "n/a" | "error",
-            "us": float or null, "graph": "yes" | "no: <exception>" | null, "error": str or null}
+            "us": float or null, "graph": "yes" | "no: <exception>" | null,
+            "gpu_us": float or null, "error": str or null}
 A null implementation has no matching call; status "n/a" means its library is not
 available here. `us` is net of the restore copy (`copy_us`), so it can be slightly negative
-for a call much faster than the copy.
+for a call much faster than the copy. `gpu_us` (CUDA, a call that captures): the replay of
+the call's CUDA graph, its GPU time alone, net of the restore's replay (`copy_gpu_us`);
+`bench.timing` says why it can be far below `us`.
 """
 
 import json
@@ -22,10 +26,10 @@ TITLES = {"ours": "ours", "torch": "torch fallback", "flashinfer": "FlashInfer"}
 NO_CALL = "—"
 
 
-def cell(call: str, *, us=None, graph=None, error=None, available=True) -> dict:
+def cell(call: str, *, us=None, graph=None, gpu_us=None, error=None, available=True) -> dict:
     """One implementation's outcome (module docstring's CELL)."""
     status = "n/a" if not available else "error" if error else "ok"
-    return {"call": call, "status": status, "us": us, "graph": graph, "error": error}
+    return {"call": call, "status": status, "us": us, "graph": graph, "gpu_us": gpu_us, "error": error}
 
 
 def write_json(path: Path, result: dict) -> None:
@@ -64,8 +68,18 @@ def _size_title(size: str) -> str:
     return size.replace("x", " x ")
 
 
-def _summary(rows: list[dict], sizes: list[str]) -> list[str]:
-    """The issue's layout: one line per op (ours), the copy first, FlashInfer's calls last."""
+def gpu_time_text(entry: dict | None) -> str:
+    """A cell's GPU time alone (`gpu_us`), or why there is none."""
+    if entry is None:
+        return NO_CALL
+    if entry.get("gpu_us") is None:
+        return time_text(entry) if entry["status"] != "ok" else "not captured"
+    return f"{entry['gpu_us']:.1f}"
+
+
+def _summary(rows: list[dict], sizes: list[str], timed=time_text, copy_key="copy_us") -> list[str]:
+    """The issue's layout: one line per op (ours), the copy first, FlashInfer's calls last;
+    `timed` picks a cell's time, `copy_key` the copy's."""
     by_op: dict[str, dict[str, dict]] = {}
     for row in rows:
         by_op.setdefault(row["op"], {})[row["size"]] = row
@@ -74,12 +88,12 @@ def _summary(rows: list[dict], sizes: list[str]) -> list[str]:
         return [name] + [pick(cells[s]) if s in cells else NO_CALL for s in sizes]
 
     ops = list(by_op.values())
-    lines = [line("copy of the logits (read + write)", ops[0], lambda r: f"{r['copy_us']:.1f}")] if ops else []
-    lines += [line(next(iter(cells.values()))["label"], cells, lambda r: time_text(r["ours"])) for cells in ops]
+    lines = [line("copy of the logits (read + write)", ops[0], lambda r: f"{r[copy_key]:.1f}")] if ops else []
+    lines += [line(next(iter(cells.values()))["label"], cells, lambda r: timed(r["ours"])) for cells in ops]
     for cells in ops:
         first = next(iter(cells.values()))
         if first["flashinfer"] is not None:
-            lines.append(line("FlashInfer " + first["flashinfer"]["call"], cells, lambda r: time_text(r["flashinfer"])))
+            lines.append(line("FlashInfer " + first["flashinfer"]["call"], cells, lambda r: timed(r["flashinfer"])))
     return markdown_table(["op (µs)"] + [_size_title(s) for s in sizes], lines)
 
 
@@ -124,6 +138,11 @@ def markdown(result: dict) -> str:
         f"{NO_CALL}: no matching call; n/a: not available here.",
     ]
     body = ["## Summary (ours, µs)", ""] + _summary(rows, meta["sizes"])
+    if any(row.get("copy_gpu_us") is not None for row in rows):
+        body += ["", "## GPU time alone (CUDA graph replay, µs)", "",
+                 "Each call's captured graph replayed and timed as above, net of the restore's replay: "
+                 "where a figure here is far below the summary's, the call's host work bounds it there.",
+                 ""] + _summary(rows, meta["sizes"], gpu_time_text, "copy_gpu_us")
     for size in meta["sizes"]:
         body += [""] + _per_size(rows, size)
     return "\n".join(header + [""] + body + [""] + _calls(rows)) + "\n"

@@ -7,6 +7,9 @@
   test, not a measurement.
 - Graph capture: one warm-up call on a side stream, capture of one call on that stream,
   one replay, then a device synchronisation; "yes", or "no: " and the exception's name.
+- GPU time alone: the captured graph's replay timed as a call (`replay_median_us`). do_bench
+  times a call from the host's launch, so a call whose host work outlasts its GPU work (and
+  the L2 flush before it) is timed by its host work; its replay is not.
 """
 
 import statistics
@@ -42,8 +45,9 @@ def wall_median_us(fn) -> float:
     return 1e6 * statistics.median(times)
 
 
-def graph_capturable(fn) -> str:
-    """"yes" when `fn` captures in a CUDA graph and the graph replays; else "no: <exception>"."""
+def capture(fn) -> tuple[str, "torch.cuda.CUDAGraph | None"]:
+    """("yes", the graph of one call of `fn`) when it captures in a CUDA graph and the graph
+    replays; else ("no: <exception>", None)."""
     side = torch.cuda.Stream()
     try:
         side.wait_stream(torch.cuda.current_stream())
@@ -55,10 +59,16 @@ def graph_capturable(fn) -> str:
             fn()
         graph.replay()
         torch.cuda.synchronize()
-        return "yes"
+        return "yes", graph
     except Exception as error:  # noqa: BLE001 - any failure means "not capturable"; its name is the finding
         try:
             torch.cuda.synchronize()
         except Exception:  # noqa: BLE001 - a sticky error is already reported by the first one
             pass
-        return f"no: {type(error).__name__}"
+        return f"no: {type(error).__name__}", None
+
+
+def replay_median_us(graph: "torch.cuda.CUDAGraph") -> float:
+    """Median time of one replay of `graph` (do_bench, as `cuda_median_us`): the call's GPU time
+    alone, since a replay costs the host one launch whatever the call does on it."""
+    return cuda_median_us(graph.replay)
