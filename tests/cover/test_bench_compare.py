@@ -4,24 +4,18 @@ It reports an op/size whose time grew by more than the threshold (15%) and the f
 stays quiet about smaller changes, and exits 0 whatever it finds.
 """
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
-CHECKOUT = Path(__file__).resolve().parents[2]
-COMPARE = CHECKOUT / "bench" / "compare.py"
-pytestmark = [pytest.mark.interpreter,
-              pytest.mark.skipif(not COMPARE.is_file(), reason="bench/ lives in a checkout; this is an installed copy")]
+from samplecheck.tests.cover.bench_modules import in_checkout, load
+
+pytestmark = [pytest.mark.interpreter, in_checkout("compare")]
 
 
 @pytest.fixture(scope="module")
 def compare():
-    spec = importlib.util.spec_from_file_location("bench_compare", COMPARE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load("compare")
 
 
 def result(times: dict[tuple[str, str], float], copy_us: float = 40.0) -> dict:

@@ -2,23 +2,16 @@
 A CUDA result carries each call's GPU time alone (its graph's replay) in a second summary, so
 a host-bound figure is told from a slow kernel; a CPU result has no such table."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
-CHECKOUT = Path(__file__).resolve().parents[2]
-REPORT = CHECKOUT / "bench" / "report.py"
-pytestmark = [pytest.mark.interpreter,
-              pytest.mark.skipif(not REPORT.is_file(), reason="bench/ lives in a checkout; this is an installed copy")]
+from samplecheck.tests.cover.bench_modules import in_checkout, load
+
+pytestmark = [pytest.mark.interpreter, in_checkout("report")]
 
 
 @pytest.fixture(scope="module")
 def report():
-    spec = importlib.util.spec_from_file_location("bench_report", REPORT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load("report")
 
 
 def result(report, copy_gpu_us):
