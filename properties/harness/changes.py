@@ -132,7 +132,7 @@ def mutant_files(root: Path) -> dict[str, set[str]]:
         module = f"{package.__name__}.{info.name}"
         for mutant in importlib.import_module(module).MUTANTS:
             declared[mutant.name] = module_file(module, root)
-    return {name: closure({m.module}, root) | {declared.get(name)} - {None} for name, m in MUTANTS.items()}
+    return {name: closure({m.entry_module}, root) | {declared.get(name)} - {None} for name, m in MUTANTS.items()}
 
 
 def scope(changed: list[str], records: dict, root: Path) -> Scope:
@@ -159,4 +159,4 @@ def _mutants_of(cells: set[tuple[str, str]], records: dict) -> set[str]:
 
     modules = {(record, backend.target.partition(":")[0]) for record, name in cells
                for backend in records[record].backends if backend.name == name}
-    return {m.name for m in MUTANTS.values() if (m.kernel, m.module) in modules}
+    return {m.name for m in MUTANTS.values() if (m.kernel, m.entry_module) in modules}

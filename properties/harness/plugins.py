@@ -187,7 +187,7 @@ def mutant_backend(name: str) -> tuple[str, Backend]:
         raise ValueError(f"--sc-mutant must be one of {', '.join(MUTANTS)} (generated mutants: name their JSON file "
                          f"in ${GENERATED_ENV}); got {name!r}")
     mutant = MUTANTS[name]
-    original = next(b for b in REGISTRY[mutant.kernel].backends if b.target == f"{mutant.module}:{mutant.entry}")
+    original = next(b for b in REGISTRY[mutant.kernel].backends if b.target == f"{mutant.entry_module}:{mutant.entry}")
     return mutant.kernel, dataclasses.replace(original, name=f"mutant-{name}", target=f"samplecheck.mutants:{name}")
 
 

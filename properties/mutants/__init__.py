@@ -18,6 +18,7 @@ import importlib.util
 import json
 import os
 import pkgutil
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,15 @@ class Mutant:
     # that can poison the process's CUDA context, so the kill table hunts it in a process of its
     # own, never in the run it shares with the other mutants.
     faults_memory: bool = False
+    # The module holding `entry` when it is not `module` but calls it (a kernel's split path,
+    # reached through the op's entry point): loaded afresh with the patched module standing in
+    # for `module` in its imports.
+    via: str = ""
+
+    @property
+    def entry_module(self) -> str:
+        """The module whose `entry` the mutant's backend calls (the original backend's)."""
+        return self.via or self.module
 
     def patched_source(self) -> str:
         source = Path(importlib.util.find_spec(self.module).origin).read_text()
@@ -86,15 +96,29 @@ if os.environ.get(GENERATED_ENV):
     add_generated(os.environ[GENERATED_ENV])
 
 
+def _exec(name: str, path: Path):
+    """The module at `path`, executed under `name` (not entered in sys.modules)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @functools.cache
 def load(name: str):
-    """The mutant's entry point, from its patched module."""
+    """The mutant's entry point, from its patched module (through `via`'s fresh copy)."""
     mutant = MUTANTS[name]
     path = Path(tempfile.mkdtemp(prefix="samplecheck-mutant-")) / f"{mutant.name}.py"
     path.write_text(mutant.patched_source())
-    spec = importlib.util.spec_from_file_location(f"samplecheck_mutant_{mutant.name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = _exec(f"samplecheck_mutant_{mutant.name}", path)
+    if mutant.via:
+        importlib.import_module(mutant.via)  # the modules it imports besides the patched one, as they are
+        original = importlib.import_module(mutant.module)
+        sys.modules[mutant.module] = module  # what `via`'s imports of the patched module bind to
+        try:
+            module = _exec(f"samplecheck_mutant_{mutant.name}_via", Path(importlib.util.find_spec(mutant.via).origin))
+        finally:
+            sys.modules[mutant.module] = original
     return getattr(module, mutant.entry)
 
 

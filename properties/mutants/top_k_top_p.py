@@ -59,4 +59,35 @@ MUTANTS = (
         description="exactly k survivors: ties at the k-th value kept in column order up to k, the rest dropped",
         ref="vllm#50979 (a path keeping exactly k at the k-th value ties) and fi PR #3774 (tie policy differences)",
     ),
+    Mutant(
+        name="top_p_split_last_chunk_untallied", kernel="top_k_top_p",
+        module="samplecheck.kernels.top_k_top_p_split", via="samplecheck.kernels.top_k_top_p",
+        entry="apply_top_k_top_p",
+        find="    live = (s < S)[:, None]\n", replace="    live = (s < S - 1)[:, None]\n",
+        description="the split top-p path's combine of per-chunk counts and masses skips the last chunk: the "
+                    "bracket and the cut come from a row without its tail",
+        ref="fault class: an off-by-one in a cross-CTA reduction (a multi-CTA selection's combine step, "
+            "FlashInfer #2119's design)",
+    ),
+    Mutant(
+        name="top_p_split_chunk_max_as_row_max", kernel="top_k_top_p",
+        module="samplecheck.kernels.top_k_top_p_split", via="samplecheck.kernels.top_k_top_p",
+        entry="apply_top_k_top_p",
+        find="    key_hi = tl.max(tl.load(chunk_ptr + 1, mask=s < S, other=INT32_MIN_JIT), axis=0)\n",
+        replace="    key_hi = tl.load(keys_ptr + (row * S + tl.minimum(tl.program_id(1), S - 1)) * 2 + 1)\n",
+        description="each program of the split top-p path takes its own chunk's max as the row max: the "
+                    "masses exp(x - max) and the bracket's top differ between the chunks of one row",
+        ref="fault class: a per-CTA partial (max) used where the row's combined value is needed",
+    ),
+    Mutant(
+        name="top_p_split_candidates_overwrite", kernel="top_k_top_p",
+        module="samplecheck.kernels.top_k_top_p_split", via="samplecheck.kernels.top_k_top_p",
+        entry="apply_top_k_top_p",
+        find="pos += tl.atomic_add(state_ptr + COUNTER, taken.to(tl.int64)).to(tl.int32)",
+        replace="tl.atomic_add(state_ptr + COUNTER, taken.to(tl.int64))",
+        description="the split top-p path's chunks copy their candidates from position 0 of the row's scratch "
+                    "(the count still adds up): they overwrite each other and leave unwritten slots ranked",
+        ref="fault class: a compaction into a shared buffer without the global offset (a missing atomic "
+            "reservation)",
+    ),
 )

@@ -46,6 +46,13 @@ def test_a_kernel_file_selects_its_backends_and_their_mutants_alone(records):
     assert not mutants_of("samplecheck.kernels.min_p") & scope.mutants
 
 
+def test_a_split_path_file_selects_the_mutants_reached_through_the_entry_point(records):
+    scope = changes.scope(["kernels/top_k_top_p_split.py"], records, ROOT)
+    reached = mutants_of("samplecheck.kernels.top_k_top_p_split")
+    assert reached and reached <= scope.mutants and ("top_k_top_p", "triton") in scope.cells
+    assert reached <= changes.scope(["kernels/top_k_top_p.py"], records, ROOT).mutants
+
+
 def test_a_kernel_file_leaves_the_adapters_that_share_only_its_validation(records):
     """The FlashInfer adapters check their parameters with our validation helpers, not our
     kernels: a change to the min-p kernel does not select them, a change to the checks does."""
