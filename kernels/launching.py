@@ -27,8 +27,9 @@ from triton.compiler import CompiledKernel
 from triton.runtime.jit import JITFunction
 
 FAST_LAUNCH = os.environ.get("SAMPLECHECK_FAST_LAUNCH", "1") != "0"
-# What `JITFunction.device_caches[device]` holds in the Tritons this path knows (3.3 to 3.6):
-# the binder, which returns (bound arguments, specialization, launch options), comes last.
+# What `JITFunction.device_caches[device]` holds in Triton 3.6 (the version this path was
+# written and measured with): the binder, which returns (bound arguments, specialization,
+# launch options), comes last. Another layout takes `JITFunction.run` on every launch.
 BINDER_CACHES = ("kernel_cache", "kernel_key_cache", "target", "backend", "binder")
 
 
