@@ -210,7 +210,7 @@ def logit_bias_failures(rows, V, allowed_ptr, A, bias_ids_ptr, bias_values_ptr, 
 
 
 @jit(do_not_specialize=["flag_ptr", "first", "bias_first", "stop_first", "V", "allowed_ptr", "A", "bias_ids_ptr",
-                               "bias_values_ptr", "K", "stop_ptr", "S", "min_tokens_ptr", "output_len_ptr"])
+                       "bias_values_ptr", "K", "stop_ptr", "S", "min_tokens_ptr", "output_len_ptr"])
 def _logit_bias_guard_kernel(flag_ptr, first, bias_first, stop_first, V, allowed_ptr, A, bias_ids_ptr,
                              bias_values_ptr, K, stop_ptr, S, min_tokens_ptr, output_len_ptr,
                              HAS_ALLOWED: tl.constexpr, HAS_BIAS: tl.constexpr, HAS_STOP: tl.constexpr,
@@ -269,8 +269,8 @@ def _load_ids(ids_ptr, k, length, V):
 
 # The lists are read per row at offsets of unspecialized widths: their alignment gains nothing.
 @jit(do_not_specialize=["row_stride", "V", "allowed_ptr", "A", "bias_ids_ptr", "bias_values_ptr", "K",
-                               "stop_ptr", "S", "min_tokens_ptr", "output_len_ptr", "guard_ptr", "B", "bias_first",
-                               "stop_first"])
+                       "stop_ptr", "S", "min_tokens_ptr", "output_len_ptr", "guard_ptr", "B", "bias_first",
+                       "stop_first"])
 def _logit_bias_kernel(logits_ptr, row_stride, V,
                        allowed_ptr, A, bias_ids_ptr, bias_values_ptr, K,
                        stop_ptr, S, min_tokens_ptr, output_len_ptr,

@@ -128,7 +128,7 @@ def penalties_failures(prompt_ptr, prompt_len, output_ptr, output_len, repetitio
 
 
 @jit(do_not_specialize=["flag_ptr", "first", "V", "prompt_ptr", "P", "output_ptr", "O", "repetition_ptr",
-                               "frequency_ptr", "presence_ptr"])
+                       "frequency_ptr", "presence_ptr"])
 def _penalties_guard_kernel(flag_ptr, first, V, prompt_ptr, P, output_ptr, O, repetition_ptr, frequency_ptr,
                             presence_ptr, BLOCK: tl.constexpr):
     """One program per row: its failed checks OR-ed into the flag from bit `first`."""
@@ -212,7 +212,7 @@ def _row_active(repetition_ptr, frequency_ptr, presence_ptr, row, guard_ptr, B, 
 # The lists and per-row parameters are read per row at unspecialized offsets: their alignment
 # gains nothing.
 @jit(do_not_specialize=["row_stride", "V", "L", "B", "P", "O", "prompt_ptr", "output_ptr", "repetition_ptr",
-                               "frequency_ptr", "presence_ptr", "guard_ptr"])
+                       "frequency_ptr", "presence_ptr", "guard_ptr"])
 def _penalties_kernel(logits_ptr, row_stride, tokens_ptr, counts_ptr, L, prompt_ptr, P, output_ptr, O,
                       repetition_ptr, frequency_ptr, presence_ptr, V, guard_ptr, B, check, GUARDED: tl.constexpr,
                       CHECK_BLOCK: tl.constexpr, BLOCK: tl.constexpr):
@@ -266,7 +266,7 @@ def _history_length(output_row_ptr, O, BLOCK: tl.constexpr):
 
 
 @jit(do_not_specialize=["row_stride", "V", "P", "O", "B", "prompt_ptr", "output_ptr", "repetition_ptr",
-                               "frequency_ptr", "presence_ptr", "guard_ptr"])
+                       "frequency_ptr", "presence_ptr", "guard_ptr"])
 def _penalties_pairs_kernel(logits_ptr, row_stride, prompt_ptr, P, output_ptr, O, repetition_ptr, frequency_ptr,
                             presence_ptr, V, guard_ptr, B, check, GUARDED: tl.constexpr,
                             CHECK_BLOCK: tl.constexpr, BLOCK: tl.constexpr):

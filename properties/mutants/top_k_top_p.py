@@ -3,6 +3,10 @@
 from samplecheck.mutants import Mutant
 from samplecheck.registry import catalog
 
+# The split top-p path has no entry point of its own: its mutants are reached through the op's.
+_SPLIT_PATH = dict(kernel="top_k_top_p", module="samplecheck.kernels.top_k_top_p_split",
+                   via="samplecheck.kernels.top_k_top_p", entry="apply_top_k_top_p")
+
 MUTANTS = (
     Mutant(
         name="triton_row_stride_ignored", kernel="top_k_top_p",
@@ -60,9 +64,7 @@ MUTANTS = (
         ref="vllm#50979 (a path keeping exactly k at the k-th value ties) and fi PR #3774 (tie policy differences)",
     ),
     Mutant(
-        name="top_p_split_last_chunk_untallied", kernel="top_k_top_p",
-        module="samplecheck.kernels.top_k_top_p_split", via="samplecheck.kernels.top_k_top_p",
-        entry="apply_top_k_top_p",
+        name="top_p_split_last_chunk_untallied", **_SPLIT_PATH,
         find="    live = (s < S)[:, None]\n", replace="    live = (s < S - 1)[:, None]\n",
         description="the split top-p path's combine of per-chunk counts and masses skips the last chunk: the "
                     "bracket and the cut come from a row without its tail",
@@ -70,9 +72,7 @@ MUTANTS = (
             "FlashInfer #2119's design)",
     ),
     Mutant(
-        name="top_p_split_chunk_max_as_row_max", kernel="top_k_top_p",
-        module="samplecheck.kernels.top_k_top_p_split", via="samplecheck.kernels.top_k_top_p",
-        entry="apply_top_k_top_p",
+        name="top_p_split_chunk_max_as_row_max", **_SPLIT_PATH,
         find="    key_hi = tl.max(tl.load(chunk_ptr + 1, mask=s < S, other=INT32_MIN_JIT), axis=0)\n",
         replace="    key_hi = tl.load(keys_ptr + (row * S + tl.minimum(tl.program_id(1), S - 1)) * 2 + 1)\n",
         description="each program of the split top-p path takes its own chunk's max as the row max: the "
@@ -80,9 +80,7 @@ MUTANTS = (
         ref="fault class: a per-CTA partial (max) used where the row's combined value is needed",
     ),
     Mutant(
-        name="top_p_split_candidates_overwrite", kernel="top_k_top_p",
-        module="samplecheck.kernels.top_k_top_p_split", via="samplecheck.kernels.top_k_top_p",
-        entry="apply_top_k_top_p",
+        name="top_p_split_candidates_overwrite", **_SPLIT_PATH,
         find="pos += tl.atomic_add(state_ptr + COUNTER, taken.to(tl.int64)).to(tl.int32)",
         replace="tl.atomic_add(state_ptr + COUNTER, taken.to(tl.int64))",
         description="the split top-p path's chunks copy their candidates from position 0 of the row's scratch "
