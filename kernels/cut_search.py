@@ -22,6 +22,7 @@ from samplecheck.kernels.guard import CHECK_BLOCK, INT64_MAX_JIT, rows_in_range
 from samplecheck.kernels.rounding import to_fp32
 
 INT32_MAX_JIT = tl.constexpr(2**31 - 1)
+INT32_MIN_JIT = tl.constexpr(-2**31)
 
 
 @triton.jit

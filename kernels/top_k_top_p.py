@@ -18,7 +18,7 @@ Contract (the oracle `samplecheck.oracles.top_k_top_p` states the semantics in f
   one launch per call. Unchecked, k < -1 acts as off and p outside (0, 1] gives an
   unspecified mask of the row (never out of bounds).
 - Scratch: each call allocates a [B, CAP] fp32 buffer (CAP from LAUNCH_CONFIG: 4 KiB a
-  row on a GPU) for the candidates described below, or the split path's buffers
+  row on a GPU) for the candidates described below, or the split path's one buffer
   (`scratch_bytes`); nothing is cached between calls.
 - Paths: a small batch with p and no k (`samplecheck.kernels.top_k_top_p_split.split_plan`)
   splits each row over several programs and five launches; every other call is one launch,
@@ -208,7 +208,7 @@ def apply_top_k_top_p(logits: torch.Tensor, k: torch.Tensor | None = None,
 
 def scratch_bytes(batch: int, vocab: int, device: str, has_k: bool, has_p: bool) -> int:
     """Bytes a call allocates beyond the logits: the one-program path's [B, CAP] fp32 scratch,
-    or the split path's buffers (`samplecheck.kernels.top_k_top_p_split`)."""
+    or the split path's one buffer (`samplecheck.kernels.top_k_top_p_split`)."""
     plan = split_plan(batch, vocab, device, has_k, has_p)
     if plan is not None:
         return split_buffer_bytes(batch, plan, device)

@@ -25,19 +25,22 @@ p = 1 do nothing in any of them:
 5. `_write_kernel`: -inf below the cut (and at NaN), nothing else; nothing when the guard
    flag is set.
 
-Buffers per call (`split_buffer_bytes`): state int64 [B, PIVOTS + NUM_PIVOTS], chunk keys
-int32 [B, S, 2], step tallies int64 [B, S, 2 * NUM_PIVOTS + 1] and the scratch fp32 [B, CAP].
-Every launch reads only what earlier launches wrote, so a call needs no host
-synchronisation and captures in a CUDA graph.
+Buffers per call: one int64 allocation (`split_buffer_bytes`) split into four parts, in
+order: state int64 [B, PIVOTS + NUM_PIVOTS], the scratch fp32 [B, CAP], step tallies int64
+[B, S, 2 * NUM_PIVOTS + 1] and chunk keys int32 [B, S, 2]; each but the last is padded to a
+multiple of 16 bytes, so every part starts 16-byte aligned, as Triton's pointer
+specialization (and so its vector accesses) needs. None needs to start zeroed: every launch
+reads only what earlier launches wrote, so a call needs no host synchronisation and captures
+in a CUDA graph.
 """
 
 import torch
 import triton
 import triton.language as tl
 
-from samplecheck.kernels.cut_search import (INT32_MAX_JIT, compact_positions, failed_value_checks, find_cut,
-                                            in_bracket, key_value, lane_extremes, narrow_step, order_key, rank_cut,
-                                            spread_pivots, tally_above, top_p_first_step, write_below_cut)
+from samplecheck.kernels.cut_search import (INT32_MAX_JIT, INT32_MIN_JIT, compact_positions, failed_value_checks,
+                                            find_cut, in_bracket, key_value, lane_extremes, narrow_step, order_key,
+                                            rank_cut, spread_pivots, tally_above, top_p_first_step, write_below_cut)
 from samplecheck.kernels.drop_store import group_columns
 from samplecheck.kernels.guard import record_failed
 from samplecheck.kernels.launching import jit
@@ -72,7 +75,6 @@ TOTAL = tl.constexpr(5)
 COUNTER = tl.constexpr(6)
 CUT = tl.constexpr(7)
 PIVOTS = tl.constexpr(8)
-INT32_MIN_JIT = tl.constexpr(-2**31)
 
 
 @triton.jit
@@ -265,11 +267,19 @@ def split_plan(batch: int, vocab: int, device: str, has_k: bool, has_p: bool) ->
     return cdiv(vocab, chunk), chunk
 
 
+def _part_words(batch: int, splits: int, config: dict) -> tuple[int, int, int, int]:
+    """The int64 words of the call's buffer parts (module docstring: state, scratch, tallies,
+    keys), all but the last rounded up to an even count, so that every part starts at a
+    multiple of 16 bytes."""
+    state = batch * (PIVOTS.value + config["NUM_PIVOTS"])
+    scratch = cdiv(batch * config["CAP"], 2)
+    tallies = batch * splits * (2 * config["NUM_PIVOTS"] + 1)
+    return state + (state & 1), scratch + (scratch & 1), tallies + (tallies & 1), batch * splits
+
+
 def split_buffer_bytes(batch: int, plan: tuple[int, int], device: str) -> int:
-    """Bytes the split path allocates for a call (module docstring)."""
-    config, splits = SPLIT_CONFIG[device], plan[0]
-    state = (PIVOTS.value + config["NUM_PIVOTS"]) * 8
-    return batch * (state + splits * 2 * 4 + splits * (2 * config["NUM_PIVOTS"] + 1) * 8 + config["CAP"] * 4)
+    """Bytes the split path allocates for a call: its one buffer (module docstring)."""
+    return 8 * sum(_part_words(batch, plan[0], SPLIT_CONFIG[device]))
 
 
 def launch_split(logits: torch.Tensor, p: torch.Tensor, plan: tuple[int, int], device: str,
@@ -279,11 +289,11 @@ def launch_split(logits: torch.Tensor, p: torch.Tensor, plan: tuple[int, int], d
     c = SPLIT_CONFIG[device]
     batch, vocab = logits.shape
     splits, chunk = plan
+    words = _part_words(batch, splits, c)
+    # One allocation, carved with one split and two dtype views (each view op costs host time).
+    state, scratch, tallies, keys = logits.new_empty(sum(words), dtype=torch.int64).split_with_sizes(words)
+    scratch, keys = scratch.view(torch.float32), keys.view(torch.int32)
     state_width = PIVOTS.value + c["NUM_PIVOTS"]
-    state = torch.empty((batch, state_width), dtype=torch.int64, device=logits.device)
-    keys = torch.empty((batch, splits, 2), dtype=torch.int32, device=logits.device)
-    tallies = torch.empty((batch, splits, 2 * c["NUM_PIVOTS"] + 1), dtype=torch.int64, device=logits.device)
-    scratch = torch.empty((batch, c["CAP"]), dtype=torch.float32, device=logits.device)
     grid, stride, warps = (batch, splits), logits.stride(0), c.get("num_warps", 4)
     ranks = (batch, max(1, min(c["CAP"] // c["RANK_ROWS"], c["PROGRAMS"] // batch)))
     common = dict(NUM_STAGES=c["NUM_STAGES"], MAX_SPLITS=c["MAX_SPLITS"], NUM_PIVOTS=c["NUM_PIVOTS"], CAP=c["CAP"],

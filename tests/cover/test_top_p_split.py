@@ -61,3 +61,51 @@ def test_split_masks_equal_one_program(kind, chunks, extra, device, monkeypatch)
     one_program = apply_top_k_top_p(logits.clone(), None, p)
     torch.testing.assert_close(split_out, one_program, rtol=0, atol=0, equal_nan=True,
                                msg=lambda m: f"{kind} rows, V = {vocab}: split and one-program masks differ\n{m}")
+
+
+class _Launches:
+    """A stand-in for one kernel: records the arguments of each `kernel[grid](...)` launch."""
+
+    def __init__(self):
+        self.args = []
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.args.append(args)
+
+
+# (device kind, batch, vocab): the CUDA plans split 151936 into 38 chunks and 100000 into 25
+# (an odd B * S: the tallies take a pad), the CPU plan 384 into 3.
+@pytest.mark.parametrize("device_kind, batch, vocab", [("cuda", 1, 151936), ("cuda", 1, 100000),
+                                                       ("cuda", 3, 100000), ("cuda", 32, 151936), ("cpu", 1, 384),
+                                                       ("cpu", 2, 300)])
+def test_split_buffers_are_one_aligned_allocation(device_kind, batch, vocab, monkeypatch):
+    """The four buffers the kernels get are disjoint parts of one allocation of
+    `split_buffer_bytes`, each 16-byte aligned (launches stubbed: no kernel runs)."""
+    launches = {name: _Launches() for name in ("_stats_kernel", "_tally_kernel", "_collect_kernel", "_rank_kernel",
+                                               "_write_kernel")}
+    for name, stub in launches.items():
+        monkeypatch.setattr(split, name, stub)
+    plan = split.split_plan(batch, vocab, device_kind, False, True)
+    assert plan is not None
+    splits = plan[0]
+    split.launch_split(torch.zeros(batch, vocab), torch.full((batch,), 0.5), plan, device_kind, None, False)
+    config = split.SPLIT_CONFIG[device_kind]
+    pivots = config["NUM_PIVOTS"]
+    # Each buffer (from the argument that the first launch taking it gets) and the bytes the kernels address in it.
+    parts = {"state": (launches["_tally_kernel"].args[0][4], torch.int64, batch * (split.PIVOTS.value + pivots) * 8),
+             "keys": (launches["_stats_kernel"].args[0][3], torch.int32, batch * splits * 2 * 4),
+             "tallies": (launches["_tally_kernel"].args[0][5], torch.int64, batch * splits * (2 * pivots + 1) * 8),
+             "scratch": (launches["_collect_kernel"].args[0][6], torch.float32, batch * config["CAP"] * 4)}
+    storage = parts["state"][0].untyped_storage()
+    assert storage.nbytes() == split.split_buffer_bytes(batch, plan, device_kind)
+    spans = []
+    for name, (buffer, dtype, size) in parts.items():
+        assert buffer.dtype == dtype, name
+        assert buffer.untyped_storage().data_ptr() == storage.data_ptr(), f"{name}: not in the call's one buffer"
+        start = buffer.data_ptr() - storage.data_ptr()
+        assert start % 16 == 0 and buffer.data_ptr() % 16 == 0, f"{name} starts at byte {start}"
+        assert start + size <= storage.nbytes() and buffer.numel() * buffer.element_size() >= size, name
+        spans.append((start, start + size, name))
+    spans.sort()
+    for (_, end, name), (start, _, after) in zip(spans, spans[1:]):
+        assert end <= start, f"{name} overlaps {after}"
