@@ -6,10 +6,11 @@ Contract (the oracle `samplecheck.oracles.logprobs` states the semantics in full
 - `sampled` [B] int64 on the logits' device, in [0, V): the token sampled in each row.
 - `num_logprobs` (a Python int or None) picks the columns:
   None -> returns None; 0 -> one column, the sampled token; k in 1..V -> k + 1 columns, the
-  sampled token then the ids of `torch.topk(logits, k)` (non-increasing value; which of the
-  ids tied with the k-th value are chosen, and their order, is unspecified); -1 -> V + 1
-  columns, the sampled token then ids 0..V-1 in vocab order. The sampled token may appear
-  twice (column 0 and among the top-k), as in vLLM.
+  sampled token then the ids of the k largest values, in non-increasing value order, NaN
+  above +inf (as `torch.topk(logits, k)`; which of the ids tied with the k-th value are
+  chosen, and their order, is unspecified: the kernels take the lowest ids first); -1 ->
+  V + 1 columns, the sampled token then ids 0..V-1 in vocab order. The sampled token may
+  appear twice (column 0 and among the top-k), as in vLLM.
 - Returns `Logprobs(token_ids, logprobs, ranks)`, new tensors on the logits' device:
   token_ids int64 [B, n + 1], logprobs float32 [B, n + 1], ranks int64 [B].
 - logprobs[b, j] = log_softmax(l_b)[token_ids[b, j]], computed in fp32 from exactly upcast
@@ -30,10 +31,14 @@ Contract (the oracle `samplecheck.oracles.logprobs` states the semantics in full
 Kernels: each row is cut into chunks of CHUNK columns (CHUNK depends on the device only,
 never on the batch, so a row's result does not depend on its batch mates). Three launches,
 each with a program per (row, chunk) or per (row, column block):
-1. `_chunk_max_kernel`: each chunk's max, BLOCK (1024) lanes per step;
+1. `_chunk_max_kernel`: each chunk's max, BLOCK (1024) lanes per step; for top-k ids chosen
+   here, also the chunk's k largest entries as codes (value key, then column: distinct, so
+   k rounds of a max over the chunk find them exactly);
 2. `_chunk_sum_kernel`: the row max m (the max of the chunk maxima: exact), then per chunk
    the sum of exp(l - m) per lane and a tree over the lanes, and the chunk's count of
-   entries >= the sampled token's value;
+   entries >= the sampled token's value; for top-k ids chosen here, the program of the row's
+   first chunk writes the ids: the sampled token, then the k largest of the row's chunk
+   codes (the row's k largest entries are among them), largest first;
 3. `_gather_kernel`: lse = m + log(s), with s the chunk sums folded per lane over
    SPLIT_BLOCK lanes and then a tree (a fixed order: every program of the row gets the
    same bits), the rank (exact integer sum), and x - lse at `gather_block` (<= 1024) of the
@@ -46,13 +51,17 @@ layout. The sum is within the oracle's error model: at most CHUNK / BLOCK sequen
 additions per lane, a 10-level tree, then at most V / CHUNK additions per lane of the
 chunk sums and a 6-level tree: no deeper than ceil(V / 1024) + 10 additions. No host
 synchronisation: the call is CUDA-graph capturable.
+The kernels choose the top-k ids for 1 <= k <= TOP_IDS_MAX when the row's k codes per chunk
+fit the largest of MERGE_TILES (V / CHUNK * k <= 4096: k <= 64 up to V = 262144); other k
+take `torch.topk`, then `torch.cat` with the sampled token.
 
 Memory: the outputs ([B, n + 1] fp32 and int64, [B] int64), the per-chunk scratch
-(`scratch_bytes`: fp32 maxima and sums and int32 counts, 12 bytes per row and chunk), no
-[B, V]-sized scratch and no fp32 copy of the logits. For k >= 1, `torch.topk` (whose workspace torch does not bound: up
-to a sort's [B, V] values and ids) returns [B, k] values in the logits' dtype
-and [B, k] int64 ids, freed once the ids are copied into `token_ids`. For n = -1 the outputs
-are [B, V + 1] fp32 plus [B, V + 1] int64, plus an O(V) arange and O(B) scratch.
+(`scratch_bytes`: fp32 maxima and sums and int32 counts, 12 bytes per row and chunk, and for
+top-k ids chosen here k int64 codes per row and chunk), no [B, V]-sized scratch and no fp32
+copy of the logits. Where `torch.topk` chooses the ids (its workspace torch does not bound:
+up to a sort's [B, V] values and ids), it returns [B, k] values in the logits' dtype and
+[B, k] int64 ids, freed once the ids are copied into `token_ids`. For n = -1 the outputs are
+[B, V + 1] fp32 plus [B, V + 1] int64, plus an O(V) arange and O(B) scratch.
 """
 
 import contextlib
@@ -60,12 +69,14 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
+import triton
 import triton.language as tl
 
+from samplecheck.kernels.chunk_codes import chunk_codes, row_codes, store_largest
 from samplecheck.kernels.rounding import to_fp32
 from samplecheck.kernels.row_splits import max_of_chunk_maxima
 from samplecheck.kernels.launching import jit
-from samplecheck.kernels.runtime import cdiv, check_launchable, is_interpreted
+from samplecheck.kernels.runtime import cdiv, check_launchable, first_fitting, is_interpreted
 from samplecheck.kernels.guard import CHECK_BLOCK, RangeCheck, ValueGuard, record_failed, rows_in_range
 from samplecheck.kernels.validation import check_logits, check_row_param
 
@@ -75,6 +86,11 @@ BLOCK = 1024  # lanes per step of the max and sum passes
 CHUNK = 4096
 SPLIT_BLOCK = 64  # lanes folding the per-chunk results of a row
 GATHER_BLOCK = 1024  # default columns per step of the gather (the `gather_block` keyword)
+# The top-k ids are chosen by the kernels for 1 <= k <= TOP_IDS_MAX when the row's candidates
+# (k per chunk) fit the largest merge tile; else by torch.topk (module docstring).
+TOP_IDS_MAX = 64
+MERGE_TILES = (256, 1024, 4096)  # candidates the merge holds at once: the first that fits
+COL_BITS = CHUNK.bit_length() - 1  # bits of a column within its chunk (CHUNK is a power of two)
 GATHER_BLOCKS = frozenset(2**i for i in range(4, 11))  # the `gather_block` values allowed
 
 
@@ -114,10 +130,22 @@ def check_logprobs_args(logits: torch.Tensor, sampled: torch.Tensor, num_logprob
     return guard
 
 
+@triton.jit
+def _chunk_top_codes(row_ptr, lo, hi, out_ptr, n, COL_BITS: tl.constexpr):
+    """The n largest chunk codes (`samplecheck.kernels.chunk_codes`, NaN first as torch.topk)
+    of entries [lo, hi) of the row, largest first, at out_ptr[0:n] (the smallest code in the
+    slots a chunk of fewer than n entries leaves)."""
+    local = tl.arange(0, 1 << COL_BITS)
+    live = lo + local < hi
+    codes = chunk_codes(tl.load(row_ptr + lo + local, mask=live), local, live, COL_BITS, True)
+    store_largest(codes, out_ptr, n, False)
+
+
 # Row strides and sizes are not specialised: a known alignment would vectorise the loads,
 # which changes the lanes' layout and so the order of the sums (module docstring).
-@jit(do_not_specialize=["row_stride", "V", "splits"])
-def _chunk_max_kernel(logits_ptr, row_stride, V, maxima_ptr, splits, CHUNK: tl.constexpr, BLOCK: tl.constexpr):
+@jit(do_not_specialize=["row_stride", "V", "splits", "n_top"])
+def _chunk_max_kernel(logits_ptr, row_stride, V, maxima_ptr, splits, codes_ptr, n_top, CHUNK: tl.constexpr,
+                      BLOCK: tl.constexpr, TOP: tl.constexpr, COL_BITS: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     split = tl.program_id(1)
     row_ptr = logits_ptr + row * row_stride
@@ -130,17 +158,27 @@ def _chunk_max_kernel(logits_ptr, row_stride, V, maxima_ptr, splits, CHUNK: tl.c
         x = to_fp32(tl.load(row_ptr + cols, mask=cols < hi, other=float("-inf")))
         lane_max = tl.maximum(lane_max, x)
     tl.store(maxima_ptr + row * splits + split, tl.max(lane_max, axis=0))
+    if TOP:
+        _chunk_top_codes(row_ptr, lo, hi, codes_ptr + (row * splits + split) * n_top, n_top, COL_BITS)
 
 
 @jit(do_not_specialize=["row_stride", "V", "n_cols", "splits"])
-def _chunk_sum_kernel(logits_ptr, row_stride, V, ids_ptr, n_cols, maxima_ptr, sums_ptr, counts_ptr, splits,
-                      CHUNK: tl.constexpr, BLOCK: tl.constexpr, SPLIT_BLOCK: tl.constexpr):
+def _chunk_sum_kernel(logits_ptr, row_stride, V, sampled_ptr, ids_ptr, n_cols, maxima_ptr, sums_ptr, counts_ptr,
+                      splits, codes_ptr, CHUNK: tl.constexpr, BLOCK: tl.constexpr, SPLIT_BLOCK: tl.constexpr,
+                      MERGE: tl.constexpr, COL_BITS: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     split = tl.program_id(1)
     row_ptr = logits_ptr + row * row_stride
     row_max = max_of_chunk_maxima(maxima_ptr, row, splits, SPLIT_BLOCK)
-    # ids are contiguous [B, n_cols]; column 0 is the sampled token.
-    sampled_id = tl.load(ids_ptr + row * n_cols)
+    sampled_id = tl.load(sampled_ptr + row)
+    if MERGE > 0:
+        # The top-k ids (MERGE lanes hold the row's chunk codes): the sampled token, then the
+        # n_cols - 1 largest, into the row of the contiguous [B, n_cols] ids, by one program.
+        if split == 0:
+            tl.store(ids_ptr + row * n_cols, sampled_id)
+            n = n_cols - 1
+            codes = row_codes(codes_ptr + row * splits * n, splits, n, n, COL_BITS, MERGE)
+            store_largest(codes, ids_ptr + row * n_cols + 1, n, True)
     sampled_value = to_fp32(tl.load(row_ptr + sampled_id, mask=(sampled_id >= 0) & (sampled_id < V),
                                     other=float("nan")))
     lo = split * CHUNK
@@ -189,14 +227,27 @@ def _gather_kernel(logits_ptr, row_stride, V, ids_ptr, out_ptr, ranks_ptr, n_col
     tl.store(out_ptr + out_row + cols, x - lse, mask=in_cols)
 
 
-def scratch_bytes(batch: int, vocab: int) -> int:
-    """The per-chunk scratch of a call (module docstring): 12 bytes per row and chunk."""
-    return 12 * batch * cdiv(vocab, CHUNK)
+def scratch_bytes(batch: int, vocab: int, num_logprobs: int) -> int:
+    """The per-chunk scratch of a call (module docstring): 12 bytes per row and chunk, plus
+    8 * num_logprobs where the kernels choose the top-k ids."""
+    per_chunk = 12 + (8 * num_logprobs if merge_tile(vocab, num_logprobs) else 0)
+    return per_chunk * batch * cdiv(vocab, CHUNK)
 
 
-def _token_ids(logits: torch.Tensor, sampled: torch.Tensor, num_logprobs: int) -> torch.Tensor:
-    """int64 [B, n + 1]: the sampled token, then the top-k ids (k >= 1) or 0..V-1 (-1)."""
+def merge_tile(vocab: int, num_logprobs: int) -> int:
+    """The merge's tile when the kernels choose the top-k ids (module docstring), else 0."""
+    candidates = cdiv(vocab, CHUNK) * num_logprobs
+    if not 1 <= num_logprobs <= TOP_IDS_MAX or candidates > MERGE_TILES[-1]:
+        return 0
+    return first_fitting(MERGE_TILES, candidates)
+
+
+def _token_ids(logits: torch.Tensor, sampled: torch.Tensor, num_logprobs: int, merge: int) -> torch.Tensor:
+    """int64 [B, n + 1]: the sampled token, then the top-k ids (k >= 1) or 0..V-1 (-1); left
+    to the kernels to fill when `merge` is set."""
     batch, vocab = logits.shape
+    if merge:
+        return torch.empty((batch, num_logprobs + 1), dtype=torch.int64, device=logits.device)
     if num_logprobs >= 1:
         top = torch.topk(logits, num_logprobs, dim=-1).indices
         return torch.cat([sampled[:, None], top], dim=1)
@@ -217,7 +268,8 @@ def compute_logprobs(logits: torch.Tensor, *, sampled: torch.Tensor, num_logprob
     flag = guard.settle(in_kernel=launched)  # else the checks are launched on their own
     if num_logprobs is None:
         return None
-    token_ids = _token_ids(logits, sampled, num_logprobs)
+    merge = merge_tile(vocab, num_logprobs)
+    token_ids = _token_ids(logits, sampled, num_logprobs, merge)
     n_cols = token_ids.size(1)
     values = torch.empty((batch, n_cols), dtype=torch.float32, device=logits.device)
     ranks = torch.empty((batch,), dtype=torch.int64, device=logits.device)
@@ -227,15 +279,19 @@ def compute_logprobs(logits: torch.Tensor, *, sampled: torch.Tensor, num_logprob
     splits = cdiv(vocab, CHUNK)
     partials = torch.empty((2, batch, splits), dtype=torch.float32, device=logits.device)  # maxima, sums
     counts = torch.empty((batch, splits), dtype=torch.int32, device=logits.device)
+    # Each chunk's n largest codes, for the merge; the counts stand in when there is none.
+    codes = torch.empty((batch, splits, num_logprobs), dtype=torch.int64, device=logits.device) if merge else counts
     maxima, sums = partials.unbind()
     stride = logits.stride(0)
     # The interpreter computes with numpy, which warns on -inf - -inf (an all -inf row's NaN
     # result, as specified).
     quiet = np.errstate(invalid="ignore") if is_interpreted(_gather_kernel) else contextlib.nullcontext()
     with quiet:
-        _chunk_max_kernel[(batch, splits)](logits, stride, vocab, maxima, splits, CHUNK=CHUNK, BLOCK=BLOCK)
-        _chunk_sum_kernel[(batch, splits)](logits, stride, vocab, token_ids, n_cols, maxima, sums, counts, splits,
-                                           CHUNK=CHUNK, BLOCK=BLOCK, SPLIT_BLOCK=SPLIT_BLOCK)
+        _chunk_max_kernel[(batch, splits)](logits, stride, vocab, maxima, splits, codes, n_cols - 1, CHUNK=CHUNK,
+                                           BLOCK=BLOCK, TOP=merge > 0, COL_BITS=COL_BITS)
+        _chunk_sum_kernel[(batch, splits)](logits, stride, vocab, sampled, token_ids, n_cols, maxima, sums, counts,
+                                           splits, codes, CHUNK=CHUNK, BLOCK=BLOCK, SPLIT_BLOCK=SPLIT_BLOCK,
+                                           MERGE=merge, COL_BITS=COL_BITS)
         _gather_kernel[(batch, cdiv(n_cols, gather_block))](
             logits, stride, vocab, token_ids, values, ranks, n_cols, maxima, sums, counts, splits, sampled, batch, flag,
             guard.on_device, GUARDED=flag is not None, SPLIT_BLOCK=SPLIT_BLOCK, GATHER_BLOCK=gather_block)

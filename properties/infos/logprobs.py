@@ -55,7 +55,7 @@ LOGPROBS_REGRESSIONS = (
 
 def logprobs_kernel_memory(logits, args) -> int:
     """The family's bound plus our kernels' per-chunk scratch (samplecheck.kernels.logprobs)."""
-    scratch = 0 if args["num_logprobs"] is None else scratch_bytes(logits.size(0), logits.size(1))
+    scratch = 0 if args["num_logprobs"] is None else scratch_bytes(*logits.shape, args["num_logprobs"])
     return logprobs_memory(logits, args) + scratch
 
 

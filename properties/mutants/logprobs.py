@@ -3,6 +3,10 @@
 from samplecheck.mutants import Mutant
 from samplecheck.registry import catalog
 
+# The top-k ids' merge (`samplecheck.kernels.chunk_codes`), reached through the logprobs kernels.
+_TOP_IDS = dict(kernel="logprobs", module="samplecheck.kernels.chunk_codes", via="samplecheck.kernels.logprobs",
+                entry="compute_logprobs")
+
 MUTANTS = (
     Mutant(
         name="logprobs_single_gather_tile", kernel="logprobs",
@@ -63,11 +67,28 @@ MUTANTS = (
         ref="#48641 (dtype-preserving chain) / interpreter gotcha: bf16 arithmetic without .to(tl.float32)",
     ),
     Mutant(
+        name="logprobs_top_ids_first_chunk_only", **_TOP_IDS,
+        find="    live = slot < splits * n\n", replace="    live = slot < n\n",
+        description="the top-k ids merged from the first chunk's candidates only: a top entry further "
+                    "along the row (V > 4096) is never chosen",
+        ref="fault class: a split selection whose combine reads one partial list (a stride or count "
+            "of one chunk where it needed all of them)",
+    ),
+    Mutant(
+        name="logprobs_top_ids_chunk_offset_lost", **_TOP_IDS,
+        find="    column = chunk * (1 << COL_BITS) - (code",
+        replace="    column = 0 * (1 << COL_BITS) - (code",
+        description="a chunk's candidate decoded to its column within the chunk, without the chunk's "
+                    "offset: ids from later chunks name entries of the first",
+        ref="fault class: local indices of a split selection returned without the global offset "
+            "(as the split top-p mutant top_p_split_candidates_overwrite)",
+    ),
+    Mutant(
         name="logprobs_chunks_by_batch", kernel="logprobs",
         module="samplecheck.kernels.logprobs", entry="compute_logprobs",
         find="    splits = cdiv(vocab, CHUNK)\n",
         replace="    chunk = BLOCK if batch < 4 else CHUNK\n    splits = cdiv(vocab, chunk)\n",
-        then=(("maxima, splits, CHUNK=CHUNK,", "maxima, splits, CHUNK=chunk,"),
+        then=(("n_cols - 1, CHUNK=CHUNK,", "n_cols - 1, CHUNK=chunk,"),
               ("CHUNK=CHUNK, BLOCK=BLOCK, SPLIT_BLOCK", "CHUNK=chunk, BLOCK=BLOCK, SPLIT_BLOCK")),
         description="rows split into finer chunks when the batch is small (to fill the GPU): the log-sum-exp "
                     "adds its partial sums in another order, so a row's logprobs change in the last bits "

@@ -1,0 +1,96 @@
+"""Triton helpers that select a row's largest entries chunk by chunk, exactly: each program
+codes its chunk's entries, keeps the n largest codes, and one program merges the row's chunk
+lists (the row's n largest entries are among them, since each is among its own chunk's n
+largest).
+
+Codes are distinct integers in the selection order: by value (`order_key`, -0.0 equal to
++0.0; NaN above +inf, or read as -inf), then by lower column. So the n largest codes are
+found by n rounds of a max, with no tie to resolve, and the k-th largest code carries the
+k-th largest value counted with multiplicity (the top-k cut).
+- A chunk code (`chunk_codes`): the value's key over its significant bits (bf16 and fp16
+  upcast exactly, leaving 16 and 13 low bits zero), then COL_BITS bits of (CHUNK - 1 -
+  column within the chunk); int32 for bf16 and fp16 logits (at most 31 bits for
+  COL_BITS <= 12), int64 for fp32. Lanes outside the chunk get the dtype's smallest value.
+- A row code (`row_codes`): the same key, then 32 bits of (2**31 - 1 - column in the row);
+  int64. Empty slots get the smallest int64.
+"""
+
+import triton
+import triton.language as tl
+
+from samplecheck.kernels.cut_search import INT32_MAX_JIT, INT32_MIN_JIT, order_key
+from samplecheck.kernels.rounding import to_fp32
+
+INT64_MIN_JIT = tl.constexpr(-2**63)
+
+
+@triton.jit
+def low_zero_bits(DTYPE: tl.constexpr):
+    """The low bits of an fp32 key that upcast DTYPE values leave constant: 16 (bf16), 13
+    (fp16), 0 (fp32)."""
+    if DTYPE == tl.bfloat16:
+        return 16
+    elif DTYPE == tl.float16:
+        return 13
+    else:
+        return 0
+
+
+@triton.jit
+def chunk_codes(loaded, local, live, COL_BITS: tl.constexpr, NAN_FIRST: tl.constexpr):
+    """The chunk codes (module docstring) of `loaded` entries at columns `local` of their
+    chunk; NaN ranks above +inf (NAN_FIRST, as torch.topk) or reads as -inf."""
+    x = to_fp32(loaded)
+    if NAN_FIRST:
+        key = tl.where(x != x, INT32_MAX_JIT, order_key(x))
+    else:
+        key = order_key(tl.where(x == x, x, float("-inf")))
+    flipped = local * -1 + ((1 << COL_BITS) - 1)
+    if loaded.dtype == tl.float32:
+        return tl.where(live, (key.to(tl.int64) << COL_BITS) | flipped, INT64_MIN_JIT)
+    else:
+        return tl.where(live, ((key >> low_zero_bits(loaded.dtype)) << COL_BITS) | flipped, INT32_MIN_JIT)
+
+
+@triton.jit
+def store_largest(codes, out_ptr, n, AS_COLUMNS: tl.constexpr):
+    """Store the n largest of the distinct `codes` at out_ptr[0:n], largest first: the codes
+    themselves, or (AS_COLUMNS) the column each row code names."""
+    floor = tl.min(codes, axis=0)
+    for j in range(0, n):
+        top = tl.max(codes, axis=0)
+        if AS_COLUMNS:
+            tl.store(out_ptr + j, (top & INT32_MAX_JIT) * -1 + INT32_MAX_JIT)
+        else:
+            tl.store(out_ptr + j, top)
+        codes = tl.where(codes == top, floor, codes)
+
+
+@triton.jit
+def kth_largest(codes, k):
+    """The k-th largest (k >= 1) of the distinct `codes`."""
+    floor = tl.min(codes, axis=0)
+    for _ in range(1, k):
+        codes = tl.where(codes == tl.max(codes, axis=0), floor, codes)
+    return tl.max(codes, axis=0)
+
+
+@triton.jit
+def row_codes(lists_ptr, splits, n, stride, COL_BITS: tl.constexpr, MERGE: tl.constexpr):
+    """The row codes of a row's chunk lists (chunk c's n codes at lists_ptr[c * stride:][:n],
+    int64 storage of chunk codes), in MERGE lanes (>= splits * n)."""
+    slot = tl.arange(0, MERGE)
+    live = slot < splits * n
+    chunk = slot // n
+    code = tl.load(lists_ptr + chunk * stride + slot % n, mask=live, other=INT64_MIN_JIT, cache_modifier=".cg")
+    column = chunk * (1 << COL_BITS) - (code & ((1 << COL_BITS) - 1)) + ((1 << COL_BITS) - 1)
+    # An empty slot of int32 chunk codes (-2**31) maps below every real code; of int64 ones, is kept.
+    real = live & (code != INT64_MIN_JIT)
+    return tl.where(real, ((code >> COL_BITS) << 32) | (column * -1 + INT32_MAX_JIT), INT64_MIN_JIT)
+
+
+@triton.jit
+def code_cut(code, DTYPE: tl.constexpr):
+    """The smallest int32 key (`order_key`) whose entries of DTYPE rank at or above the value
+    of row code `code`: entries with key >= it are those whose value is >= that value."""
+    return ((code >> 32) << low_zero_bits(DTYPE)).to(tl.int32)
