@@ -267,9 +267,11 @@ def _load_ids(ids_ptr, k, length, V):
     return tl.where((ids >= 0) & (ids < V), ids, -1)
 
 
-# The lists are read per row at offsets of unspecialized widths: their alignment gains nothing.
-@jit(do_not_specialize=["row_stride", "V", "allowed_ptr", "A", "bias_ids_ptr", "bias_values_ptr", "K",
-                       "stop_ptr", "S", "min_tokens_ptr", "output_len_ptr", "guard_ptr", "B", "bias_first",
+# Every access is at an unspecialized offset (a row at row * row_stride, a list's row at row * its
+# width, the ids themselves): the generated code vectorizes none, so no pointer's alignment and no
+# integer's divisibility changes it (sm_90 PTX is identical with the logits 16-byte aligned or not).
+@jit(do_not_specialize=["logits_ptr", "row_stride", "V", "allowed_ptr", "A", "bias_ids_ptr", "bias_values_ptr",
+                       "K", "stop_ptr", "S", "min_tokens_ptr", "output_len_ptr", "guard_ptr", "B", "bias_first",
                        "stop_first"])
 def _logit_bias_kernel(logits_ptr, row_stride, V,
                        allowed_ptr, A, bias_ids_ptr, bias_values_ptr, K,
