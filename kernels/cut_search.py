@@ -18,7 +18,7 @@ import triton
 import triton.language as tl
 
 from samplecheck.kernels.drop_store import group_columns, store_neg_inf
-from samplecheck.kernels.guard import CHECK_BLOCK, INT64_MAX_JIT, rows_in_range
+from samplecheck.kernels.guard import CHECK_BLOCK, INT64_MAX_JIT, record_failed, rows_in_range
 from samplecheck.kernels.rounding import to_fp32
 
 INT32_MAX_JIT = tl.constexpr(2**31 - 1)
@@ -60,6 +60,17 @@ def lane_extremes(row_ptr, start, end, BLOCK: tl.constexpr, NUM_STAGES: tl.const
         lane_max = tl.maximum(lane_max, x)
         lane_min = tl.minimum(lane_min, tl.where(live, x, float("inf")))
     return lane_max, lane_min
+
+
+@triton.jit
+def row_extremes(row_ptr, V, BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr):
+    """One pass over the row (`lane_extremes`): (the lane maxima, the row max, 0 for a row of
+    -inf and NaN only, the keys of the row's min and max)."""
+    lane_max, lane_min = lane_extremes(row_ptr, 0, V, BLOCK, NUM_STAGES)
+    row_max = tl.max(lane_max, axis=0)
+    key_lo = order_key(tl.min(lane_min, axis=0))
+    key_hi = order_key(row_max)
+    return lane_max, tl.where(row_max == float("-inf"), 0.0, row_max), key_lo, key_hi
 
 
 @triton.jit
@@ -106,6 +117,21 @@ def failed_value_checks(k_ptr, p_ptr, B, HAS_K: tl.constexpr, HAS_P: tl.constexp
     if HAS_P:
         failed |= tl.where(rows_in_range(p_ptr, B, 0.0, 1.0, True, False, CHECK_BLOCK), 0, p_bit)
     return failed
+
+
+@triton.jit
+def may_write(k_ptr, p_ptr, B, guard_ptr, check, GUARDED: tl.constexpr, HAS_K: tl.constexpr, HAS_P: tl.constexpr):
+    """Whether a program of the call may write: the guard flag clear and, where the kernel makes
+    the call's value checks itself (`check`), every k and p in range over all B rows, from
+    cache (program (0, 0) records a failure in the flag)."""
+    clear = True
+    if GUARDED:
+        clear = tl.load(guard_ptr) == 0
+        if check:
+            failed = failed_value_checks(k_ptr, p_ptr, B, HAS_K, HAS_P)
+            record_failed(guard_ptr, failed)
+            clear = clear & (failed == 0)
+    return clear
 
 
 @triton.jit
@@ -335,3 +361,25 @@ def top_p_first_step(row_ptr, V, mass_floor, key_hi, row_max, p, CAP: tl.constex
         pivots = sampled_cut_pivots(tl.sort(sample, descending=True), row_max, p, mass_floor, V, CAP, SAMPLE,
                                     NUM_PIVOTS)
     return lo, pivots, sampled
+
+
+@triton.jit
+def top_k_cut(row_ptr, V, k, scratch_ptr, lane_max, row_max, key_lo, key_hi, BLOCK: tl.constexpr,
+              NUM_STAGES: tl.constexpr, LANES: tl.constexpr, BOUND_STEPS: tl.constexpr, TILE: tl.constexpr,
+              NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, RANK_ROWS: tl.constexpr, RANK_COLS: tl.constexpr):
+    """The top-k cut of a row with 0 < k < V, from its `row_extremes`, as `find_cut` returns it
+    (cut, candidates in the scratch, whether they hold every survivor): the bracket raised to
+    the k-th largest lane maximum's bound where k <= LANES, candidates collected when that
+    bound applies or the row fits the scratch, then searched."""
+    zero_mass = tl.zeros([], dtype=tl.int64)
+    n = tl.zeros([], dtype=tl.int32) + V
+    lo = key_lo
+    if (k <= LANES) | (V <= CAP):
+        if k <= LANES:
+            lanes = tl.reshape(order_key(lane_max), [LANES, BLOCK // LANES])
+            lanes = tl.max(lanes, axis=1)
+            lo = kth_largest_bound(lanes, k, tl.min(lanes, axis=0), key_hi, BOUND_STEPS, NUM_PIVOTS)
+        n, _ = collect(row_ptr, V, lo, key_hi, scratch_ptr, row_max, lo, False, CAP, BLOCK, NUM_STAGES)
+    return find_cut(row_ptr, V, scratch_ptr, lo, key_hi, n, tl.zeros([], dtype=tl.int32), zero_mass, row_max, k, 1.0,
+                    zero_mass, key_lo, spread_pivots(lo, key_hi, NUM_PIVOTS), False, CAP, BLOCK, TILE, NUM_PIVOTS,
+                    RANK_ROWS, RANK_COLS, NUM_STAGES)

@@ -18,11 +18,13 @@ Contract (the oracle `samplecheck.oracles.top_k_top_p` states the semantics in f
   one launch per call. Unchecked, k < -1 acts as off and p outside (0, 1] gives an
   unspecified mask of the row (never out of bounds).
 - Scratch: each call allocates a [B, CAP] fp32 buffer (CAP from LAUNCH_CONFIG: 4 KiB a
-  row on a GPU) for the candidates described below, or the split path's one buffer
+  row on a GPU) for the candidates described below, or the split or chunk path's one buffer
   (`scratch_bytes`); nothing is cached between calls.
 - Paths: a small batch with p and no k (`samplecheck.kernels.top_k_top_p_split.split_plan`)
-  splits each row over several programs and five launches; every other call is one launch,
-  one program per row, as described below. Both find the same cut, so the masks are equal.
+  splits each row over several programs and five launches; a small batch with k and no p
+  (`samplecheck.kernels.top_k_chunks.chunks_plan`) splits each row over chunk programs in one
+  launch; every other call is one launch, one program per row, as described below. All
+  find the same cut, so the masks are equal.
 
 Algorithm, per row (one program), no sort of the row. Every fp32 value maps to an int32
 key with the same order. The kept set is always {x : key(x) >= c} for a cut key c, the
@@ -71,13 +73,12 @@ not specialized.
 import torch
 import triton.language as tl
 
-from samplecheck.kernels.cut_search import (collect, failed_value_checks, find_cut, kth_largest_bound, lane_extremes,
-                                            order_key, row_k_p, spread_pivots, top_p_first_step, weight,
-                                            write_below_cut)
+from samplecheck.kernels.cut_search import (collect, find_cut, may_write, order_key, row_extremes, row_k_p,
+                                            spread_pivots, top_k_cut, top_p_first_step, weight, write_below_cut)
 from samplecheck.kernels.launching import jit
 from samplecheck.kernels.runtime import check_launchable, device_kind
+from samplecheck.kernels.top_k_chunks import chunks_buffer_bytes, chunks_plan, launch_chunks
 from samplecheck.kernels.top_k_top_p_split import launch_split, split_buffer_bytes, split_plan
-from samplecheck.kernels.guard import record_failed
 from samplecheck.kernels.validation import check_top_k_top_p
 
 # Launch parameters by device. BLOCK: columns per step of the streaming passes (max,
@@ -114,39 +115,22 @@ def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, B, V,
     row_ptr = logits_ptr + row * row_stride
     scratch_ptr += row * CAP
     k, p = row_k_p(k_ptr, p_ptr, row, V, HAS_K, HAS_P)
-    clear = True
-    if GUARDED:
-        clear = tl.load(guard_ptr) == 0
-        if check:
-            # The call's value checks, made by every program over all B rows (from cache), so
-            # a bad value anywhere makes every row write nothing.
-            failed = failed_value_checks(k_ptr, p_ptr, B, HAS_K, HAS_P)
-            record_failed(guard_ptr, failed)
-            clear = clear & (failed == 0)
+    # The call's value checks, made by every program over all B rows, so a bad value anywhere
+    # makes every row write nothing.
+    clear = may_write(k_ptr, p_ptr, B, guard_ptr, check, GUARDED, HAS_K, HAS_P)
     if ((k < V) | (p < 1.0)) & clear:
         zero_count = tl.zeros([], dtype=tl.int32)
         zero_mass = tl.zeros([], dtype=tl.int64)
         # Pass 1: the row max, the min key and the lane maxima.
-        lane_max, lane_min = lane_extremes(row_ptr, 0, V, BLOCK, NUM_STAGES)
-        row_max = tl.max(lane_max, axis=0)
-        key_lo = order_key(tl.min(lane_min, axis=0))
-        key_hi = order_key(row_max)
-        row_max = tl.where(row_max == float("-inf"), 0.0, row_max)
+        lane_max, row_max, key_lo, key_hi = row_extremes(row_ptr, V, BLOCK, NUM_STAGES)
         cut = key_lo
         n = tl.zeros([], dtype=tl.int32) + V
         covered = tl.zeros([], dtype=tl.int1)
         if HAS_K:
             if k < V:
-                lo = key_lo
-                if (k <= LANES) | (V <= CAP):
-                    if k <= LANES:
-                        lanes = tl.reshape(order_key(lane_max), [LANES, BLOCK // LANES])
-                        lanes = tl.max(lanes, axis=1)
-                        lo = kth_largest_bound(lanes, k, tl.min(lanes, axis=0), key_hi, BOUND_STEPS, NUM_PIVOTS)
-                    n, _ = collect(row_ptr, V, lo, key_hi, scratch_ptr, row_max, lo, False, CAP, BLOCK, NUM_STAGES)
-                cut, n, covered = find_cut(row_ptr, V, scratch_ptr, lo, key_hi, n, zero_count, zero_mass, row_max, k,
-                                           1.0, zero_mass, cut, spread_pivots(lo, key_hi, NUM_PIVOTS), False, CAP,
-                                           BLOCK, TILE, NUM_PIVOTS, RANK_ROWS, RANK_COLS, NUM_STAGES)
+                cut, n, covered = top_k_cut(row_ptr, V, k, scratch_ptr, lane_max, row_max, key_lo, key_hi, BLOCK,
+                                            NUM_STAGES, LANES, BOUND_STEPS, TILE, NUM_PIVOTS, CAP, RANK_ROWS,
+                                            RANK_COLS)
         if HAS_P:
             if (p < 1.0) & (row_max == float("inf")):
                 cut = key_hi  # +inf survivors hold all the mass: only they are kept
@@ -195,6 +179,10 @@ def apply_top_k_top_p(logits: torch.Tensor, k: torch.Tensor | None = None,
         launch_split(logits, p, plan, device, flag, guard.on_device)
         return logits
     config = LAUNCH_CONFIG[device]
+    chunks = chunks_plan(batch, vocab, device, k is not None, p is not None)
+    if chunks is not None:
+        launch_chunks(logits, k, chunks, device, config, flag, guard.on_device)
+        return logits
     wide = WIDE_TOP_P[device]
     if k is None and wide is not None and batch <= wide["rows"]:
         config = {**config, "TILE": wide["TILE"], "num_warps": wide["num_warps"]}
@@ -212,4 +200,7 @@ def scratch_bytes(batch: int, vocab: int, device: str, has_k: bool, has_p: bool)
     plan = split_plan(batch, vocab, device, has_k, has_p)
     if plan is not None:
         return split_buffer_bytes(batch, plan, device)
+    chunks = chunks_plan(batch, vocab, device, has_k, has_p)
+    if chunks is not None:
+        return chunks_buffer_bytes(batch, chunks, device, LAUNCH_CONFIG[device]["CAP"])
     return batch * LAUNCH_CONFIG[device]["CAP"] * 4

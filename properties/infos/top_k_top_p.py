@@ -34,6 +34,13 @@ SEED_REGRESSIONS = tuple(
                       dtypes=(torch.bfloat16, torch.float32), layouts=("padded64",))
     for k, p in [((50,), None), (None, (0.9,)), ((50,), (0.9,)), ((1, 0, 50272, 10), (0.5, 1.0, 0.99))]
 )
+# Top-k alone at small k on a small batch, the regime our kernels split over chunk programs
+# (`samplecheck.kernels.top_k_chunks`), several chunks a row, every property (edge values too).
+SMALL_K_ALONE = RegressionExample("top-k alone, small k, small batch",
+                                  TopKTopPCase(LogitsRecipe(batch=3, vocab=1500, family="randn", scale=2.0, seed=5),
+                                               (1, 5, 32), None),
+                                  dtypes=ALL_DTYPES, layouts=("contig", "padded64"),
+                                  tests=catalog.EXACT_TESTS + (catalog.EDGE_VALUES,))
 # Nearly flat rows at V = 32000, in the H200 gate's failing FlashInfer cases (F4, F6).
 FLAT_ROWS_32000 = LogitsRecipe(batch=7, vocab=32000, family="randn", scale=0.1, seed=1)
 # Finding F6 pinned for every profile: with p off (passed to FlashInfer as 1.0) and V >= 2048,
@@ -89,7 +96,7 @@ TOP_K_TOP_P = register(MaskingInfo(
     tolerance={torch.float32: 1e-5, torch.bfloat16: 1e-5, torch.float16: 1e-5},
     semantics={"tie_policy": "keep_all_ties", "top_p_mass": "renormalised after top-k"},
     error_inputs=TOP_K_TOP_P_ERRORS,
-    examples=SEED_REGRESSIONS + (P_OFF_FLAT_ROWS, DOMINANT_ROWS_17) + P_ONE_BESIDE_TOP_P,
+    examples=SEED_REGRESSIONS + (SMALL_K_ALONE, P_OFF_FLAT_ROWS, DOMINANT_ROWS_17) + P_ONE_BESIDE_TOP_P,
     targets=top_k_top_p_targets,
     extra_memory=top_k_top_p_scratch,
 ))

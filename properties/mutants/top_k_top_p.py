@@ -6,6 +6,8 @@ from samplecheck.registry import catalog
 # The split top-p path has no entry point of its own: its mutants are reached through the op's.
 _SPLIT_PATH = dict(kernel="top_k_top_p", module="samplecheck.kernels.top_k_top_p_split",
                    via="samplecheck.kernels.top_k_top_p", entry="apply_top_k_top_p")
+_CHUNK_PATH = dict(kernel="top_k_top_p", module="samplecheck.kernels.top_k_chunks",
+                   via="samplecheck.kernels.top_k_top_p", entry="apply_top_k_top_p")
 
 MUTANTS = (
     Mutant(
@@ -87,5 +89,30 @@ MUTANTS = (
                     "(the count still adds up): they overwrite each other and leave unwritten slots ranked",
         ref="fault class: a compaction into a shared buffer without the global offset (a missing atomic "
             "reservation)",
+    ),
+    Mutant(
+        name="top_k_chunks_early_finish", **_CHUNK_PATH,
+        find="if tl.atomic_add(count_ptr, 1) == S - 1:", replace="if tl.atomic_add(count_ptr, 1) == S - 2:",
+        description="the chunk top-k path's row is finished by the second-to-last program to count in: the "
+                    "last chunk's candidates are not in the merge yet (a one-chunk row is never finished)",
+        ref="fault class: an off-by-one in a last-block arrival count (a multi-CTA selection finishing a row "
+            "before every CTA published its part)",
+    ),
+    Mutant(
+        name="top_k_chunks_cut_one_past_kth", **_CHUNK_PATH,
+        find="kth = kth_largest(row_codes(lists_ptr, S, k, K_MAX, COL_BITS, MERGE), k)",
+        replace="kth = kth_largest(row_codes(lists_ptr, S, k, K_MAX, COL_BITS, MERGE), k + 1)",
+        description="the chunk top-k path cuts at the (k + 1)-th largest entry: one entry more than k survives "
+                    "(with its ties)",
+        ref="fault class: a 0- vs 1-based rank in a top-k threshold",
+    ),
+    Mutant(
+        name="top_k_chunks_nan_ranked_first", **_CHUNK_PATH,
+        find="local, live, COL_BITS, False)", replace="local, live, COL_BITS, True)",
+        description="the chunk top-k path ranks NaN above +inf when it selects (as torch.topk does) while the "
+                    "mask drops NaN: rows with NaN keep fewer than k entries",
+        ref="fault class: NaN ordered one way by the selection and another by the mask (torch.topk's NaN-first "
+            "order reused for a top-k mask)",
+        killed_by=catalog.EDGE_VALUES,
     ),
 )

@@ -1,0 +1,106 @@
+"""Our top-k kernel's chunk path (`samplecheck.kernels.top_k_chunks`): which calls take it, and
+that it masks every row bitwise as the one-program kernel does.
+
+The paths are compared on rows the drawn cases rarely hold together: a batch mixing k = 1,
+k at and past K_MAX (the last program's row search), k off (0, -1, V, above V) and k = V - 1;
+NaN and +-inf entries, NaN and -inf rows, ties, signed zeros; one chunk and several, a last
+chunk shorter than k; every logits dtype, a strided view, int32 and int64 k.
+"""
+
+import pytest
+import torch
+
+from samplecheck.kernels import top_k_chunks, top_k_top_p
+from samplecheck.kernels.validation import LOGIT_DTYPES
+
+pytestmark = pytest.mark.interpreter
+
+CONFIG = top_k_chunks.CHUNKS_CONFIG["cpu"]
+CHUNK = 1 << CONFIG["COL_BITS"]
+K_MAX = CONFIG["K_MAX"]
+
+
+@pytest.mark.parametrize("device_kind", ("cuda", "cpu"))
+def test_chunks_plan_routing(device_kind):
+    c = top_k_chunks.CHUNKS_CONFIG[device_kind]
+    chunk, rows, vocab = 1 << c["COL_BITS"], c["MAX_ROWS"], max(c["MIN_VOCAB"], 1)
+    widest = c["MAX_MERGE"] // c["K_MAX"] * chunk  # the widest row whose lists fit the merge
+    plan = top_k_chunks.chunks_plan
+    assert plan(rows, widest, device_kind, True, False) == widest // chunk
+    assert plan(1, vocab, device_kind, True, False) == -(-vocab // chunk)
+    assert plan(rows + 1, widest, device_kind, True, False) is None
+    assert plan(1, widest + 1, device_kind, True, False) is None
+    assert plan(1, vocab, device_kind, True, True) is None
+    assert plan(1, vocab, device_kind, False, False) is None
+    if c["MIN_VOCAB"] > 1:
+        assert plan(1, c["MIN_VOCAB"] - 1, device_kind, True, False) is None
+
+
+def _rows(kind: str, batch: int, vocab: int, gen: torch.Generator) -> torch.Tensor:
+    x = torch.randn(batch, vocab, generator=gen) * 3
+    if kind == "ties":
+        x = x.round()
+    elif kind == "edges" and vocab > 6:
+        x[0, :6] = torch.tensor([float("nan"), float("inf"), 0.0, -0.0, float("-inf"), float("nan")])
+        x[1 % batch, ::7] = float("nan")
+        x[-1] = float("-inf")
+    elif kind == "zeros":
+        x[:] = 0.0
+        x[:, 1::2] = -0.0
+    elif kind == "nan_row":
+        x[0] = float("nan")
+    return x
+
+
+def _masks_of_both_paths(logits, k, monkeypatch):
+    """(the chunk path's output, the one-program kernel's) for a top-k call on a clone of `logits`."""
+    chunked = logits.clone()
+    top_k_top_p.apply_top_k_top_p(chunked, k, None)
+    one_program = logits.clone()
+    with monkeypatch.context() as patch:
+        patch.setitem(CONFIG, "MAX_ROWS", 0)
+        top_k_top_p.apply_top_k_top_p(one_program, k, None)
+    return chunked, one_program
+
+
+@pytest.mark.parametrize("dtype", LOGIT_DTYPES, ids=str)
+@pytest.mark.parametrize("kind", ["randn", "ties", "edges", "zeros", "nan_row"])
+@pytest.mark.parametrize("vocab", [1, 7, CHUNK, 3 * CHUNK + 5])
+def test_chunk_path_masks_as_one_program(dtype, kind, vocab, monkeypatch):
+    batch = CONFIG["MAX_ROWS"]
+    gen = torch.Generator().manual_seed(vocab + len(kind))
+    logits = _rows(kind, batch, vocab, gen).to(dtype)
+    ks = [1, K_MAX, K_MAX + 1, max(vocab - 1, 1), 0, -1, vocab, vocab + 3, 5]
+    for first in range(0, len(ks), batch):
+        k = torch.tensor((ks[first:] + ks)[:batch], dtype=torch.int64 if first % 2 else torch.int32)
+        assert top_k_chunks.chunks_plan(batch, vocab, "cpu", True, False) is not None
+        chunked, one_program = _masks_of_both_paths(logits, k, monkeypatch)
+        bits = torch.int32 if dtype == torch.float32 else torch.int16
+        assert torch.equal(chunked.view(bits), one_program.view(bits)), f"k = {k.tolist()}"
+
+
+def test_chunk_path_on_a_strided_view(monkeypatch):
+    gen = torch.Generator().manual_seed(3)
+    vocab = 2 * CHUNK + 1
+    base = (torch.randn(3, vocab + 40, generator=gen) * 2).bfloat16()
+    logits = base[:, 17:17 + vocab]
+    k = torch.tensor([1, K_MAX, K_MAX + 9])
+    chunked, one_program = _masks_of_both_paths(logits, k, monkeypatch)
+    assert torch.equal(chunked.view(torch.int16), one_program.view(torch.int16))
+    before = base.clone()
+    top_k_top_p.apply_top_k_top_p(logits, k, None)
+    assert torch.equal(base[:, :17].view(torch.int16), before[:, :17].view(torch.int16))
+    assert torch.equal(base[:, 17 + vocab:].view(torch.int16), before[:, 17 + vocab:].view(torch.int16))
+
+
+def test_buffer_bytes_match_the_allocation(monkeypatch):
+    allocated = []
+    real_new_zeros = torch.Tensor.new_zeros
+    monkeypatch.setattr(torch.Tensor, "new_zeros",
+                        lambda self, *a, **kw: allocated.append(real_new_zeros(self, *a, **kw)) or allocated[-1])
+    logits = torch.randn(2, 3 * CHUNK + 5)
+    top_k_top_p.apply_top_k_top_p(logits, torch.tensor([3, 40]), None)
+    splits = top_k_chunks.chunks_plan(2, logits.size(1), "cpu", True, False)
+    expected = top_k_top_p.scratch_bytes(2, logits.size(1), "cpu", True, False)
+    assert expected == top_k_chunks.chunks_buffer_bytes(2, splits, "cpu", top_k_top_p.LAUNCH_CONFIG["cpu"]["CAP"])
+    assert [t.numel() * t.element_size() for t in allocated] == [expected]
