@@ -34,12 +34,13 @@ import triton.language as tl
 from samplecheck.kernels.chunk_codes import chunk_codes, code_cut, kth_largest, row_codes, store_largest
 from samplecheck.kernels.cut_search import may_write, row_extremes, row_k_p, top_k_cut, write_below_cut
 from samplecheck.kernels.launching import jit
-from samplecheck.kernels.runtime import cdiv, next_power_of_2
+from samplecheck.kernels.runtime import cdiv
 
 # By device: MAX_ROWS, the largest batch that takes this path, and MIN_VOCAB, the smallest
 # vocab; COL_BITS: 2**COL_BITS columns a chunk (COL_BITS <= 12, `chunk_codes`); K_MAX: the
 # largest k kept in chunk lists (larger k search the row in its last program); MAX_MERGE: the
-# most codes a row's lists may hold (S * K_MAX), a tile of the last program; num_warps: 8, as
+# most codes a row's lists may hold (S * K_MAX), the last program's tile whatever the vocab (a
+# power of two; one compiled variant for every vocab, the lanes past S * k unread); num_warps: 8, as
 # the one-program kernel's search tiles need (compiled for sm_90: 80 registers a thread with
 # bf16 logits, 169 with fp32, no spills; at 4 warps, spills). Not measured on a GPU yet: the
 # one-program kernel took 100 us at one row of 151936 (k = 50) on the H200, most of the GPU
@@ -114,7 +115,7 @@ def launch_chunks(logits: torch.Tensor, k: torch.Tensor, splits: int, device: st
     buffer = logits.new_zeros((batch, _row_words(splits, device, search["CAP"])), dtype=torch.int64)
     _top_k_chunks_kernel[(batch, splits)](
         logits, logits.stride(0), k, buffer, batch, vocab, splits, flag, check, GUARDED=flag is not None,
-        COL_BITS=c["COL_BITS"], K_MAX=c["K_MAX"], MERGE=next_power_of_2(splits * c["K_MAX"]), BLOCK=search["BLOCK"],
+        COL_BITS=c["COL_BITS"], K_MAX=c["K_MAX"], MERGE=c["MAX_MERGE"], BLOCK=search["BLOCK"],
         NUM_STAGES=search["NUM_STAGES"], LANES=search["LANES"], BOUND_STEPS=search["BOUND_STEPS"],
         TILE=search["TILE"], NUM_PIVOTS=search["NUM_PIVOTS"], CAP=search["CAP"], RANK_ROWS=search["RANK_ROWS"],
         RANK_COLS=search["RANK_COLS"], num_warps=c["num_warps"])
