@@ -1,0 +1,148 @@
+"""Our calls timed under each value of one launch setting: the measurement that decides a
+route or a launch parameter (a path's batch limit, a tile, a warp count) on a GPU.
+
+    python -m bench.settings_sweep samplecheck.kernels.top_k_chunks:CHUNKS_CONFIG.cuda.MAX_ROWS \\
+        0,16,64,256,1024 --ops top_k,top_k_sample
+    python -m bench.settings_sweep samplecheck.kernels.logprobs:TOP_IDS_MAX 0,64 --ops logprobs,pipeline
+    python -m bench.settings_sweep samplecheck.kernels.top_k_chunks:CHUNKS_CONFIG.cpu.MAX_ROWS 0,4 \\
+        --device cpu --sizes small --ops top_k                     # smoke test (interpreter)
+
+SETTING is `module:NAME` (a module global) or `module:NAME.key[.key...]` (an entry of a dict
+global); VALUES are Python literals, comma-separated. The kernels read these settings at each
+call, so each value is set in the running process in turn, and the setting's own value is
+restored at the end. Inputs and timing are the benchmark's (bench.ops, bench.timing): our call
+of each op, net of the restore copy, and on CUDA its GPU time alone (a CUDA graph's replay).
+Each value's output is compared with the first value's, bitwise: a setting that only changes
+how the work is done (every route and tile here) gives "=" wherever the op's contract fixes
+the output; "DIFFERS" is a finding, unless the contract leaves that choice open (logprobs' ids
+tied with the k-th value: torch.topk and our kernels may pick different ones).
+"""
+
+import argparse
+import ast
+import importlib
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+import torch
+
+from bench import timing
+from bench.kernels import SIZES, device_name, measure, parse_sizes
+from samplecheck.kernels.runtime import use_device
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.settings_sweep", description=__doc__.split("\n\n")[0])
+    parser.add_argument("setting", help="module:NAME or module:NAME.key[.key...]")
+    parser.add_argument("values", type=lambda text: [ast.literal_eval(v) for v in text.split(",")],
+                        help="comma-separated Python literals, e.g. 0,16,64")
+    parser.add_argument("--ops", required=True, help="comma-separated op keys of bench.ops")
+    parser.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
+    parser.add_argument("--sizes", type=parse_sizes, default=None,
+                        help=f"{', '.join(SIZES)} or BxV[,BxV...] (default: issue on CUDA, small on CPU)")
+    parser.add_argument("--out", type=Path, default=None, help="write the markdown here (else stdout)")
+    return parser.parse_args(argv)
+
+
+def _holder(setting: str) -> tuple[object, str]:
+    """(the module or dict holding the setting, its attribute or key); SystemExit naming the
+    argument when the setting names nothing that exists."""
+    module_name, _, path = setting.partition(":")
+    name, *keys = path.split(".")
+    try:
+        holder, key = importlib.import_module(module_name), name
+        for part in keys:
+            holder, key = (holder[key] if isinstance(holder, dict) else getattr(holder, key)), part
+        exists = key in holder if isinstance(holder, dict) else hasattr(holder, key)
+    except (ImportError, AttributeError, KeyError, TypeError, ValueError) as error:
+        raise SystemExit(f"setting must be module:NAME[.key...] naming an existing value; got {setting!r} "
+                         f"({type(error).__name__}: {error})") from error
+    if not path or not exists:
+        raise SystemExit(f"setting must be module:NAME[.key...] naming an existing value; got {setting!r}")
+    return holder, key
+
+
+@contextmanager
+def setting_value(setting: str, value):
+    """The setting set to `value` within the block, restored after it."""
+    holder, key = _holder(setting)
+    get = (lambda: holder[key]) if isinstance(holder, dict) else (lambda: getattr(holder, key))
+    put = holder.__setitem__ if isinstance(holder, dict) else (lambda k, v: setattr(holder, k, v))
+    before = get()
+    put(key, value)
+    try:
+        yield
+    finally:
+        put(key, before)
+
+
+def _bits(output) -> list[torch.Tensor]:
+    """The tensors of a call's output (a tensor, or a tuple of them and None), as raw bytes."""
+    items = output if isinstance(output, tuple) else (output,)
+    return [t.detach().contiguous().view(torch.uint8).flatten().cpu() for t in items if isinstance(t, torch.Tensor)]
+
+
+def sweep(setting: str, values: list, keys: set[str], sizes, device: str) -> list[dict]:
+    """One row per (op, size): {"op", "size", "cells": [(value, us, gpu_us or None, equal)]}."""
+    from bench.ops import make_inputs, operations  # imports the kernels: after use_device
+
+    timer = timing.cuda_median_us if device == "cuda" else timing.wall_median_us
+    rows = []
+    for batch, vocab in sizes:
+        inputs = make_inputs(batch, vocab, device)
+        copy_us = timer(inputs.restore)
+        copy_gpu_us = timing.replay_median_us(timing.capture(inputs.restore)[1]) if device == "cuda" else None
+        ops = [op for op in operations(inputs) if op.key in keys]
+        missing = sorted(keys - {op.key for op in ops})
+        if missing:
+            raise SystemExit(f"--ops: unknown {', '.join(missing)}")
+        for op in ops:
+            cells, first = [], None
+            for value in values:
+                with setting_value(setting, value):
+                    out = _bits(op.ours.fn())
+                    cell = measure(op.ours, copy_us, timer, copy_gpu_us)
+                if cell["status"] != "ok":
+                    raise SystemExit(f"{op.key} at {batch}x{vocab} with {setting} = {value!r}: {cell['error']}")
+                first = out if first is None else first
+                equal = len(out) == len(first) and all(torch.equal(a, b) for a, b in zip(out, first))
+                cells.append((value, cell["us"], cell["gpu_us"], equal))
+            rows.append({"op": op.key, "size": f"{batch}x{vocab}", "cells": cells})
+            print(f"{batch}x{vocab} {op.key}: " + "  ".join(f"{v!r} {us:.1f}" for v, us, _, _ in cells),
+                  file=sys.stderr, flush=True)
+    return rows
+
+
+def markdown(setting: str, values: list, rows: list[dict], device: str, command: str) -> str:
+    """The sweep's table: a row per (op, size), a column per value."""
+    method = timing.CUDA_METHOD if device == "cuda" else timing.CPU_METHOD
+    lines = [f"# `{setting}` swept", "", f"{device_name(device)} · torch {torch.__version__} · command: `{command}`",
+             "", f"Method: {method}; µs net of the restore copy, GPU time alone (graph replay) in brackets on CUDA; "
+             "= / DIFFERS: the output bitwise against the first value's (DIFFERS is a finding unless the op's "
+             "contract leaves that choice open).", "",
+             "| op | size | " + " | ".join(repr(v) for v in values) + " |",
+             "|---|---|" + "---|" * len(values)]
+    for row in rows:
+        cells = [f"{us:.1f}" + ("" if gpu is None else f" ({gpu:.1f})") + (" =" if equal else " DIFFERS")
+                 for _, us, gpu, equal in row["cells"]]
+        lines.append(f"| {row['op']} | {row['size']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    device = use_device(args.device)
+    sizes = args.sizes or SIZES["issue" if device == "cuda" else "small"]
+    rows = sweep(args.setting, args.values, set(args.ops.split(",")), sizes, device)
+    command = " ".join(["python -m bench.settings_sweep", *(sys.argv[1:] if argv is None else argv)])
+    text = markdown(args.setting, args.values, rows, device, command)
+    if args.out:
+        args.out.write_text(text)
+    else:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""The settings sweep (bench/settings_sweep.py) as a smoke test under the interpreter: each value
+is set in turn and the setting's own value restored, every op and size gets a cell per value
+(the output compared bitwise with the first value's), and a setting that names nothing is
+refused, naming the argument."""
+
+import sys
+
+import pytest
+
+from samplecheck.kernels import top_k_chunks
+from samplecheck.tests.cover.bench_modules import BENCH, in_checkout, load
+
+pytestmark = [pytest.mark.interpreter, in_checkout("settings_sweep")]
+
+
+@pytest.fixture(scope="module")
+def sweep(device):
+    if device.type != "cpu":
+        pytest.skip("a smoke test of the interpreter's path; on a GPU, run the sweep itself")
+    sys.path.insert(0, str(BENCH.parent))  # its own imports: bench.timing, bench.kernels, bench.ops
+    try:
+        yield load("settings_sweep")
+    finally:
+        sys.path.remove(str(BENCH.parent))
+
+
+def test_each_value_in_turn_and_restored(sweep, tmp_path):
+    before = top_k_chunks.CHUNKS_CONFIG["cpu"]["MAX_ROWS"]
+    out = tmp_path / "sweep.md"
+    assert sweep.main(["samplecheck.kernels.top_k_chunks:CHUNKS_CONFIG.cpu.MAX_ROWS", "0,4", "--device", "cpu",
+                       "--sizes", "2x700", "--ops", "top_k", "--out", str(out)]) == 0
+    assert top_k_chunks.CHUNKS_CONFIG["cpu"]["MAX_ROWS"] == before
+    table = out.read_text()
+    assert "| op | size | 0 | 4 |" in table
+    (row,) = [line for line in table.splitlines() if line.startswith("| top_k | 2x700 |")]
+    assert row.count(" =") == 2 and "DIFFERS" not in row, row
+
+
+@pytest.mark.parametrize("setting", ["samplecheck.kernels.top_k_chunks:NO_SUCH", "samplecheck.kernels.nowhere:X",
+                                     "samplecheck.kernels.top_k_chunks:CHUNKS_CONFIG.cpu.NO_KEY", "no_colon"])
+def test_a_setting_that_names_nothing_is_refused(sweep, setting):
+    with pytest.raises(SystemExit, match="setting must be module:NAME"):
+        sweep.main([setting, "1", "--device", "cpu", "--ops", "top_k"])
