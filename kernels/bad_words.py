@@ -186,24 +186,31 @@ def _bad_words_kernel(logits_ptr, row_stride, V, words_ptr, W, T, past_ptr, O, P
 def apply_bad_words(logits: torch.Tensor, *, bad_words: torch.Tensor, output_token_ids: torch.Tensor) -> torch.Tensor:
     """Set every banned id of `logits` to -inf in place (module docstring) and return it."""
     guard = check_bad_words(logits, bad_words, output_token_ids)
+    batch, words, tokens = bad_words.shape
+    launched = logits.numel() > 0 and words > 0 and tokens > 0
+    ids = batch * (words * tokens + output_token_ids.size(1))
+    flag = guard.settle(in_kernel=launched and ids <= INLINE_CHECK_IDS[device_kind(logits)])
+    return launch_bad_words(logits, bad_words, output_token_ids, flag, guard.on_device)
+
+
+def launch_bad_words(logits: torch.Tensor, bad_words: torch.Tensor, output_token_ids: torch.Tensor,
+                     flag: torch.Tensor | None, check: bool) -> torch.Tensor:
+    """`apply_bad_words`'s launch, for arguments that passed `check_bad_words`: under the guard
+    flag `flag` (None: unguarded); `check`: the kernel makes the call's value checks."""
     batch, vocab = logits.shape
     _, words, tokens = bad_words.shape
-    past = output_token_ids.size(1)
     kind = device_kind(logits)
-    launched = batch > 0 and vocab > 0 and words > 0 and tokens > 0
-    inline = launched and batch * (words * tokens + past) <= INLINE_CHECK_IDS[kind]
-    flag = guard.settle(in_kernel=inline)
-    if not launched:
+    if logits.numel() == 0 or words == 0 or tokens == 0:
         return logits
     check_launchable(_bad_words_kernel, logits)
     pairs = batch * words
-    if past == 0:  # no pasts: one -1 per row, so no kernel argument is empty
+    if output_token_ids.size(1) == 0:  # no pasts: one -1 per row, so no kernel argument is empty
         output_token_ids = torch.full((batch, 1), PAD_ID, dtype=output_token_ids.dtype, device=logits.device)
     block_t = first_fitting(WORD_BLOCKS[kind], tokens)
     block_p = min(first_fitting(PAIR_BLOCKS[kind], pairs), TILE[kind] // block_t)
     _bad_words_kernel[(cdiv(pairs, block_p),)](
         logits, logits.stride(0), vocab, bad_words.contiguous(), words, tokens,
-        output_token_ids.contiguous(), output_token_ids.size(1), pairs, batch, flag, guard.on_device,
+        output_token_ids.contiguous(), output_token_ids.size(1), pairs, batch, flag, check,
         GUARDED=flag is not None, BLOCK_P=block_p, BLOCK_T=block_t, BLOCK_PAST=TILE[kind] // block_p,
         CHECK_BLOCK=GUARD_BLOCK[kind])
     return logits

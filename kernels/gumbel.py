@@ -214,6 +214,15 @@ def gumbel_sample(logits: torch.Tensor, *, seeds: torch.Tensor, positions: torch
         raise ValueError(f"splits must be >= 1; got {splits}")
     guard = check_gumbel(logits, seeds, positions, temperature)
     flag = guard.settle(in_kernel=True)  # both checks are made in the kernel
+    return launch_gumbel(logits, seeds, positions, temperature, flag, guard.on_device, block_v, splits)
+
+
+def launch_gumbel(logits: torch.Tensor, seeds: torch.Tensor, positions: torch.Tensor,
+                  temperature: torch.Tensor | None, flag: torch.Tensor | None, check: bool,
+                  block_v: int | None = None, splits: int | None = None) -> torch.Tensor:
+    """`gumbel_sample`'s launch, for arguments that passed `check_gumbel` (and checked `block_v`
+    and `splits`): under the guard flag `flag` (None: unguarded); `check`: the kernel makes the
+    call's value checks."""
     batch, vocab = logits.shape
     if batch == 0:
         return torch.empty(0, dtype=torch.int64, device=logits.device)
@@ -228,7 +237,7 @@ def gumbel_sample(logits: torch.Tensor, *, seeds: torch.Tensor, positions: torch
     with quiet:
         _gumbel_kernel[(cdiv(batch, block_b), splits)](
             logits, logits.stride(0), seeds, positions, temperature, slots, batch, vocab, chunk, flag,
-            guard.on_device, GUARDED=flag is not None, HAS_TEMPERATURE=temperature is not None,
+            check, GUARDED=flag is not None, HAS_TEMPERATURE=temperature is not None,
             HASH_SEED=HASH_SEED, BLOCK_B=block_b, BLOCK_V=block_v)
     # The winner's packed low half is its id (module docstring).
     return slots.bitwise_and_(ID_MASK)

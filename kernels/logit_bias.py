@@ -338,17 +338,27 @@ def apply_logit_bias(logits: torch.Tensor, *, allowed_token_ids: torch.Tensor | 
     returns `logits`."""
     guard = check_logit_bias(logits, allowed_token_ids, logit_bias_ids, logit_bias_values,
                              stop_token_ids, min_tokens, output_len)
+    A, K, S = (0 if ids is None else ids.size(1) for ids in (allowed_token_ids, logit_bias_ids, stop_token_ids))
+    launched = logits.numel() > 0 and A + K + S > 0
+    # The ids the in-kernel check reads per row (module docstring).
+    read = A + S + K * (1 + cdiv(K, REPEAT_TILE[device_kind(logits)]))
+    flag = guard.settle(in_kernel=launched and logits.size(0) * read <= INLINE_CHECK_IDS[device_kind(logits)])
+    return launch_logit_bias(logits, allowed_token_ids, logit_bias_ids, logit_bias_values, stop_token_ids,
+                             min_tokens, output_len, flag, guard.on_device)
+
+
+def launch_logit_bias(logits: torch.Tensor, allowed_token_ids: torch.Tensor | None,
+                      logit_bias_ids: torch.Tensor | None, logit_bias_values: torch.Tensor | None,
+                      stop_token_ids: torch.Tensor | None, min_tokens: torch.Tensor | None,
+                      output_len: torch.Tensor | None, flag: torch.Tensor | None, check: bool) -> torch.Tensor:
+    """`apply_logit_bias`'s launch, for arguments that passed `check_logit_bias`: under the guard
+    flag `flag` (None: unguarded); `check`: the kernel makes the call's value checks."""
     batch, vocab = logits.shape
     allowed, A = _ids_arg(allowed_token_ids, logits)
     bias_ids, K = _ids_arg(logit_bias_ids, logits)
     stop, S = _ids_arg(stop_token_ids, logits)
     kind = device_kind(logits)
-    launched = batch > 0 and vocab > 0 and A + K + S > 0
-    # The ids the in-kernel check reads per row (module docstring).
-    read = A + S + K * (1 + cdiv(K, REPEAT_TILE[kind]))
-    inline = launched and batch * read <= INLINE_CHECK_IDS[kind]
-    flag = guard.settle(in_kernel=inline)
-    if not launched:
+    if logits.numel() == 0 or A + K + S == 0:
         return logits
     given = stop_token_ids is not None
     bias_first, stop_first = group_firsts(allowed_token_ids, logit_bias_ids)
@@ -364,5 +374,5 @@ def apply_logit_bias(logits: torch.Tensor, *, allowed_token_ids: torch.Tensor | 
             HAS_ALLOWED=allowed_token_ids is not None, A_BLOCK=max(ALLOWED_FLOOR, next_power_of_2(A)),
             HAS_BIAS=logit_bias_ids is not None, HAS_STOP=given, LIST_BLOCK=LIST_BLOCK[kind], BLOCK=BLOCK[kind],
             guard_ptr=flag, GUARDED=flag is not None, B=batch, bias_first=bias_first, stop_first=stop_first,
-            check=guard.on_device, CHECK_BLOCK=GUARD_BLOCK[kind], TILE=REPEAT_TILE[kind])
+            check=check, CHECK_BLOCK=GUARD_BLOCK[kind], TILE=REPEAT_TILE[kind])
     return logits

@@ -263,9 +263,16 @@ def compute_logprobs(logits: torch.Tensor, *, sampled: torch.Tensor, num_logprob
     """Logprobs of the sampled token and of the requested columns (module docstring); the
     logits are not modified. `gather_block` only sets the gather's step width."""
     guard = check_logprobs_args(logits, sampled, num_logprobs, gather_block)
-    batch, vocab = logits.shape
-    launched = batch > 0 and num_logprobs is not None
+    launched = logits.size(0) > 0 and num_logprobs is not None
     flag = guard.settle(in_kernel=launched)  # else the checks are launched on their own
+    return launch_logprobs(logits, sampled, num_logprobs, flag, guard.on_device, gather_block)
+
+
+def launch_logprobs(logits: torch.Tensor, sampled: torch.Tensor, num_logprobs: int | None,
+                    flag: torch.Tensor | None, check: bool, gather_block: int = GATHER_BLOCK) -> Logprobs | None:
+    """`compute_logprobs`' launches, for arguments that passed `check_logprobs_args`: under the
+    guard flag `flag` (None: unguarded); `check`: the kernels make the call's value check."""
+    batch, vocab = logits.shape
     if num_logprobs is None:
         return None
     merge = merge_tile(vocab, num_logprobs)
@@ -294,5 +301,5 @@ def compute_logprobs(logits: torch.Tensor, *, sampled: torch.Tensor, num_logprob
                                            MERGE=merge, COL_BITS=COL_BITS)
         _gather_kernel[(batch, cdiv(n_cols, gather_block))](
             logits, stride, vocab, token_ids, values, ranks, n_cols, maxima, sums, counts, splits, sampled, batch, flag,
-            guard.on_device, GUARDED=flag is not None, SPLIT_BLOCK=SPLIT_BLOCK, GATHER_BLOCK=gather_block)
+            check, GUARDED=flag is not None, SPLIT_BLOCK=SPLIT_BLOCK, GATHER_BLOCK=gather_block)
     return Logprobs(token_ids, values, ranks)

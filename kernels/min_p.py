@@ -140,10 +140,17 @@ def plan(batch: int, vocab: int, device_type: str) -> tuple[int, int, int]:
 def apply_min_p(logits: torch.Tensor, min_p: torch.Tensor | None = None) -> torch.Tensor:
     """Mask `logits` in place (module docstring) and return it."""
     guard = check_min_p(logits, min_p)
-    batch, vocab = logits.shape
-    launched = batch > 0 and vocab > 0 and min_p is not None
+    launched = logits.numel() > 0 and min_p is not None
     flag = guard.settle(in_kernel=launched)  # else the checks are launched on their own
-    if not launched:
+    return launch_min_p(logits, min_p, flag, guard.on_device)
+
+
+def launch_min_p(logits: torch.Tensor, min_p: torch.Tensor | None, flag: torch.Tensor | None,
+                 check: bool) -> torch.Tensor:
+    """`apply_min_p`'s launches, for arguments that passed `check_min_p`: under the guard flag
+    `flag` (None: unguarded); `check`: the kernel makes the call's value checks."""
+    batch, vocab = logits.shape
+    if logits.numel() == 0 or min_p is None:
         return logits
     check_launchable(_min_p_kernel, logits)
     kind = device_kind(logits)
@@ -156,7 +163,7 @@ def apply_min_p(logits: torch.Tensor, min_p: torch.Tensor | None = None) -> torc
         _chunk_max_kernel[(batch, splits)](logits, logits.stride(0), min_p, vocab, maxima, chunk, splits, BLOCK=block,
                                            num_warps=warps)
     _min_p_kernel[(programs, splits)](logits, logits.stride(0), min_p, batch, vocab, maxima, chunk, splits, flag,
-                                      guard.on_device, GUARDED=flag is not None, SPLIT=splits > 1, BLOCK=block,
+                                      check, GUARDED=flag is not None, SPLIT=splits > 1, BLOCK=block,
                                       SPLIT_BLOCK=SPLIT_BLOCK, num_warps=warps)
     return logits
 

@@ -328,20 +328,30 @@ def apply_penalties(logits: torch.Tensor, *, prompt_token_ids: torch.Tensor, out
         raise ValueError(f"pairs_max_length must be None or an int >= 0; got {pairs_max_length!r}")
     guard = check_penalties(logits, prompt_token_ids, output_token_ids, repetition_penalty, frequency_penalty,
                             presence_penalty)
+    ids = prompt_token_ids.numel() + output_token_ids.numel()
+    flag = guard.settle(in_kernel=logits.numel() > 0 and 0 < ids <= INLINE_CHECK_IDS[device_kind(logits)])
+    return launch_penalties(logits, prompt_token_ids, output_token_ids, repetition_penalty, frequency_penalty,
+                            presence_penalty, flag, guard.on_device, pairs_max_length)
+
+
+def launch_penalties(logits: torch.Tensor, prompt_token_ids: torch.Tensor, output_token_ids: torch.Tensor,
+                     repetition_penalty: torch.Tensor, frequency_penalty: torch.Tensor,
+                     presence_penalty: torch.Tensor, flag: torch.Tensor | None, check: bool,
+                     pairs_max_length: int | None = None) -> torch.Tensor:
+    """`apply_penalties`'s launch, for arguments that passed `check_penalties` (and a checked
+    `pairs_max_length`): under the guard flag `flag` (None: unguarded); `check`: the kernel
+    makes the call's value checks."""
     batch, vocab = logits.shape
     prompt_len, output_len = prompt_token_ids.size(1), output_token_ids.size(1)
     length = prompt_len + output_len
     kind = device_kind(logits)
-    launched = batch > 0 and vocab > 0 and length > 0
-    inline = launched and batch * length <= INLINE_CHECK_IDS[kind]
-    flag = guard.settle(in_kernel=inline)
-    if not launched:
+    if logits.numel() == 0 or length == 0:
         return logits
     check_launchable(_penalties_kernel, logits)
     # An empty list is passed as it is (never read): its pointer keeps the list's dtype, so an
     # empty list adds no specialization.
     lists = (prompt_token_ids.contiguous(), prompt_len, output_token_ids.contiguous(), output_len)
-    params = (repetition_penalty, frequency_penalty, presence_penalty, vocab, flag, batch, guard.on_device)
+    params = (repetition_penalty, frequency_penalty, presence_penalty, vocab, flag, batch, check)
     checks = dict(GUARDED=flag is not None, CHECK_BLOCK=GUARD_BLOCK[kind])
     if pairs_max_length is None:
         pairs = length <= PAIRS_MAX_LENGTH[kind] and batch * length**2 <= PAIRS_MAX_WORK[kind]

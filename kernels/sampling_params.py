@@ -24,9 +24,9 @@ Contract:
   is written, so an error leaves the logits and every field bitwise unchanged; messages
   name the SamplingBatch field (`top_k`, `top_p`, `seeds`, ...) and its range. The value
   checks of every field form one guard (`samplecheck.kernels.validation`: eager, deferred,
-  captured or off); the ops then run with their own value checks off under that guard's
-  flag, so a bad field makes every op write nothing, and no call synchronises on CUDA by
-  default.
+  captured or off); the ops' kernels then launch under that guard's flag with no checks of
+  their own (each op's `launch_*`, the part of its entry point after its checks), so a bad
+  field makes every op write nothing, and no call synchronises on CUDA by default.
 - Groups and defaults: the penalties run when any of `repetition_penalty`,
   `frequency_penalty`, `presence_penalty` is set; the others then default to off (1, 0,
   0), and missing `prompt_token_ids` / `output_token_ids` to empty lists. Bad words with
@@ -42,16 +42,16 @@ from typing import NamedTuple
 
 import torch
 
-from samplecheck.kernels.bad_words import apply_bad_words, check_bad_words
-from samplecheck.kernels.gumbel import check_gumbel, gumbel_sample
-from samplecheck.kernels.logit_bias import apply_logit_bias, check_logit_bias
-from samplecheck.kernels.logprobs import Logprobs, check_num_logprobs, compute_logprobs
-from samplecheck.kernels.min_p import apply_min_p
-from samplecheck.kernels.penalties import apply_penalties, check_penalties
-from samplecheck.kernels.temperature import apply_temperature, check_temperature
+from samplecheck.kernels.bad_words import check_bad_words, launch_bad_words
 from samplecheck.kernels.guard import ValueGuard
-from samplecheck.kernels.top_k_top_p import apply_top_k_top_p
-from samplecheck.kernels.validation import check_logits, check_min_p, check_top_k_top_p, unchecked_values
+from samplecheck.kernels.gumbel import check_gumbel, launch_gumbel
+from samplecheck.kernels.logit_bias import check_logit_bias, launch_logit_bias
+from samplecheck.kernels.logprobs import Logprobs, check_num_logprobs, launch_logprobs
+from samplecheck.kernels.min_p import launch_min_p
+from samplecheck.kernels.penalties import check_penalties, launch_penalties
+from samplecheck.kernels.temperature import check_temperature, launch_temperature
+from samplecheck.kernels.top_k_top_p import launch_top_k_top_p
+from samplecheck.kernels.validation import check_logits, check_min_p, check_top_k_top_p
 
 LOGPROBS_MODES = ("raw_logprobs", "raw_logits", "processed_logprobs", "processed_logits")
 
@@ -151,26 +151,25 @@ def apply_sampling_params(logits: torch.Tensor, params: SamplingBatch) -> Sample
     p, guard = check_sampling_batch(logits, params)
     flag = guard.settle()
     raw = logits.clone() if p.num_logprobs is not None and p.logprobs_mode.startswith("raw") else None
-    with unchecked_values(flag):  # every value was checked above; the ops' kernels honour the flag
-        apply_logit_bias(logits, allowed_token_ids=p.allowed_token_ids, logit_bias_ids=p.logit_bias_ids,
-                         logit_bias_values=p.logit_bias_values, stop_token_ids=p.stop_token_ids,
-                         min_tokens=p.min_tokens, output_len=p.output_len)
-        if p.repetition_penalty is not None:
-            apply_penalties(logits, prompt_token_ids=p.prompt_token_ids, output_token_ids=p.output_token_ids,
-                            repetition_penalty=p.repetition_penalty, frequency_penalty=p.frequency_penalty,
-                            presence_penalty=p.presence_penalty)
-        if p.bad_words is not None:
-            apply_bad_words(logits, bad_words=p.bad_words, output_token_ids=p.output_token_ids)
-        apply_temperature(logits, p.temperature)
-        apply_min_p(logits, p.min_p)
-        apply_top_k_top_p(logits, p.top_k, p.top_p)
-        greedy = None if p.temperature is None else (p.temperature != 0).to(torch.float32)
-        sampled = gumbel_sample(logits, seeds=p.seeds, positions=p.positions, temperature=greedy)
-        return SamplerOutput(sampled, logits, _logprobs(raw if raw is not None else logits, sampled, p))
+    # Every field was checked above: the ops launch under the guard's flag, unchecked.
+    launch_logit_bias(logits, p.allowed_token_ids, p.logit_bias_ids, p.logit_bias_values, p.stop_token_ids,
+                      p.min_tokens, p.output_len, flag, False)
+    if p.repetition_penalty is not None:
+        launch_penalties(logits, p.prompt_token_ids, p.output_token_ids, p.repetition_penalty, p.frequency_penalty,
+                         p.presence_penalty, flag, False)
+    if p.bad_words is not None:
+        launch_bad_words(logits, p.bad_words, p.output_token_ids, flag, False)
+    launch_temperature(logits, p.temperature, flag, False)
+    launch_min_p(logits, p.min_p, flag, False)
+    launch_top_k_top_p(logits, p.top_k, p.top_p, flag, False)
+    greedy = None if p.temperature is None else (p.temperature != 0).to(torch.float32)
+    sampled = launch_gumbel(logits, p.seeds, p.positions, greedy, flag, False)
+    return SamplerOutput(sampled, logits, _logprobs(raw if raw is not None else logits, sampled, p, flag))
 
 
-def _logprobs(source: torch.Tensor, sampled: torch.Tensor, params: SamplingBatch) -> Logprobs | None:
-    result = compute_logprobs(source, sampled=sampled, num_logprobs=params.num_logprobs)
+def _logprobs(source: torch.Tensor, sampled: torch.Tensor, params: SamplingBatch,
+              flag: torch.Tensor | None) -> Logprobs | None:
+    result = launch_logprobs(source, sampled, params.num_logprobs, flag, False)
     if result is None or params.logprobs_mode.endswith("logprobs"):
         return result
     return result._replace(logprobs=source.gather(1, result.token_ids).to(torch.float32))

@@ -91,10 +91,17 @@ def _temperature_kernel(logits_ptr, row_stride, temperature_ptr, B, V, chunk, gu
 def apply_temperature(logits: torch.Tensor, temperature: torch.Tensor | None = None) -> torch.Tensor:
     """Divide each row of `logits` by its temperature in place (module docstring) and return it."""
     guard = check_temperature(logits, temperature)
-    batch, vocab = logits.shape
-    launched = batch > 0 and vocab > 0 and temperature is not None
+    launched = logits.numel() > 0 and temperature is not None
     flag = guard.settle(in_kernel=launched)  # else the checks are launched on their own
-    if not launched:
+    return launch_temperature(logits, temperature, flag, guard.on_device)
+
+
+def launch_temperature(logits: torch.Tensor, temperature: torch.Tensor | None, flag: torch.Tensor | None,
+                       check: bool) -> torch.Tensor:
+    """`apply_temperature`'s launch, for arguments that passed `check_temperature`: under the
+    guard flag `flag` (None: unguarded); `check`: the kernel makes the call's value checks."""
+    batch, vocab = logits.shape
+    if logits.numel() == 0 or temperature is None:
         return logits
     check_launchable(_temperature_kernel, logits)
     blocks = cdiv(vocab, BLOCK)
@@ -104,7 +111,7 @@ def apply_temperature(logits: torch.Tensor, temperature: torch.Tensor | None = N
     quiet = np.errstate(over="ignore") if is_interpreted(_temperature_kernel) else contextlib.nullcontext()
     with quiet:
         _temperature_kernel[(batch, cdiv(vocab, chunk))](
-            logits, logits.stride(0), temperature, batch, vocab, chunk, flag, guard.on_device,
+            logits, logits.stride(0), temperature, batch, vocab, chunk, flag, check,
             GUARDED=flag is not None, BLOCK=BLOCK)
     return logits
 

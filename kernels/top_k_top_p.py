@@ -167,28 +167,35 @@ def apply_top_k_top_p(logits: torch.Tensor, k: torch.Tensor | None = None,
                       p: torch.Tensor | None = None) -> torch.Tensor:
     """Mask `logits` in place (see the module docstring) and return it."""
     guard = check_top_k_top_p(logits, k, p)
-    batch, vocab = logits.shape
-    launched = batch > 0 and vocab > 0 and (k is not None or p is not None)
+    launched = logits.numel() > 0 and (k is not None or p is not None)
     flag = guard.settle(in_kernel=launched)  # else the checks are launched on their own
-    if not launched:
+    return launch_top_k_top_p(logits, k, p, flag, guard.on_device)
+
+
+def launch_top_k_top_p(logits: torch.Tensor, k: torch.Tensor | None, p: torch.Tensor | None,
+                       flag: torch.Tensor | None, check: bool) -> torch.Tensor:
+    """`apply_top_k_top_p`'s launches, for arguments that passed `check_top_k_top_p`: under the
+    guard flag `flag` (None: unguarded); `check`: the kernels make the call's value checks."""
+    batch, vocab = logits.shape
+    if logits.numel() == 0 or (k is None and p is None):
         return logits
     check_launchable(_top_k_top_p_kernel, logits)
     device = device_kind(logits)
     plan = split_plan(batch, vocab, device, k is not None, p is not None)
     if plan is not None:
-        launch_split(logits, p, plan, device, flag, guard.on_device)
+        launch_split(logits, p, plan, device, flag, check)
         return logits
     config = LAUNCH_CONFIG[device]
     chunks = chunks_plan(batch, vocab, device, k is not None, p is not None)
     if chunks is not None:
-        launch_chunks(logits, k, chunks, device, config, flag, guard.on_device)
+        launch_chunks(logits, k, chunks, device, config, flag, check)
         return logits
     wide = WIDE_TOP_P[device]
     if k is None and wide is not None and batch <= wide["rows"]:
         config = {**config, "TILE": wide["TILE"], "num_warps": wide["num_warps"]}
     scratch = torch.empty((batch, config["CAP"]), dtype=torch.float32, device=logits.device)
     _top_k_top_p_kernel[(batch,)](
-        logits, logits.stride(0), k, p, scratch, batch, vocab, flag, guard.on_device, GUARDED=flag is not None,
+        logits, logits.stride(0), k, p, scratch, batch, vocab, flag, check, GUARDED=flag is not None,
         HAS_K=k is not None, HAS_P=p is not None, **config,
     )
     return logits

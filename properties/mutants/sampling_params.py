@@ -6,16 +6,17 @@ MUTANTS = (
     Mutant(
         name="pipeline_raw_logprobs_after_processing", kernel="sampling_params",
         module="samplecheck.kernels.sampling_params", entry="apply_sampling_params",
-        find="_logprobs(raw if raw is not None else logits, sampled, p)", replace="_logprobs(logits, sampled, p)",
+        find="_logprobs(raw if raw is not None else logits, sampled, p, flag)",
+        replace="_logprobs(logits, sampled, p, flag)",
         description="raw logprobs computed from the logits after the in-place processing (the raw clone unused)",
         ref="seed: in-place mutation of logits that raw logprobs still need (vllm#48641's dtype-preserving sampler)",
     ),
     Mutant(
         name="pipeline_temperature_before_penalties", kernel="sampling_params",
         module="samplecheck.kernels.sampling_params", entry="apply_sampling_params",
-        find="        if p.repetition_penalty is not None:\n            apply_penalties(",
-        replace="        apply_temperature(logits, p.temperature)\n        if p.repetition_penalty is not None:\n"
-                "            apply_penalties(",
+        find="    if p.repetition_penalty is not None:\n        launch_penalties(",
+        replace="    launch_temperature(logits, p.temperature, flag, False)\n    if p.repetition_penalty is not None:\n"
+                "        launch_penalties(",
         description="temperature applied before the penalties as well (the order of the engine's ops changed)",
         ref="vLLM V1 vs MRV2 op order (vllm/v1/sample/sampler.py against vllm/v1/worker/gpu/sample/sampler.py; "
             "docs/backends.md, 'sampling_params'): penalties precede temperature",
