@@ -21,55 +21,58 @@ from samplecheck.tests.quality.test_off_encodings_power import Injected
 EXAMPLES = 25
 SEEDS = range(8)  # EXAMPLES cases under each Hypothesis seed
 REAL = {name: getattr(sampler, name) for name in
-        ("apply_logit_bias", "apply_penalties", "apply_bad_words", "apply_temperature", "apply_min_p",
-         "apply_top_k_top_p")}
+        ("launch_logit_bias", "launch_penalties", "launch_bad_words", "launch_temperature", "launch_min_p",
+         "launch_top_k_top_p")}
+# The sampler calls each op's launch function positionally, its guard flag and `check` last.
 
 
 def temperature_before_penalties(params):
     """The penalties act on l / T (temperature moved before them)."""
     ran = []
 
-    def penalties(logits, **kw):
+    def penalties(logits, *args):
         ran.append(True)
-        return REAL["apply_penalties"](REAL["apply_temperature"](logits, params.temperature), **kw)
+        return REAL["launch_penalties"](REAL["launch_temperature"](logits, params.temperature, *args[-2:]), *args)
 
-    def temperature(logits, t):
-        return logits if ran else REAL["apply_temperature"](logits, t)
-    return {"apply_penalties": penalties, "apply_temperature": temperature}
+    def temperature(logits, t, *guard):
+        return logits if ran else REAL["launch_temperature"](logits, t, *guard)
+    return {"launch_penalties": penalties, "launch_temperature": temperature}
 
 
 def min_p_before_temperature(params):
     """min_p's threshold taken on the logits before temperature (a stale tensor)."""
-    def min_p(logits, m):
-        return REAL["apply_temperature"](REAL["apply_min_p"](logits, m), params.temperature)
-    return {"apply_temperature": lambda logits, t: logits, "apply_min_p": min_p}
+    def min_p(logits, m, *guard):
+        return REAL["launch_temperature"](REAL["launch_min_p"](logits, m, *guard), params.temperature, *guard)
+    return {"launch_temperature": lambda logits, t, *guard: logits, "launch_min_p": min_p}
 
 
 def top_p_before_top_k(params):
     """Top-p on the whole row, then top-k (the survivors' renormalisation skipped)."""
-    def top_k_top_p(logits, k, p):
-        return REAL["apply_top_k_top_p"](REAL["apply_top_k_top_p"](logits, None, p), k, None)
-    return {"apply_top_k_top_p": top_k_top_p}
+    def top_k_top_p(logits, k, p, *guard):
+        return REAL["launch_top_k_top_p"](REAL["launch_top_k_top_p"](logits, None, p, *guard), k, None, *guard)
+    return {"launch_top_k_top_p": top_k_top_p}
 
 
 def bias_after_temperature(params):
     """Allowed ids, biases and min_tokens applied after the penalties and temperature."""
-    stashed = {}
+    stashed = []
 
-    def temperature(logits, t):
-        REAL["apply_temperature"](logits, t)
-        return REAL["apply_logit_bias"](logits, **stashed)
-    return {"apply_logit_bias": lambda logits, **kw: stashed.update(kw) or logits, "apply_temperature": temperature}
+    def temperature(logits, t, *guard):
+        REAL["launch_temperature"](logits, t, *guard)
+        return REAL["launch_logit_bias"](logits, *stashed)
+    return {"launch_logit_bias": lambda logits, *args: stashed.extend(args) or logits,
+            "launch_temperature": temperature}
 
 
 def bad_words_after_top_k(params):
     """Bad words banned after top-k/top-p chose the survivors."""
-    stashed = {}
+    stashed = []
 
-    def top_k_top_p(logits, k, p):
-        REAL["apply_top_k_top_p"](logits, k, p)
-        return REAL["apply_bad_words"](logits, **stashed) if stashed else logits
-    return {"apply_bad_words": lambda logits, **kw: stashed.update(kw) or logits, "apply_top_k_top_p": top_k_top_p}
+    def top_k_top_p(logits, k, p, *guard):
+        REAL["launch_top_k_top_p"](logits, k, p, *guard)
+        return REAL["launch_bad_words"](logits, *stashed) if stashed else logits
+    return {"launch_bad_words": lambda logits, *args: stashed.extend(args) or logits,
+            "launch_top_k_top_p": top_k_top_p}
 
 
 DEFECTS = {f.__name__: f for f in (temperature_before_penalties, min_p_before_temperature, top_p_before_top_k,
