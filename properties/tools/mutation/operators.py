@@ -12,7 +12,7 @@ Operators never see docstrings, decorators, annotations or f-string contents: th
 - minmax:   minimum <-> maximum, min <-> max, amin <-> amax, argmin <-> argmax, clamp(min=) <-> (max=)
 - mask:     tl.load/tl.store without their mask (and `other`), or keeping one side of `a & b`
 - dtype:    tl/torch float32 <-> bfloat16/float16, float64 -> float32, casts dropped (x.to(float), to_fp32(x))
-- reorder:  adjacent pipeline steps (calls of apply_*, bare or under an `if`) swapped
+- reorder:  adjacent pipeline steps (calls of an op's apply_* or launch_*, bare or under an `if`) swapped
 - stride:   a stride factor dropped (row * row_stride -> row), int64 offsets computed in int32,
             x.stride(0) -> x.shape[1] (rows assumed contiguous)
 """
@@ -138,11 +138,12 @@ OPERATORS: dict[str, Callable[[ast.AST], Iterator[Mutation]]] = {
 
 
 def _pipeline_step(stmt: ast.stmt) -> bool:
-    """A call of an apply_* op, bare or as the only statement under an `if`."""
+    """A call of an op (its entry point apply_* or its launch_*), bare or as the only statement
+    under an `if`."""
     if isinstance(stmt, ast.If) and len(stmt.body) == 1 and not stmt.orelse:
         stmt = stmt.body[0]
     return (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
-            and isinstance(stmt.value.func, ast.Name) and stmt.value.func.id.startswith("apply_"))
+            and isinstance(stmt.value.func, ast.Name) and stmt.value.func.id.startswith(("apply_", "launch_")))
 
 
 def reorder(body: list[ast.stmt]) -> Iterator[tuple[ast.stmt, ast.stmt, str]]:
