@@ -16,7 +16,7 @@ import triton.language as tl
 from triton.runtime.jit import KernelInterface
 
 import samplecheck.infos  # noqa: F401  (registers the records whose error inputs are tried)
-from samplecheck.families.errors import built, call, floats, ids
+from samplecheck.families.errors import call, floats, ids
 from samplecheck.judging.bad_calls import CHECK_PATHS, changed, snapshot
 from samplecheck.kernels.bad_words import apply_bad_words
 from samplecheck.kernels.guard import (FLOAT32_MAX, INLINE_CHECK_IDS, RANGE_SLOTS, RangeCheck, ValueGuard,
