@@ -68,10 +68,11 @@ HI_OPEN_JIT = tl.constexpr(HI_OPEN)
 
 
 @triton.jit
-def in_range(v, lo, hi, LO_OPEN: tl.constexpr, HI_OPEN: tl.constexpr):
-    """lo <(=) v <(=) hi, elementwise; False for NaN."""
-    above = (v > lo) if LO_OPEN else (v >= lo)
-    below = (v < hi) if HI_OPEN else (v <= hi)
+def in_range(v, lo, hi, lo_open, hi_open):
+    """lo <(=) v <(=) hi, elementwise, the ends open where `lo_open` / `hi_open` (constant or
+    not); False for NaN."""
+    above = tl.where(lo_open, v > lo, v >= lo)
+    below = tl.where(hi_open, v < hi, v <= hi)
     return above & below
 
 
@@ -81,9 +82,8 @@ def _failed_bit(values_ptr, n, lo, hi, how, offs):
     or NaN, else 0; `how & LO_OPEN` / `how & HI_OPEN` make that end open."""
     live = offs < n
     v = tl.load(values_ptr + offs, mask=live)
-    above = tl.where((how & LO_OPEN_JIT) != 0, v > lo, v >= lo)
-    below = tl.where((how & HI_OPEN_JIT) != 0, v < hi, v <= hi)
-    return tl.max((live & ~(above & below)).to(tl.int32), axis=0) << (how & 31)
+    ok = in_range(v, lo, hi, (how & LO_OPEN_JIT) != 0, (how & HI_OPEN_JIT) != 0)
+    return tl.max((live & ~ok).to(tl.int32), axis=0) << (how & 31)
 
 
 # Slot i's parameters are x{i}, n{i}, lo{i}, hi{i} and how{i}, for the 6 slots of RANGE_SLOTS.

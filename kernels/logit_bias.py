@@ -340,9 +340,10 @@ def apply_logit_bias(logits: torch.Tensor, *, allowed_token_ids: torch.Tensor | 
                              stop_token_ids, min_tokens, output_len)
     A, K, S = (0 if ids is None else ids.size(1) for ids in (allowed_token_ids, logit_bias_ids, stop_token_ids))
     launched = logits.numel() > 0 and A + K + S > 0
+    kind = device_kind(logits)
     # The ids the in-kernel check reads per row (module docstring).
-    read = A + S + K * (1 + cdiv(K, REPEAT_TILE[device_kind(logits)]))
-    flag = guard.settle(in_kernel=launched and logits.size(0) * read <= INLINE_CHECK_IDS[device_kind(logits)])
+    read = A + S + K * (1 + cdiv(K, REPEAT_TILE[kind]))
+    flag = guard.settle(in_kernel=launched and logits.size(0) * read <= INLINE_CHECK_IDS[kind])
     return launch_logit_bias(logits, allowed_token_ids, logit_bias_ids, logit_bias_values, stop_token_ids,
                              min_tokens, output_len, flag, guard.on_device)
 

@@ -82,7 +82,8 @@ def _top_k_chunks_kernel(logits_ptr, row_stride, k_ptr, buffer_ptr, B, V, S, gua
                 scratch_ptr = (lists_ptr + S * K_MAX).to(tl.pointer_type(tl.float32), bitcast=True)
                 lane_max, row_max, key_lo, key_hi = row_extremes(row_ptr, V, BLOCK, NUM_STAGES)
                 cut, _n, _covered = top_k_cut(row_ptr, V, k, scratch_ptr, lane_max, row_max, key_lo, key_hi, BLOCK,
-                                      NUM_STAGES, LANES, BOUND_STEPS, TILE, NUM_PIVOTS, CAP, RANK_ROWS, RANK_COLS)
+                                              NUM_STAGES, LANES, BOUND_STEPS, TILE, NUM_PIVOTS, CAP, RANK_ROWS,
+                                              RANK_COLS)
             write_below_cut(row_ptr, 0, V, cut, BLOCK, NUM_STAGES)
 
 
