@@ -67,15 +67,6 @@ def store_largest(codes, out_ptr, n, AS_COLUMNS: tl.constexpr):
 
 
 @triton.jit
-def kth_largest(codes, k):
-    """The k-th largest (k >= 1) of the distinct `codes`."""
-    floor = tl.min(codes, axis=0)
-    for _ in range(1, k):
-        codes = tl.where(codes == tl.max(codes, axis=0), floor, codes)
-    return tl.max(codes, axis=0)
-
-
-@triton.jit
 def row_codes(lists_ptr, splits, n, stride, COL_BITS: tl.constexpr, MERGE: tl.constexpr):
     """The row codes of a row's chunk lists (chunk c's n codes at lists_ptr[c * stride:][:n],
     int64 storage of chunk codes), in MERGE lanes (>= splits * n)."""

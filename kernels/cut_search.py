@@ -383,3 +383,54 @@ def top_k_cut(row_ptr, V, k, scratch_ptr, lane_max, row_max, key_lo, key_hi, BLO
     return find_cut(row_ptr, V, scratch_ptr, lo, key_hi, n, tl.zeros([], dtype=tl.int32), zero_mass, row_max, k, 1.0,
                     zero_mass, key_lo, spread_pivots(lo, key_hi, NUM_PIVOTS), False, CAP, BLOCK, TILE, NUM_PIVOTS,
                     RANK_ROWS, RANK_COLS, NUM_STAGES)
+
+
+@triton.jit
+def row_cut(row_ptr, V, k, p, scratch_ptr, HAS_K: tl.constexpr, HAS_P: tl.constexpr, BLOCK: tl.constexpr,
+            NUM_STAGES: tl.constexpr, LANES: tl.constexpr, BOUND_STEPS: tl.constexpr, TILE: tl.constexpr,
+            NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, RANK_ROWS: tl.constexpr, RANK_COLS: tl.constexpr,
+            SAMPLE: tl.constexpr):
+    """The cut of a row with top-k or top-p on (k < V or p < 1; `row_k_p`), found by one
+    program with a CAP-entry fp32 scratch: the algorithm `samplecheck.kernels.top_k_top_p`'s
+    module docstring states (pass 1, the top-k cut, then the top-p cut over its survivors)."""
+    zero_count = tl.zeros([], dtype=tl.int32)
+    zero_mass = tl.zeros([], dtype=tl.int64)
+    # Pass 1: the row max, the min key and the lane maxima.
+    lane_max, row_max, key_lo, key_hi = row_extremes(row_ptr, V, BLOCK, NUM_STAGES)
+    cut = key_lo
+    n = tl.zeros([], dtype=tl.int32) + V
+    covered = tl.zeros([], dtype=tl.int1)
+    if HAS_K:
+        if k < V:
+            cut, n, covered = top_k_cut(row_ptr, V, k, scratch_ptr, lane_max, row_max, key_lo, key_hi, BLOCK,
+                                        NUM_STAGES, LANES, BOUND_STEPS, TILE, NUM_PIVOTS, CAP, RANK_ROWS,
+                                        RANK_COLS)
+    if HAS_P:
+        if (p < 1.0) & (row_max == float("inf")):
+            cut = key_hi  # +inf survivors hold all the mass: only they are kept
+        elif p < 1.0:
+            if covered:
+                # The scratch holds every top-k survivor: weigh them there.
+                kept_mass = tl.zeros([RANK_ROWS], dtype=tl.int64)
+                for start in range(0, n, RANK_ROWS):
+                    idx = start + tl.arange(0, RANK_ROWS)
+                    x = tl.load(scratch_ptr + idx, mask=idx < n, other=float("-inf"))
+                    kept_mass += tl.where(order_key(x) >= cut, weight(x, row_max), 0)
+                lo = cut
+                mass = tl.sum(kept_mass, axis=0)
+                pivots = spread_pivots(lo, key_hi, NUM_PIVOTS)
+            else:
+                # When the sample says that more than CAP / 2 entries lie in the bracket,
+                # it is narrowed from the pivots the sample predicts, without collecting it.
+                lo, pivots, sampled = top_p_first_step(row_ptr, V, cut, key_hi, row_max, p, CAP, SAMPLE,
+                                                       NUM_PIVOTS)
+                mass = zero_mass
+                if sampled:
+                    n = tl.zeros([], dtype=tl.int32) + V
+                else:
+                    n, mass = collect(row_ptr, V, lo, key_hi, scratch_ptr, row_max, cut, True, CAP, BLOCK,
+                                      NUM_STAGES)
+            cut, _, _ = find_cut(row_ptr, V, scratch_ptr, lo, key_hi, n, zero_count, zero_mass, row_max, k, p,
+                                 mass, cut, pivots, True, CAP, BLOCK, TILE, NUM_PIVOTS, RANK_ROWS, RANK_COLS,
+                                 NUM_STAGES)
+    return cut

@@ -21,10 +21,11 @@ Contract (the oracle `samplecheck.oracles.top_k_top_p` states the semantics in f
   row on a GPU) for the candidates described below, or the split or chunk path's one buffer
   (`scratch_bytes`); nothing is cached between calls.
 - Paths: a small batch with p and no k (`samplecheck.kernels.top_k_top_p_split.split_plan`)
-  splits each row over several programs and five launches; a small batch with k and no p
-  (`samplecheck.kernels.top_k_chunks.chunks_plan`) splits each row over chunk programs in one
-  launch; every other call is one launch, one program per row, as described below. All
-  find the same cut, so the masks are equal.
+  splits each row over several programs and five launches; a small batch with k (with or
+  without p; `samplecheck.kernels.top_k_chunks.chunks_plan`) splits each row over chunk
+  programs in one launch; every other call is one launch, one program per row, as described
+  below (`samplecheck.kernels.cut_search.row_cut`). All find the same cut, so the masks are
+  equal.
 
 Algorithm, per row (one program), no sort of the row. Every fp32 value maps to an int32
 key with the same order. The kept set is always {x : key(x) >= c} for a cut key c, the
@@ -73,8 +74,7 @@ not specialized.
 import torch
 import triton.language as tl
 
-from samplecheck.kernels.cut_search import (collect, find_cut, may_write, order_key, row_extremes, row_k_p,
-                                            spread_pivots, top_k_cut, top_p_first_step, weight, write_below_cut)
+from samplecheck.kernels.cut_search import may_write, row_cut, row_k_p, write_below_cut
 from samplecheck.kernels.launching import jit
 from samplecheck.kernels.runtime import check_launchable, device_kind
 from samplecheck.kernels.top_k_chunks import chunks_buffer_bytes, chunks_plan, launch_chunks
@@ -119,46 +119,8 @@ def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, B, V,
     # makes every row write nothing.
     clear = may_write(k_ptr, p_ptr, B, guard_ptr, check, GUARDED, HAS_K, HAS_P)
     if ((k < V) | (p < 1.0)) & clear:
-        zero_count = tl.zeros([], dtype=tl.int32)
-        zero_mass = tl.zeros([], dtype=tl.int64)
-        # Pass 1: the row max, the min key and the lane maxima.
-        lane_max, row_max, key_lo, key_hi = row_extremes(row_ptr, V, BLOCK, NUM_STAGES)
-        cut = key_lo
-        n = tl.zeros([], dtype=tl.int32) + V
-        covered = tl.zeros([], dtype=tl.int1)
-        if HAS_K:
-            if k < V:
-                cut, n, covered = top_k_cut(row_ptr, V, k, scratch_ptr, lane_max, row_max, key_lo, key_hi, BLOCK,
-                                            NUM_STAGES, LANES, BOUND_STEPS, TILE, NUM_PIVOTS, CAP, RANK_ROWS,
-                                            RANK_COLS)
-        if HAS_P:
-            if (p < 1.0) & (row_max == float("inf")):
-                cut = key_hi  # +inf survivors hold all the mass: only they are kept
-            elif p < 1.0:
-                if covered:
-                    # The scratch holds every top-k survivor: weigh them there.
-                    kept_mass = tl.zeros([RANK_ROWS], dtype=tl.int64)
-                    for start in range(0, n, RANK_ROWS):
-                        idx = start + tl.arange(0, RANK_ROWS)
-                        x = tl.load(scratch_ptr + idx, mask=idx < n, other=float("-inf"))
-                        kept_mass += tl.where(order_key(x) >= cut, weight(x, row_max), 0)
-                    lo = cut
-                    mass = tl.sum(kept_mass, axis=0)
-                    pivots = spread_pivots(lo, key_hi, NUM_PIVOTS)
-                else:
-                    # When the sample says that more than CAP / 2 entries lie in the bracket,
-                    # it is narrowed from the pivots the sample predicts, without collecting it.
-                    lo, pivots, sampled = top_p_first_step(row_ptr, V, cut, key_hi, row_max, p, CAP, SAMPLE,
-                                                           NUM_PIVOTS)
-                    mass = zero_mass
-                    if sampled:
-                        n = tl.zeros([], dtype=tl.int32) + V
-                    else:
-                        n, mass = collect(row_ptr, V, lo, key_hi, scratch_ptr, row_max, cut, True, CAP, BLOCK,
-                                          NUM_STAGES)
-                cut, _, _ = find_cut(row_ptr, V, scratch_ptr, lo, key_hi, n, zero_count, zero_mass, row_max, k, p,
-                                     mass, cut, pivots, True, CAP, BLOCK, TILE, NUM_PIVOTS, RANK_ROWS, RANK_COLS,
-                                     NUM_STAGES)
+        cut = row_cut(row_ptr, V, k, p, scratch_ptr, HAS_K, HAS_P, BLOCK, NUM_STAGES, LANES, BOUND_STEPS, TILE,
+                      NUM_PIVOTS, CAP, RANK_ROWS, RANK_COLS, SAMPLE)
         # Final pass: write -inf below the cut, nothing else.
         write_below_cut(row_ptr, 0, V, cut, BLOCK, NUM_STAGES)
 
@@ -188,7 +150,7 @@ def launch_top_k_top_p(logits: torch.Tensor, k: torch.Tensor | None, p: torch.Te
     config = LAUNCH_CONFIG[device]
     chunks = chunks_plan(batch, vocab, device, k is not None, p is not None)
     if chunks is not None:
-        launch_chunks(logits, k, chunks, device, config, flag, check)
+        launch_chunks(logits, k, p, chunks, device, config, flag, check)
         return logits
     wide = WIDE_TOP_P[device]
     if k is None and wide is not None and batch <= wide["rows"]:

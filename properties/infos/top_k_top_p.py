@@ -41,6 +41,20 @@ SMALL_K_ALONE = RegressionExample("top-k alone, small k, small batch",
                                                (1, 5, 32), None),
                                   dtypes=ALL_DTYPES, layouts=("contig", "padded64"),
                                   tests=catalog.EXACT_TESTS + (catalog.EDGE_VALUES,))
+# Top-k + top-p at small k on a small batch, the same regime with p: randn rows over several
+# chunks, and 4-level rows of one chunk whose k-th value is tied far past k: the survivors'
+# mass counts every tie, not only the k selected, and p falls where that decides the cut.
+SMALL_K_WITH_P = (
+    RegressionExample("top-k + top-p, small k, small batch",
+                      TopKTopPCase(LogitsRecipe(batch=3, vocab=1500, family="randn", scale=2.0, seed=6),
+                                   (2, 5, 32), (0.5, 0.9, 0.99)),
+                      dtypes=ALL_DTYPES, layouts=("contig", "padded64"),
+                      tests=catalog.EXACT_TESTS + (catalog.EDGE_VALUES,)),
+    RegressionExample("top-k + top-p, k-th value tied past k",
+                      TopKTopPCase(LogitsRecipe(batch=4, vocab=64, family="ties", scale=0.25, seed=7),
+                                   (20,), (0.6, 0.65)),
+                      dtypes=ALL_DTYPES, layouts=("contig",), tests=catalog.EXACT_TESTS),
+)
 # Nearly flat rows at V = 32000, in the H200 gate's failing FlashInfer cases (F4, F6).
 FLAT_ROWS_32000 = LogitsRecipe(batch=7, vocab=32000, family="randn", scale=0.1, seed=1)
 # Finding F6 pinned for every profile: with p off (passed to FlashInfer as 1.0) and V >= 2048,
@@ -96,7 +110,8 @@ TOP_K_TOP_P = register(MaskingInfo(
     tolerance={torch.float32: 1e-5, torch.bfloat16: 1e-5, torch.float16: 1e-5},
     semantics={"tie_policy": "keep_all_ties", "top_p_mass": "renormalised after top-k"},
     error_inputs=TOP_K_TOP_P_ERRORS,
-    examples=SEED_REGRESSIONS + (SMALL_K_ALONE, P_OFF_FLAT_ROWS, DOMINANT_ROWS_17) + P_ONE_BESIDE_TOP_P,
+    examples=SEED_REGRESSIONS + (SMALL_K_ALONE, *SMALL_K_WITH_P, P_OFF_FLAT_ROWS, DOMINANT_ROWS_17)
+    + P_ONE_BESIDE_TOP_P,
     targets=top_k_top_p_targets,
     extra_memory=top_k_top_p_scratch,
 ))

@@ -100,8 +100,10 @@ MUTANTS = (
     ),
     Mutant(
         name="top_k_chunks_cut_one_past_kth", **_CHUNK_PATH,
-        find="kth = kth_largest(row_codes(lists_ptr, S, k, K_MAX, COL_BITS, MERGE), k)",
-        replace="kth = kth_largest(row_codes(lists_ptr, S, k, K_MAX, COL_BITS, MERGE), k + 1)",
+        find=("store_largest(row_codes(lists_ptr, S, k, K_MAX, COL_BITS, MERGE), top_ptr, k, False)\n"
+              "    tl.debug_barrier()\n    return tl.load(top_ptr + k - 1,"),
+        replace=("store_largest(row_codes(lists_ptr, S, k, K_MAX, COL_BITS, MERGE), top_ptr, k + 1, False)\n"
+                 "    tl.debug_barrier()\n    return tl.load(top_ptr + k,"),
         description="the chunk top-k path cuts at the (k + 1)-th largest entry: one entry more than k survives "
                     "(with its ties)",
         ref="fault class: a 0- vs 1-based rank in a top-k threshold",
@@ -114,5 +116,22 @@ MUTANTS = (
         ref="fault class: NaN ordered one way by the selection and another by the mask (torch.topk's NaN-first "
             "order reused for a top-k mask)",
         killed_by=catalog.EDGE_VALUES,
+    ),
+    Mutant(
+        name="top_k_chunks_top_p_listed_ties_only", **_CHUNK_PATH,
+        find="    recount = live & ((chunk_last >> COL_BITS) == level)\n",
+        replace="    recount = live & (chunk_last != chunk_last)\n",
+        description="the chunk path's top-p total counts the k-th value's ties from the chunk lists alone: a "
+                    "chunk whose k listed codes all hold that value may hold more, whose mass the total leaves out",
+        ref="fault class: a top-p renormalised over the selected k while the mask keeps every tie at the k-th "
+            "value (fi PR #3774, tie policy differences)",
+    ),
+    Mutant(
+        name="top_k_chunks_top_p_mass_at_or_above", **_CHUNK_PATH,
+        find="above = tl.sum(tl.where(key[None, :] > key[:, None], w[None, :], 0), axis=1)",
+        replace="above = tl.sum(tl.where(key[None, :] >= key[:, None], w[None, :], 0), axis=1)",
+        description="the chunk path's top-p weighs each listed value's own entries into the mass above it: "
+                    "the crossing value is dropped (a cumulative mass taken inclusive instead of exclusive)",
+        ref="off-by-one at the top-p boundary (fi#2202)",
     ),
 )

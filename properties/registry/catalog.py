@@ -43,6 +43,10 @@ WHOLE_VOCAB_AT_262144 = "test_whole_vocab_at_262144"
 WHOLE_VOCAB_MEMORY = "test_whole_vocab_memory_b64_v262144"
 SAMPLED_OUTSIDE_THE_VOCAB = "test_sampled_outside_the_vocab_is_never_read"
 
+# Tests that check a property above on other inputs (fixed edge rows in the regression
+# examples): a backend's marks and declarations for the property apply to them as well.
+PROPERTY_OF = {"test_edge_values_on_regression_examples": EDGE_VALUES}
+
 # The properties of what a backend does with bad values (checked: they raise; unchecked: the
 # documented handling): skipped together where a backend declares that its caller validates.
 BAD_VALUE_TESTS = (ERROR_INPUTS, LARGE_LIST_OFFSETS_CHECKED, LIST_OFFSETS_CHECKED_AT_SMALL_FAR, IDS_BEYOND_INT32,

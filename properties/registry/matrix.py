@@ -16,7 +16,7 @@ from typing import Callable
 import pytest
 import torch
 
-from samplecheck.registry.catalog import ERROR_INPUTS
+from samplecheck.registry.catalog import ERROR_INPUTS, PROPERTY_OF
 from samplecheck.registry.records import DTYPE_NAMES, Backend, KernelInfo
 from samplecheck.registry.semantics import axis_marks, declared_record, describe, validate
 
@@ -149,6 +149,7 @@ def combos(test: str, device: str, *, kernel=None, dtypes=None, layouts=None, sa
 
 def _marks(combo: Combo, test: str, device: str) -> list:
     backend = combo.backend
+    test = PROPERTY_OF.get(test, test)
     if device not in backend.devices:
         return [pytest.mark.skip(reason=f"backend {backend.name} runs on {', '.join(backend.devices)}, not {device}")]
     if backend.dtypes is not None and combo.dtype not in backend.dtypes:

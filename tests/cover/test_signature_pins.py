@@ -150,3 +150,16 @@ def test_edge_value_signatures_name_their_rows(name, inf_rows, finite_draws, fin
     assert drew_masked_ids_in_finite_rows(failure) is finite_draws
     assert dropped_kept_ids_in_finite_rows(failure) is finite_drops
     assert INF_ROW_MASKED_OR_SHORT_NUCLEUS[0].witness(failure) is (inf_rows or finite_drops)
+
+
+def test_a_property_s_pins_apply_to_its_regression_example_variant():
+    """The fixed edge rows of the regression examples check the edge-value property: every cell
+    carries the marks it carries in test_edge_values (catalog.PROPERTY_OF)."""
+    from samplecheck.registry.matrix import combos
+
+    def marks(test):
+        return {param.id: [(m.name, m.kwargs.get("reason")) for m in param.marks] for param in combos(test, "cpu")}
+
+    variant, pinned = marks("test_edge_values_on_regression_examples"), marks(catalog.EDGE_VALUES)
+    assert variant == pinned
+    assert any(name == "finding" for cell in variant.values() for name, _ in cell)  # pins exist to carry

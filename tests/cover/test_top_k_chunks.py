@@ -1,10 +1,12 @@
 """Our top-k kernel's chunk path (`samplecheck.kernels.top_k_chunks`): which calls take it, and
-that it masks every row bitwise as the one-program kernel does.
+that it masks every row bitwise as the one-program kernel does, top-k alone and top-k + top-p.
 
 The paths are compared on rows the drawn cases rarely hold together: a batch mixing k = 1,
 k at and past K_MAX (the last program's row search), k off (0, -1, V, above V) and k = V - 1;
-NaN and +-inf entries, NaN and -inf rows, ties, signed zeros; one chunk and several, a last
-chunk shorter than k; every logits dtype, a strided view, int32 and int64 k.
+p off, tiny, middling and near 1 beside them; NaN and +-inf entries, NaN and -inf rows, +inf
+survivors, ties (at the k-th value across full chunk lists: the top-p total's tie count),
+signed zeros; one chunk and several, a last chunk shorter than k; every logits dtype, a
+strided view, int32 and int64 k.
 """
 
 import pytest
@@ -30,7 +32,8 @@ def test_chunks_plan_routing(device_kind):
     assert plan(1, vocab, device_kind, True, False) == -(-vocab // chunk)
     assert plan(rows + 1, widest, device_kind, True, False) is None
     assert plan(1, widest + 1, device_kind, True, False) is None
-    assert plan(1, vocab, device_kind, True, True) is None
+    assert plan(1, vocab, device_kind, True, True) == (-(-vocab // chunk) if c["WITH_P"] else None)
+    assert plan(1, vocab, device_kind, False, True) is None
     assert plan(1, vocab, device_kind, False, False) is None
     if c["MIN_VOCAB"] > 1:
         assert plan(1, c["MIN_VOCAB"] - 1, device_kind, True, False) is None
@@ -49,34 +52,43 @@ def _rows(kind: str, batch: int, vocab: int, gen: torch.Generator) -> torch.Tens
         x[:, 1::2] = -0.0
     elif kind == "nan_row":
         x[0] = float("nan")
+    elif kind == "inf" and vocab > 3:
+        x[0, 3] = float("inf")
+        x[1 % batch, ::5] = float("-inf")
     return x
 
 
-def _masks_of_both_paths(logits, k, monkeypatch):
-    """(the chunk path's output, the one-program kernel's) for a top-k call on a clone of `logits`."""
+def _masks_of_both_paths(logits, k, p, monkeypatch):
+    """(the chunk path's output, the one-program kernel's) for a call on a clone of `logits`."""
     chunked = logits.clone()
-    top_k_top_p.apply_top_k_top_p(chunked, k, None)
+    top_k_top_p.apply_top_k_top_p(chunked, k, p)
     one_program = logits.clone()
     with monkeypatch.context() as patch:
         patch.setitem(CONFIG, "MAX_ROWS", 0)
-        top_k_top_p.apply_top_k_top_p(one_program, k, None)
+        top_k_top_p.apply_top_k_top_p(one_program, k, p)
     return chunked, one_program
 
 
+# p for the rows of a call with top-p (cycled beside the k list): off, tiny, middling, near 1.
+TOP_PS = [0.9, 1.0, 1e-6, 0.5, 0.999, 0.3, 0.99, 0.7]
+
+
 @pytest.mark.parametrize("dtype", LOGIT_DTYPES, ids=str)
-@pytest.mark.parametrize("kind", ["randn", "ties", "edges", "zeros", "nan_row"])
+@pytest.mark.parametrize("kind", ["randn", "ties", "edges", "zeros", "nan_row", "inf"])
 @pytest.mark.parametrize("vocab", [1, 7, CHUNK, 3 * CHUNK + 5])
-def test_chunk_path_masks_as_one_program(dtype, kind, vocab, monkeypatch):
+@pytest.mark.parametrize("with_p", [False, True], ids=["k", "k_p"])
+def test_chunk_path_masks_as_one_program(dtype, kind, vocab, with_p, monkeypatch):
     batch = CONFIG["MAX_ROWS"]
     gen = torch.Generator().manual_seed(vocab + len(kind))
     logits = _rows(kind, batch, vocab, gen).to(dtype)
-    ks = [1, K_MAX, K_MAX + 1, max(vocab - 1, 1), 0, -1, vocab, vocab + 3, 5]
+    ks = [1, K_MAX, K_MAX + 1, max(vocab - 1, 1), 0, -1, vocab, vocab + 3, 5, 2, 17]
     for first in range(0, len(ks), batch):
         k = torch.tensor((ks[first:] + ks)[:batch], dtype=torch.int64 if first % 2 else torch.int32)
-        assert top_k_chunks.chunks_plan(batch, vocab, "cpu", True, False) is not None
-        chunked, one_program = _masks_of_both_paths(logits, k, monkeypatch)
+        p = torch.tensor((TOP_PS[first % len(TOP_PS):] + TOP_PS)[:batch]) if with_p else None
+        assert top_k_chunks.chunks_plan(batch, vocab, "cpu", True, with_p) is not None
+        chunked, one_program = _masks_of_both_paths(logits, k, p, monkeypatch)
         bits = torch.int32 if dtype == torch.float32 else torch.int16
-        assert torch.equal(chunked.view(bits), one_program.view(bits)), f"k = {k.tolist()}"
+        assert torch.equal(chunked.view(bits), one_program.view(bits)), f"k = {k.tolist()}, p = {p}"
 
 
 def test_chunk_path_on_a_strided_view(monkeypatch):
@@ -85,7 +97,7 @@ def test_chunk_path_on_a_strided_view(monkeypatch):
     base = (torch.randn(3, vocab + 40, generator=gen) * 2).bfloat16()
     logits = base[:, 17:17 + vocab]
     k = torch.tensor([1, K_MAX, K_MAX + 9])
-    chunked, one_program = _masks_of_both_paths(logits, k, monkeypatch)
+    chunked, one_program = _masks_of_both_paths(logits, k, torch.tensor([0.8, 0.95, 0.5]), monkeypatch)
     assert torch.equal(chunked.view(torch.int16), one_program.view(torch.int16))
     before = base.clone()
     top_k_top_p.apply_top_k_top_p(logits, k, None)
