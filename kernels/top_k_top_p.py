@@ -21,7 +21,7 @@ Contract (the oracle `samplecheck.oracles.top_k_top_p` states the semantics in f
   row on a GPU) for the candidates described below, or the split or chunk path's one buffer
   (`scratch_bytes`); nothing is cached between calls.
 - Paths: a small batch with p and no k (`samplecheck.kernels.top_k_top_p_split.split_plan`)
-  splits each row over several programs and five launches; a small batch with k (with or
+  splits each row over several programs and four launches; a small batch with k (with or
   without p; `samplecheck.kernels.top_k_chunks.chunks_plan`) splits each row over chunk
   programs in one launch; every other call is one launch, one program per row, as described
   below (`samplecheck.kernels.cut_search.row_cut`). All find the same cut, so the masks are

@@ -21,9 +21,10 @@ p = 1 do nothing in any of them:
 4. `_rank_kernel` (grid [B, R]): R programs rank RANK_ROWS candidates at a time against all
    of them; the cut is the smallest holding key (an atomic min). When the bracket holds more
    than CAP entries (the sample misplaced the pivots, or many equal keys), program (row, 0)
-   finishes that row's search alone, as the one-program kernel does (`find_cut`).
-5. `_write_kernel`: -inf below the cut (and at NaN), nothing else; nothing when the guard
-   flag is set.
+   finishes that row's search alone, as the one-program kernel does (`find_cut`). Each
+   program then counts itself in at the row's counter (an atomic add, acquire-release, after
+   a barrier); the last to count in writes -inf below the cut (and at NaN) over the whole
+   row, nothing else, and nothing when the guard flag is set.
 
 Buffers per call: one int64 allocation (`split_buffer_bytes`) split into four parts, in
 order: state int64 [B, PIVOTS + NUM_PIVOTS], the scratch fp32 [B, CAP], step tallies int64
@@ -54,18 +55,19 @@ from samplecheck.kernels.runtime import cdiv
 # since the ranking is spread over R programs a row. On an H200 (session 27,
 # docs/benchmarks.md) the split beat one program a row at B <= 32 with V = 151936, and lost at
 # V = 32000. On the CPU, small chunks and CAP, so that the suite's small rows take every branch
-# (several chunks, brackets too large to collect: the fallback), and few programs and wide
-# tiles, since the interpreter pays per program and per operation.
+# (several chunks, brackets too large to collect: the fallback), few RANK_ROWS, so that a few
+# dozen candidates spread over every rank program of a row, and few programs and wide tiles
+# otherwise, since the interpreter pays per program and per operation.
 SPLIT_CONFIG = {
     "cuda": dict(PROGRAMS=264, MAX_ROWS=32, MIN_VOCAB=65536, MAX_SPLITS=256, MIN_CHUNK=2048, BLOCK=2048,
                  ROW_BLOCK=2048, NUM_STAGES=3, TILE=512, NUM_PIVOTS=16, CAP=4096, RANK_ROWS=16, RANK_COLS=256,
                  SAMPLE=1024, num_warps=8),
     "cpu": dict(PROGRAMS=4, MAX_ROWS=2, MIN_VOCAB=0, MAX_SPLITS=4, MIN_CHUNK=128, BLOCK=128, ROW_BLOCK=4096,
-                NUM_STAGES=1, TILE=1024, NUM_PIVOTS=16, CAP=64, RANK_ROWS=16, RANK_COLS=64, SAMPLE=32),
+                NUM_STAGES=1, TILE=1024, NUM_PIVOTS=16, CAP=64, RANK_ROWS=4, RANK_COLS=64, SAMPLE=32),
 }
 # A row's state (int64 slots): the bracket after the first step, its population, the count
-# and mass above hi, the row's mass, the collect counter, the cut, then NUM_PIVOTS slots from
-# PIVOTS for the first step's pivots.
+# and mass above hi, the row's mass, the collect counter, the cut, the rank programs' counter,
+# then NUM_PIVOTS slots from PIVOTS for the first step's pivots.
 LO = tl.constexpr(0)
 HI = tl.constexpr(1)
 POP = tl.constexpr(2)
@@ -74,7 +76,8 @@ MASS_HI = tl.constexpr(4)
 TOTAL = tl.constexpr(5)
 COUNTER = tl.constexpr(6)
 CUT = tl.constexpr(7)
-PIVOTS = tl.constexpr(8)
+RANKED = tl.constexpr(8)
+PIVOTS = tl.constexpr(9)
 
 
 @triton.jit
@@ -194,6 +197,7 @@ def _collect_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, tally_pt
             tl.store(state_ptr + COUNT_HI, count_hi.to(tl.int64))
             tl.store(state_ptr + MASS_HI, mass_hi)
             tl.store(state_ptr + CUT, hi.to(tl.int64))
+            tl.store(state_ptr + RANKED, 0)
         if (lo < hi) & (pop <= CAP):
             row_ptr = logits_ptr + row * row_stride
             groups = group_columns(BLOCK)
@@ -208,11 +212,13 @@ def _collect_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, tally_pt
                     tl.store(scratch_ptr + row * CAP + pos, x, mask=(take == 1) & (pos < CAP))
 
 
-@jit(do_not_specialize=["p_ptr", "S"])
-def _rank_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, scratch_ptr, V, S, BLOCK: tl.constexpr,
-                 NUM_STAGES: tl.constexpr, MAX_SPLITS: tl.constexpr, TILE: tl.constexpr, NUM_PIVOTS: tl.constexpr,
-                 CAP: tl.constexpr, RANK_ROWS: tl.constexpr, RANK_COLS: tl.constexpr, STATE: tl.constexpr):
-    """Launch 4 (grid [B, R]): the cut from the scratch, or from the whole row when it overflowed."""
+@jit(do_not_specialize=["p_ptr", "S", "guard_ptr"])
+def _rank_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, scratch_ptr, V, S, guard_ptr,
+                 GUARDED: tl.constexpr, BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr, MAX_SPLITS: tl.constexpr,
+                 TILE: tl.constexpr, NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, RANK_ROWS: tl.constexpr,
+                 RANK_COLS: tl.constexpr, STATE: tl.constexpr):
+    """Launch 4 (grid [B, R]): the cut from the scratch, or from the whole row when it
+    overflowed; the row's last program to finish writes it."""
     row = tl.program_id(0).to(tl.int64)
     part = tl.program_id(1)
     p = _row_p(p_ptr, row)
@@ -238,20 +244,14 @@ def _rank_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, scratch_ptr
                                      row_max, V, p, total, key_lo, spread_pivots(lo, hi, NUM_PIVOTS), True, CAP,
                                      BLOCK, TILE, NUM_PIVOTS, RANK_ROWS, RANK_COLS, NUM_STAGES)
                 tl.store(state_ptr + CUT, cut.to(tl.int64))
-
-
-@jit(do_not_specialize=["p_ptr", "guard_ptr"])
-def _write_kernel(logits_ptr, row_stride, p_ptr, state_ptr, V, CHUNK, guard_ptr, GUARDED: tl.constexpr,
-                  BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr, STATE: tl.constexpr):
-    """Launch 5: -inf below the cut and at NaN, in the chunk."""
-    row = tl.program_id(0).to(tl.int64)
-    clear = True
-    if GUARDED:
-        clear = tl.load(guard_ptr) == 0
-    if (_row_p(p_ptr, row) < 1.0) & clear:
-        cut = tl.load(state_ptr + row * STATE + CUT).to(tl.int32)
-        start, end = _chunk_columns(CHUNK, V)
-        write_below_cut(logits_ptr + row * row_stride, start, end, cut, BLOCK, NUM_STAGES)
+        tl.debug_barrier()
+        if tl.atomic_add(state_ptr + RANKED, 1) == tl.num_programs(1) - 1:
+            clear = True
+            if GUARDED:
+                clear = tl.load(guard_ptr) == 0
+            if clear:
+                cut = tl.load(state_ptr + CUT, cache_modifier=".cg").to(tl.int32)
+                write_below_cut(logits_ptr + row * row_stride, 0, V, cut, BLOCK, NUM_STAGES)
 
 
 def split_plan(batch: int, vocab: int, device: str, has_k: bool, has_p: bool) -> tuple[int, int] | None:
@@ -304,7 +304,6 @@ def launch_split(logits: torch.Tensor, p: torch.Tensor, plan: tuple[int, int], d
                         SAMPLE=c["SAMPLE"], **common)
     _collect_kernel[grid](logits, stride, p, keys, state, tallies, scratch, vocab, chunk, splits, BLOCK=c["BLOCK"],
                           **common)
-    _rank_kernel[ranks](logits, stride, p, keys, state, scratch, vocab, splits, BLOCK=c["ROW_BLOCK"], TILE=c["TILE"],
-                        RANK_ROWS=c["RANK_ROWS"], RANK_COLS=c["RANK_COLS"], **common)
-    _write_kernel[grid](logits, stride, p, state, vocab, chunk, flag, GUARDED=flag is not None, BLOCK=c["BLOCK"],
-                        NUM_STAGES=c["NUM_STAGES"], STATE=state_width, num_warps=warps)
+    _rank_kernel[ranks](logits, stride, p, keys, state, scratch, vocab, splits, flag, GUARDED=flag is not None,
+                        BLOCK=c["ROW_BLOCK"], TILE=c["TILE"], RANK_ROWS=c["RANK_ROWS"], RANK_COLS=c["RANK_COLS"],
+                        **common)

@@ -55,6 +55,13 @@ SMALL_K_WITH_P = (
                                    (20,), (0.6, 0.65)),
                       dtypes=ALL_DTYPES, layouts=("contig",), tests=catalog.EXACT_TESTS),
 )
+# Top-p alone on a small batch, the regime split over several programs a row
+# (`samplecheck.kernels.top_k_top_p_split`: on the CPU from 2 rows), with candidates enough for
+# every rank program of a row.
+TOP_P_ALONE_SMALL_BATCH = RegressionExample("top-p alone, small batch",
+                                            TopKTopPCase(LogitsRecipe(batch=2, vocab=600, family="randn", scale=1.0,
+                                                                      seed=3), None, (0.8, 0.95)),
+                                            dtypes=ALL_DTYPES, layouts=("contig", "padded64"))
 # Nearly flat rows at V = 32000, in the H200 gate's failing FlashInfer cases (F4, F6).
 FLAT_ROWS_32000 = LogitsRecipe(batch=7, vocab=32000, family="randn", scale=0.1, seed=1)
 # Finding F6 pinned for every profile: with p off (passed to FlashInfer as 1.0) and V >= 2048,
@@ -110,7 +117,8 @@ TOP_K_TOP_P = register(MaskingInfo(
     tolerance={torch.float32: 1e-5, torch.bfloat16: 1e-5, torch.float16: 1e-5},
     semantics={"tie_policy": "keep_all_ties", "top_p_mass": "renormalised after top-k"},
     error_inputs=TOP_K_TOP_P_ERRORS,
-    examples=SEED_REGRESSIONS + (SMALL_K_ALONE, *SMALL_K_WITH_P, P_OFF_FLAT_ROWS, DOMINANT_ROWS_17)
+    examples=SEED_REGRESSIONS + (SMALL_K_ALONE, *SMALL_K_WITH_P, TOP_P_ALONE_SMALL_BATCH, P_OFF_FLAT_ROWS,
+                                 DOMINANT_ROWS_17)
     + P_ONE_BESIDE_TOP_P,
     targets=top_k_top_p_targets,
     extra_memory=top_k_top_p_scratch,

@@ -91,6 +91,16 @@ MUTANTS = (
             "reservation)",
     ),
     Mutant(
+        name="top_p_split_written_before_last_rank", **_SPLIT_PATH,
+        find="if tl.atomic_add(state_ptr + RANKED, 1) == tl.num_programs(1) - 1:",
+        replace="if tl.atomic_add(state_ptr + RANKED, 1) == tl.num_programs(1) - 2:",
+        description="the split top-p path's row is written by the second-to-last rank program to count in: the "
+                    "last one's candidates have not lowered the cut yet (a row ranked by one program is never "
+                    "written)",
+        ref="fault class: an off-by-one in a last-block arrival count (a multi-CTA selection finishing a row "
+            "before every CTA published its part)",
+    ),
+    Mutant(
         name="top_k_chunks_early_finish", **_CHUNK_PATH,
         find="if tl.atomic_add(count_ptr, 1) == S - 1:", replace="if tl.atomic_add(count_ptr, 1) == S - 2:",
         description="the chunk top-k path's row is finished by the second-to-last program to count in: the "

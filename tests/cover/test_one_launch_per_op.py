@@ -64,7 +64,7 @@ CALLS = {
     "top_k_top_p-split": (apply_top_k_top_p, call(zeros_on(1, 65536), p=floats([0.9]))),
 }
 # Ops whose call is several kernels of their own: min_p's split path (two), logprobs (three),
-# top-p's split path (five).
+# top-p's split path (four).
 MULTI_KERNEL = ("min_p-split", "logprobs", "top_k_top_p-split")
 # The records whose error inputs are tried on both check paths, and their entry points.
 LIST_OPS = {"penalties": apply_penalties, "logit_bias": apply_logit_bias, "bad_words": apply_bad_words}
