@@ -22,7 +22,10 @@
 #      once, within ${MUT_BUDGET:-540} s: mutation.md, mutation.json in mutation.tgz);
 #   9: the nightly (samplecheck nightly, the whole suite within ${NIGHTLY_BUDGET:-9m}, 16 workers,
 #      ${NIGHTLY_EXAMPLES:-planned} examples per test): its
-#      report (report.html, report.json, summary.md) and example database in nightly.tgz.
+#      report (report.html, report.json, summary.md) and example database in nightly.tgz;
+#  10: the route sweeps of issue 31 (python -m bench.settings_sweep: each setting's values timed,
+#      their outputs compared bitwise; docs/benchmarks.md, "Sweeping a launch setting"), one
+#      markdown file a setting in sweeps.tgz.
 # FlashInfer comes from .carry/ when present (../shared/device/flashinfer-carry.sh).
 # The device tool brings back at most 8 files: for several steps in one call, give each its
 # own OUT and tar them (run 5 lost the gate's suite log that way). Every pytest runs with -v:
@@ -128,5 +131,20 @@ case "${STEP:-1}" in
     ${NIGHTLY_EXAMPLES:+--examples "$NIGHTLY_EXAMPLES"} --out "$OUT/nightly" --history "$OUT/nightly/history" > "$OUT/nightly.log" 2>&1
   echo "nightly exit $? wall $(( $(date +%s) - start )) s; $(tail -1 "$OUT/nightly.log")" >> "$OUT/gpu.txt"
   tar czf "$OUT/nightly.tgz" -C "$OUT" nightly nightly.log && rm -rf "$OUT/nightly" "$OUT/nightly.log" ;;
+10)
+  mkdir -p "$OUT/sweeps"
+  sweep() {  # NAME SETTING VALUES OPS: one sweep, its markdown in sweeps/NAME.md
+    timeout "${SWEEP_LIMIT:-150}" python -m bench.settings_sweep "$2" "$3" --ops "$4" --out "$OUT/sweeps/$1.md" \
+      > "$OUT/sweeps/$1.log" 2>&1
+    echo "sweep $1 ($2 = $3) exit $?" >> "$OUT/gpu.txt"
+  }
+  chunks=samplecheck.kernels.top_k_chunks:CHUNKS_CONFIG.cuda
+  sweep chunk-rows $chunks.MAX_ROWS 0,16,64,256 top_k,top_k_top_p,top_k_top_p_sample,pipeline
+  sweep chunk-with-p $chunks.WITH_P False,True top_k_top_p,top_k_top_p_sample,pipeline
+  sweep chunk-warps $chunks.num_warps 8,4,16 top_k,top_k_top_p
+  sweep chunk-k-max $chunks.K_MAX 64,32 top_k,top_k_top_p
+  sweep logprobs-ids samplecheck.kernels.logprobs:TOP_IDS_MAX 0,64 logprobs,pipeline
+  sweep split-rows samplecheck.kernels.top_k_top_p_split:SPLIT_CONFIG.cuda.MAX_ROWS 0,32 top_p,top_p_sample
+  tar czf "$OUT/sweeps.tgz" -C "$OUT" sweeps && rm -rf "$OUT/sweeps" ;;
 esac
 cat "$OUT/gpu.txt"
