@@ -18,10 +18,10 @@ top-p off do nothing:
   - where 0 < k <= K_MAX, the k largest of the row's S * k codes (the row's k largest
     entries are among them), stored in order in the row's scratch, give the top-k cut
     (`code_cut`). With p < 1, every survivor above the k-th value is listed, so the mass
-    above each listed value is a [K_MAX, K_MAX] compare of their weights; the survivors'
-    total adds the k-th value's weight once for each entry that holds it, counted from the
-    lists, and recounted in the chunks whose k listed codes all reach that value (a full
-    list may leave ties out);
+    above each listed value is a prefix sum of their weights in the sorted list; the
+    survivors' total adds the k-th value's weight once for each entry that holds it, counted
+    from the lists, and in the chunks whose k listed codes all reach that value (a full list
+    may leave ties out) over the chunk;
   - else (k > K_MAX, or top-k off with p < 1) it searches the whole row as the one-program
     kernel does (`samplecheck.kernels.cut_search.row_cut`, with the scratch).
   It writes -inf below the cut and at NaN, and nothing else.
@@ -73,26 +73,34 @@ def top_k_list(lists_ptr, top_ptr, S, k, K_MAX: tl.constexpr, COL_BITS: tl.const
 
 
 @triton.jit
+def _larger(a, b):
+    return tl.maximum(a, b)
+
+
+@triton.jit
 def cut_ties(row_ptr, lists_ptr, S, V, kth, k, K_MAX: tl.constexpr, COL_BITS: tl.constexpr,
              MERGE: tl.constexpr):
-    """How many of the row's entries have the value of row code `kth` (NaN read as -inf): listed
-    ties, except in chunks whose k-th listed code has that value (a full list may leave ties
-    out), which are counted again whole."""
+    """How many of the row's entries have the value of row code `kth` (NaN read as -inf): the
+    listed ones and, in each chunk whose k-th listed code has that value (a full list may
+    leave ties out), the unlisted ones, from a count over the chunk."""
     level = kth >> 32  # the code's value part, as chunk codes carry it above COL_BITS
     slot = tl.arange(0, MERGE)
     live = slot < S * k
-    code = tl.load(lists_ptr + (slot // k) * K_MAX + slot % k, mask=live, cache_modifier=".cg")
-    chunk_last = tl.load(lists_ptr + (slot // k) * K_MAX + k - 1, mask=live, cache_modifier=".cg")
-    recount = live & ((chunk_last >> COL_BITS) == level)
-    ties = tl.sum((live & ~recount & ((code >> COL_BITS) == level)).to(tl.int32), axis=0)
-    if tl.sum(recount.to(tl.int32), axis=0) > 0:
+    code = tl.load(lists_ptr + (slot // k) * K_MAX + slot % k, mask=live, other=0, cache_modifier=".cg")
+    ties = tl.sum((live & ((code >> COL_BITS) == level)).to(tl.int32), axis=0)
+    chunk = tl.arange(0, MERGE // K_MAX)
+    last = tl.load(lists_ptr + chunk * K_MAX + k - 1, mask=chunk < S, other=0, cache_modifier=".cg")
+    if tl.sum(((chunk < S) & ((last >> COL_BITS) == level)).to(tl.int32), axis=0) > 0:
         local = tl.arange(0, 1 << COL_BITS)
-        for chunk in range(0, S):
-            if (tl.load(lists_ptr + chunk * K_MAX + k - 1, cache_modifier=".cg") >> COL_BITS) == level:
-                first = chunk << COL_BITS
+        rank = tl.arange(0, K_MAX)
+        for c in range(0, S):
+            if (tl.load(lists_ptr + c * K_MAX + k - 1, cache_modifier=".cg") >> COL_BITS) == level:
+                first = c << COL_BITS
                 in_row = first + local < V
                 codes = chunk_codes(tl.load(row_ptr + first + local, mask=in_row), local, in_row, COL_BITS, False)
+                listed = tl.load(lists_ptr + c * K_MAX + rank, mask=rank < k, other=0, cache_modifier=".cg")
                 ties += tl.sum((in_row & ((codes >> COL_BITS) == level)).to(tl.int32), axis=0)
+                ties -= tl.sum(((rank < k) & ((listed >> COL_BITS) == level)).to(tl.int32), axis=0)
     return ties
 
 
@@ -102,7 +110,9 @@ def listed_top_p_cut(row_ptr, top_ptr, lists_ptr, S, V, kth, k, p, K_MAX: tl.con
     """The top-p cut over the top-k survivors of a row with 0 < k <= K_MAX and p < 1, from its
     k largest row codes (top_ptr[:k], largest first; kth the k-th): the predicate and cut of
     the one-program search (`samplecheck.kernels.cut_search`), evaluated at every listed key.
-    Every survivor above the k-th value is listed; its ties are counted (`cut_ties`)."""
+    Every survivor above the k-th value is listed; its ties are counted (`cut_ties`). In the
+    sorted list, the mass above rank i is the prefix sum of the weights before i's run of
+    equal values (each of the run's entries has i's weight)."""
     rank = tl.arange(0, K_MAX)
     listed = rank < k
     top = tl.load(top_ptr + rank, mask=listed, other=0, cache_modifier=".cg")
@@ -113,11 +123,14 @@ def listed_top_p_cut(row_ptr, top_ptr, lists_ptr, S, V, kth, k, p, K_MAX: tl.con
     if top_value < float("inf"):  # else the +inf survivors hold all the mass: only they are kept
         row_max = tl.where(top_value == float("-inf"), 0.0, top_value)
         w = weight(x, row_max)
+        before = tl.load(top_ptr + rank - 1, mask=listed & (rank > 0), other=0, cache_modifier=".cg")
+        run_start = tl.associative_scan(tl.where((rank == 0) | ((before >> 32) != (top >> 32)), rank, 0), 0,
+                                        _larger)
+        above = tl.cumsum(w, axis=0) - w - (rank - run_start) * w
         x_k = tl.max(tl.where(rank == k - 1, x, float("-inf")), axis=0)
-        total = tl.sum(tl.where(key > order_key(x_k), w, 0), axis=0)
+        total = tl.sum(tl.where(rank == k - 1, above, 0), axis=0)
         if x_k > float("-inf"):
             total += cut_ties(row_ptr, lists_ptr, S, V, kth, k, K_MAX, COL_BITS, MERGE) * weight(x_k, row_max)
-        above = tl.sum(tl.where(key[None, :] > key[:, None], w[None, :], 0), axis=1)
         holds = listed & (above.to(tl.float32) < p * total.to(tl.float32))
         cut = tl.min(tl.where(holds, key, cut), axis=0)
     return cut

@@ -129,8 +129,8 @@ MUTANTS = (
     ),
     Mutant(
         name="top_k_chunks_top_p_listed_ties_only", **_CHUNK_PATH,
-        find="    recount = live & ((chunk_last >> COL_BITS) == level)\n",
-        replace="    recount = live & (chunk_last != chunk_last)\n",
+        find="if tl.sum(((chunk < S) & ((last >> COL_BITS) == level)).to(tl.int32), axis=0) > 0:",
+        replace="if tl.sum(((chunk < S) & ((last >> COL_BITS) == level)).to(tl.int32), axis=0) < 0:",
         description="the chunk path's top-p total counts the k-th value's ties from the chunk lists alone: a "
                     "chunk whose k listed codes all hold that value may hold more, whose mass the total leaves out",
         ref="fault class: a top-p renormalised over the selected k while the mask keeps every tie at the k-th "
@@ -138,10 +138,10 @@ MUTANTS = (
     ),
     Mutant(
         name="top_k_chunks_top_p_mass_at_or_above", **_CHUNK_PATH,
-        find="above = tl.sum(tl.where(key[None, :] > key[:, None], w[None, :], 0), axis=1)",
-        replace="above = tl.sum(tl.where(key[None, :] >= key[:, None], w[None, :], 0), axis=1)",
-        description="the chunk path's top-p weighs each listed value's own entries into the mass above it: "
-                    "the crossing value is dropped (a cumulative mass taken inclusive instead of exclusive)",
+        find="above = tl.cumsum(w, axis=0) - w - (rank - run_start) * w",
+        replace="above = tl.cumsum(w, axis=0) - (rank - run_start) * w",
+        description="the chunk path's top-p counts each listed entry's own weight in the mass above it: the "
+                    "crossing value is dropped (a cumulative mass taken inclusive instead of exclusive)",
         ref="off-by-one at the top-p boundary (fi#2202)",
     ),
 )
