@@ -145,6 +145,11 @@ case "${STEP:-1}" in
   sweep chunk-k-max $chunks.K_MAX 64,32 top_k,top_k_top_p
   sweep logprobs-ids samplecheck.kernels.logprobs:TOP_IDS_MAX 0,64 logprobs,pipeline
   sweep split-rows samplecheck.kernels.top_k_top_p_split:SPLIT_CONFIG.cuda.MAX_ROWS 0,32 top_p,top_p_sample
+  # the one-program search: fewer pivots make a tally pass cheaper (compares and int64 sums per
+  # entry) but narrow less; a larger CAP collects wider brackets (fewer passes, more ranking)
+  one=samplecheck.kernels.top_k_top_p:LAUNCH_CONFIG.cuda
+  sweep one-pivots $one.NUM_PIVOTS 16,8,4 top_p,top_k_top_p,top_k
+  sweep one-cap $one.CAP 1024,2048,4096 top_p,top_k_top_p,top_k
   tar czf "$OUT/sweeps.tgz" -C "$OUT" sweeps && rm -rf "$OUT/sweeps" ;;
 esac
 cat "$OUT/gpu.txt"
