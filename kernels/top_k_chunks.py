@@ -50,11 +50,11 @@ from samplecheck.kernels.runtime import cdiv
 # largest k kept in chunk lists (larger k search the row in its last program); MAX_MERGE: the
 # most codes a row's lists may hold (S * K_MAX), the last program's tile whatever the vocab (a
 # power of two; one compiled variant for every vocab, the lanes past S * k unread); WITH_P:
-# whether calls with p as well as k take this path (else the one-program kernel); num_warps: 8, as
-# the one-program kernel's search tiles need (compiled for sm_90: 80 registers a thread with
-# bf16 logits, 169 with fp32, no spills; at 4 warps, spills). Not measured on a GPU yet: the
-# one-program kernel took 100 us at one row of 151936 (k = 50) on the H200, most of the GPU
-# idle. On the CPU, every vocab and small chunks and K_MAX, so that most of the suite's top-k
+# whether calls with p as well as k take this path (else the one-program kernel); num_warps:
+# 8, as the one-program kernel's search tiles need (compiled for sm_90: 80 registers a thread
+# with bf16 logits and 161 with fp32 without p, 128 and 205 with p, no spills; at 4 warps,
+# spills). Not measured on a GPU yet: the one-program kernel took 100 us at one row of 151936
+# (k = 50) on the H200, most of the GPU idle. On the CPU, every vocab and small chunks and K_MAX, so that most of the suite's top-k
 # calls on at most MAX_ROWS rows take this path, over one or several chunks, with k <= K_MAX
 # and with the row search.
 CHUNKS_CONFIG = {
