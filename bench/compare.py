@@ -74,6 +74,9 @@ def compare(baseline: dict, new: dict, *, threshold_pct: float = THRESHOLD_PCT,
         copy = Change("copy", size, copies_before[size], copies_after[size])
         if abs(copy.pct) > threshold_pct:
             lines.append("  " + copy.line("the restore copy moved:") + ": another machine or a busy GPU?")
+    dtypes = [result["meta"].get("dtype", "bf16") for result in (baseline, new)]
+    if dtypes[0] != dtypes[1]:
+        lines.append(f"  the runs timed different logits dtypes: {dtypes[0]} vs {dtypes[1]}")
     if baseline["meta"]["device"] != new["meta"]["device"]:
         lines.append(f"  the runs were on different devices: {baseline['meta']['device']} vs {new['meta']['device']}")
     return slower, lines

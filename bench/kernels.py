@@ -31,6 +31,8 @@ SIZES = {
                     (1, 151936), (64, 151936), (256, 151936), (1024, 151936)],
     "small": [(1, 512), (3, 1000)],
 }
+# The logits dtypes a run may take (`--dtype`), by name; the issue's targets hold for all three.
+LOGIT_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
 
 def parse_sizes(text: str) -> list[tuple[int, int]]:
@@ -55,6 +57,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help=f"{', '.join(SIZES)} or BxV[,BxV...] (default: issue on CUDA, small on CPU)")
     parser.add_argument("--ops", default=None, help="comma-separated op keys (default: all; see the JSON's op)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the inputs (default 0)")
+    parser.add_argument("--dtype", choices=LOGIT_DTYPES, default="bf16", help="the logits' dtype (default bf16)")
     parser.add_argument("--out", type=Path, default=None, help="write the markdown here (else stdout)")
     parser.add_argument("--json", type=Path, default=None, help="write the JSON result here")
     return parser.parse_args(argv)
@@ -95,11 +98,11 @@ def measure(call, copy_us: float, timer, copy_gpu_us: float | None) -> dict | No
     return report.cell(call.name, us=us, graph=captured, gpu_us=gpu_us)
 
 
-def measure_size(batch: int, vocab: int, device: str, *, keys, seed: int, fi, timer) -> list[dict]:
+def measure_size(batch: int, vocab: int, device: str, *, keys, seed: int, fi, timer, dtype: str) -> list[dict]:
     """The rows of one size, one per selected op."""
     from bench.ops import make_inputs, operations  # imports the kernels: after use_device
 
-    inputs = make_inputs(batch, vocab, device, seed=seed)
+    inputs = make_inputs(batch, vocab, device, seed=seed, dtype=LOGIT_DTYPES[dtype])
     copy_us = timer(inputs.restore)
     copy_gpu_us = timing.replay_median_us(timing.capture(inputs.restore)[1]) if device == "cuda" else None
     ops = operations(inputs, fi)
@@ -130,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     timer = timing.cuda_median_us if device == "cuda" else timing.wall_median_us
     rows = []
     for batch, vocab in sizes:
-        rows += measure_size(batch, vocab, device, keys=keys, seed=args.seed, fi=fi, timer=timer)
+        rows += measure_size(batch, vocab, device, keys=keys, seed=args.seed, fi=fi, timer=timer, dtype=args.dtype)
         if device == "cuda":
             torch.cuda.empty_cache()
     result = {"schema": report.SCHEMA, "meta": {
@@ -138,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         "flashinfer": fi_version, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": shlex.join(["python", "-m", "bench.kernels", *(sys.argv[1:] if argv is None else argv)]),
         "method": timing.CUDA_METHOD if device == "cuda" else timing.CPU_METHOD,
-        "sizes": [f"{b}x{v}" for b, v in sizes]}, "rows": rows}
+        "sizes": [f"{b}x{v}" for b, v in sizes], "dtype": args.dtype}, "rows": rows}
     text = report.markdown(result)
     if args.out:
         args.out.write_text(text)

@@ -3,7 +3,8 @@
 Import this module only after `samplecheck.kernels.runtime.use_device(...)`: it imports the
 kernels, whose Triton functions are compiled for the device chosen there.
 
-Inputs (those of the production-kernels issue, #16): bf16 logits from `randn`; per-row
+Inputs (those of the production-kernels issue, #16): logits from `randn` (bf16 unless the
+caller asks for fp16 or fp32); per-row
 tensors temperature 0.7, min_p 0.05, top-k 50 (int64 for ours and torch, int32 for
 FlashInfer), top-p 0.9; 512 prompt and 256 output ids with repetition 1.1, frequency 0.1,
 presence 0.1; 16 distinct bias ids per row with randn values; 4 single-token bad words per
@@ -59,8 +60,9 @@ class Inputs:
         return self.work.copy_(self.pristine)
 
 
-def make_inputs(batch: int, vocab: int, device: str, *, seed: int = 0, row_pad: int = 0) -> Inputs:
-    """The module docstring's inputs for a [batch, vocab] bf16 batch on `device`."""
+def make_inputs(batch: int, vocab: int, device: str, *, seed: int = 0, row_pad: int = 0,
+                dtype: torch.dtype = torch.bfloat16) -> Inputs:
+    """The module docstring's inputs for a [batch, vocab] batch of `dtype` logits on `device`."""
     gen = torch.Generator(device=device).manual_seed(seed)
 
     def ids(*shape):
@@ -69,7 +71,7 @@ def make_inputs(batch: int, vocab: int, device: str, *, seed: int = 0, row_pad: 
     def per_row(value, dtype=torch.float32):
         return torch.full((batch,), value, dtype=dtype, device=device)
 
-    pristine = torch.randn(batch, vocab, generator=gen, device=device).bfloat16()
+    pristine = torch.randn(batch, vocab, generator=gen, device=device).to(dtype)
     work = torch.empty(batch, vocab + row_pad, dtype=pristine.dtype, device=device)[:, :vocab]
     bad_words = torch.full((batch, BAD_WORDS, 3), -1, dtype=torch.int64, device=device)
     bad_words[:, :, 0] = ids(batch, BAD_WORDS)

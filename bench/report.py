@@ -129,7 +129,8 @@ def markdown(result: dict) -> str:
         "",
         f"{meta['device']} · torch {meta['torch']} · triton {meta['triton']} · flashinfer {meta['flashinfer']}"
         f" · {meta['date']}",
-        f"Sizes (B x V, bf16 logits from randn): {', '.join(_size_title(s) for s in meta['sizes'])}.",
+        f"Sizes (B x V, {meta.get('dtype', 'bf16')} logits from randn): "
+        f"{', '.join(_size_title(s) for s in meta['sizes'])}.",
         f"Command: `{meta['command']}`",
         f"Method: {meta['method']}. Every call first restores the logits from a pristine copy; the copy "
         "alone is timed too (\"copy\") and subtracted, so figures are net of it. % of copy BW = copy time / "

@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 
 from bench import timing
-from bench.kernels import SIZES, device_name, measure, parse_sizes
+from bench.kernels import LOGIT_DTYPES, SIZES, device_name, measure, parse_sizes
 from samplecheck.kernels.runtime import use_device
 
 
@@ -41,6 +41,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
     parser.add_argument("--sizes", type=parse_sizes, default=None,
                         help=f"{', '.join(SIZES)} or BxV[,BxV...] (default: issue on CUDA, small on CPU)")
+    parser.add_argument("--dtype", choices=LOGIT_DTYPES, default="bf16", help="the logits' dtype (default bf16)")
     parser.add_argument("--out", type=Path, default=None, help="write the markdown here (else stdout)")
     return parser.parse_args(argv)
 
@@ -83,14 +84,15 @@ def _bits(output) -> list[torch.Tensor]:
     return [t.detach().contiguous().view(torch.uint8).flatten().cpu() for t in items if isinstance(t, torch.Tensor)]
 
 
-def sweep(setting: str, values: list, keys: set[str], sizes, device: str) -> list[dict]:
-    """One row per (op, size): {"op", "size", "cells": [(value, us, gpu_us or None, equal)]}."""
+def sweep(setting: str, values: list, keys: set[str], sizes, device: str, dtype: str) -> list[dict]:
+    """One row per (op, size): {"op", "size", "cells": [(value, us, gpu_us or None, equal)]}, on
+    logits of `dtype` (a key of LOGIT_DTYPES)."""
     from bench.ops import make_inputs, operations  # imports the kernels: after use_device
 
     timer = timing.cuda_median_us if device == "cuda" else timing.wall_median_us
     rows = []
     for batch, vocab in sizes:
-        inputs = make_inputs(batch, vocab, device)
+        inputs = make_inputs(batch, vocab, device, dtype=LOGIT_DTYPES[dtype])
         copy_us = timer(inputs.restore)
         copy_gpu_us = timing.replay_median_us(timing.capture(inputs.restore)[1]) if device == "cuda" else None
         ops = [op for op in operations(inputs) if op.key in keys]
@@ -114,10 +116,11 @@ def sweep(setting: str, values: list, keys: set[str], sizes, device: str) -> lis
     return rows
 
 
-def markdown(setting: str, values: list, rows: list[dict], device: str, command: str) -> str:
+def markdown(setting: str, values: list, rows: list[dict], device: str, dtype: str, command: str) -> str:
     """The sweep's table: a row per (op, size), a column per value."""
     method = timing.CUDA_METHOD if device == "cuda" else timing.CPU_METHOD
-    lines = [f"# `{setting}` swept", "", f"{device_name(device)} · torch {torch.__version__} · command: `{command}`",
+    lines = [f"# `{setting}` swept", "", f"{device_name(device)} · torch {torch.__version__} · {dtype} logits from "
+             f"randn · command: `{command}`",
              "", f"Method: {method}; µs net of the restore copy, GPU time alone (graph replay) in brackets on CUDA; "
              "= / DIFFERS: the output bitwise against the first value's (DIFFERS is a finding unless the op's "
              "contract leaves that choice open).", "",
@@ -134,9 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     device = use_device(args.device)
     sizes = args.sizes or SIZES["issue" if device == "cuda" else "small"]
-    rows = sweep(args.setting, args.values, set(args.ops.split(",")), sizes, device)
+    rows = sweep(args.setting, args.values, set(args.ops.split(",")), sizes, device, args.dtype)
     command = " ".join(["python -m bench.settings_sweep", *(sys.argv[1:] if argv is None else argv)])
-    text = markdown(args.setting, args.values, rows, device, command)
+    text = markdown(args.setting, args.values, rows, device, args.dtype, command)
     if args.out:
         args.out.write_text(text)
     else:

@@ -16,8 +16,9 @@
 #   6: the vLLM pack (the README's command; vLLM's kernels from .carry/vllm_kernels, a copy of
 #      ../shared/external/vllm_kernels), the V1 Triton top-k/top-p layout probe, the broken-copy
 #      demonstration (examples/broken_vllm), then the suite of our own backends (gate profile);
-#   7: the benchmark table (python -m bench.kernels: bench.md, bench.json) and compute-sanitizer
-#      over one call of each kernel (scripts/sanitize.sh: sanitize.txt, logs in sanitize-logs.tgz);
+#   7: the benchmark table (python -m bench.kernels: bench.md, bench.json; for each dtype of
+#      ${BENCH_DTYPES:-bf16} but bf16, bench-DTYPE.md and .json) and compute-sanitizer over one
+#      call of each kernel (scripts/sanitize.sh: sanitize.txt, logs in sanitize-logs.tgz);
 #   8: mutation analysis of our kernels (samplecheck mutate, ${MUT_SAMPLE:+--sample $MUT_SAMPLE, }16 at
 #      once, within ${MUT_BUDGET:-540} s: mutation.md, mutation.json in mutation.tgz);
 #   9: the nightly (samplecheck nightly, the whole suite within ${NIGHTLY_BUDGET:-9m}, 16 workers,
@@ -115,8 +116,12 @@ case "${STEP:-1}" in
     --sc-profile=gate -v -rfE --tb=short > "$OUT/suite.log" 2>&1
   echo "suite (our backends, gate) exit $? wall $(( $(date +%s) - t0 )) s; $(tail -1 "$OUT/suite.log")" >> "$OUT/gpu.txt" ;;
 7)
-  timeout 300 python -m bench.kernels --out "$OUT/bench.md" --json "$OUT/bench.json" > "$OUT/bench.log" 2>&1
-  echo "bench exit $? wall $(( $(date +%s) - start )) s" >> "$OUT/gpu.txt"
+  for dtype in ${BENCH_DTYPES:-bf16}; do
+    name=bench; [ "$dtype" = bf16 ] || name=bench-$dtype
+    timeout 300 python -m bench.kernels --dtype "$dtype" --out "$OUT/$name.md" --json "$OUT/$name.json" \
+      > "$OUT/$name.log" 2>&1
+    echo "bench ($dtype logits) exit $? wall $(( $(date +%s) - start )) s" >> "$OUT/gpu.txt"
+  done
   t0=$(date +%s)
   OUT="$OUT/sanitize" timeout 280 bash scripts/sanitize.sh > "$OUT/sanitize.txt" 2>&1
   echo "sanitize exit $? wall $(( $(date +%s) - t0 )) s: $(tail -1 "$OUT/sanitize.txt")" >> "$OUT/gpu.txt"

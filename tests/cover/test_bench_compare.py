@@ -38,6 +38,14 @@ def test_twenty_percent_slower_is_reported_ten_percent_is_not(compare):
     assert lines[1].startswith("summary: 3 op/size pairs compared, 1 more than 15% (and 1 µs) slower")
 
 
+def test_runs_of_different_logits_dtypes_are_named(compare):
+    fp32 = result({("top_k", "64x151936"): 100.0})
+    fp32["meta"]["dtype"] = "fp32"
+    lines = compare.compare(BASELINE, fp32)[1]  # a baseline without a dtype is a bf16 run
+    assert "  the runs timed different logits dtypes: bf16 vs fp32" in lines
+    assert not any("dtypes" in line for line in compare.compare(BASELINE, BASELINE)[1])
+
+
 def test_changes_below_the_floor_are_not_reported(compare):
     new = result({("temperature", "64x151936"): 100.0, ("top_k", "64x151936"): 100.0, ("min_p", "1x151936"): 2.9})
     assert compare.compare(BASELINE, new)[0] == []

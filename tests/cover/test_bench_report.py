@@ -38,3 +38,10 @@ def test_cuda_result_has_the_gpu_time_table(report):
 
 def test_cpu_result_has_no_gpu_time_table(report):
     assert "GPU time alone" not in report.markdown(result(report, copy_gpu_us=None))
+
+
+def test_the_header_names_the_logits_dtype(report):
+    fp16 = result(report, copy_gpu_us=None)
+    fp16["meta"]["dtype"] = "fp16"
+    assert "Sizes (B x V, fp16 logits from randn)" in report.markdown(fp16)
+    assert "Sizes (B x V, bf16 logits from randn)" in report.markdown(result(report, copy_gpu_us=None))

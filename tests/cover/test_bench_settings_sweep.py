@@ -3,9 +3,11 @@ is set in turn and the setting's own value restored, every op and size gets a ce
 (the output compared bitwise with the first value's), and a setting that names nothing is
 refused, naming the argument."""
 
+import importlib
 import sys
 
 import pytest
+import torch
 
 from samplecheck.kernels import top_k_chunks
 from samplecheck.tests.cover.bench_modules import BENCH, in_checkout, load
@@ -34,6 +36,17 @@ def test_each_value_in_turn_and_restored(sweep, tmp_path):
     assert "| op | size | 0 | 4 |" in table
     (row,) = [line for line in table.splitlines() if line.startswith("| top_k | 2x700 |")]
     assert row.count(" =") == 2 and "DIFFERS" not in row, row
+
+
+def test_logits_of_the_dtype_asked_for(sweep, tmp_path, monkeypatch):
+    seen = []
+    ops = importlib.import_module("bench.ops")  # importable while the fixture holds bench/'s parent on sys.path
+    real = ops.make_inputs
+    monkeypatch.setattr(ops, "make_inputs", lambda *a, **kw: seen.append(kw["dtype"]) or real(*a, **kw))
+    out = tmp_path / "sweep.md"
+    assert sweep.main(["samplecheck.kernels.top_k_chunks:CHUNKS_CONFIG.cpu.MAX_ROWS", "0,4", "--device", "cpu",
+                       "--sizes", "2x300", "--ops", "top_k", "--dtype", "fp32", "--out", str(out)]) == 0
+    assert seen == [torch.float32] and "fp32 logits from randn" in out.read_text()
 
 
 @pytest.mark.parametrize("setting", ["samplecheck.kernels.top_k_chunks:NO_SUCH", "samplecheck.kernels.nowhere:X",
