@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # compute-sanitizer over one call of each kernel and of the pipeline (bench/sanitize_calls.py:
-# bf16 logits, ${BATCH:-4} x ${VOCAB:-32000}, contiguous and row-strided), on a CUDA GPU.
+# ${DTYPE:-bf16} logits, ${BATCH:-4} x ${VOCAB:-32000}, contiguous and row-strided), on a CUDA GPU.
+# VOCAB=65536 also takes top-p alone's split path (from 65536 columns on CUDA).
 #   bash scripts/sanitize.sh                      # tools: memcheck racecheck initcheck
 #   TOOLS="memcheck racecheck" bash scripts/sanitize.sh
 # Each tool runs the driver once over every call. Prints one line per (tool, call) with its
@@ -22,7 +23,8 @@ if [ ! -x "$SANITIZER" ]; then
   exit 2
 fi
 export PYTORCH_NO_CUDA_MEMORY_CACHING=1
-driver=("$PYTHON" -m bench.sanitize_calls --device cuda --batch "${BATCH:-4}" --vocab "${VOCAB:-32000}")
+driver=("$PYTHON" -m bench.sanitize_calls --device cuda --batch "${BATCH:-4}" --vocab "${VOCAB:-32000}"
+        --dtype "${DTYPE:-bf16}")
 # The names do not depend on the device or size: list them cheaply, outside the sanitizer.
 mapfile -t calls < <("$PYTHON" -m bench.sanitize_calls --device cpu --batch 1 --vocab 16 --list) || exit 1
 [ "${#calls[@]}" -gt 0 ] || { echo "the driver listed no calls" >&2; exit 1; }
