@@ -123,7 +123,7 @@ case "${STEP:-1}" in
     echo "bench ($dtype logits) exit $? wall $(( $(date +%s) - start )) s" >> "$OUT/gpu.txt"
   done
   t0=$(date +%s)
-  OUT="$OUT/sanitize" timeout 280 bash scripts/sanitize.sh > "$OUT/sanitize.txt" 2>&1
+  OUT="$OUT/sanitize" timeout "${SANITIZE_LIMIT:-280}" bash scripts/sanitize.sh > "$OUT/sanitize.txt" 2>&1
   echo "sanitize exit $? wall $(( $(date +%s) - t0 )) s: $(tail -1 "$OUT/sanitize.txt")" >> "$OUT/gpu.txt"
   tar czf "$OUT/sanitize-logs.tgz" -C "$OUT" sanitize && rm -rf "$OUT/sanitize" ;;
 8)
