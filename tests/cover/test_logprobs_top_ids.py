@@ -54,10 +54,10 @@ def _value_order(values: torch.Tensor) -> torch.Tensor:
 @pytest.mark.parametrize("dtype", LOGIT_DTYPES, ids=str)
 @pytest.mark.parametrize("kind", ["randn", "ties", "one_chunk", "edges", "zeros"])
 @pytest.mark.parametrize("vocab, k", [(7, 7), (CHUNK + 3, 20), (2 * CHUNK + 5, 64), (300, 1)])
-def test_kernel_ids_are_topk(dtype, kind, vocab, k, monkeypatch):
+def test_kernel_ids_are_topk(dtype, kind, vocab, k, device, monkeypatch):
     gen = torch.Generator().manual_seed(vocab * 7 + k)
-    logits = _rows(kind, 3, vocab, gen).to(dtype)
-    sampled = torch.randint(0, vocab, (3,), generator=gen)
+    logits = _rows(kind, 3, vocab, gen).to(dtype).to(device)
+    sampled = torch.randint(0, vocab, (3,), generator=gen).to(device)
     assert logprobs.merge_tile(vocab, k)
     ours = logprobs.compute_logprobs(logits, sampled=sampled, num_logprobs=k)
     monkeypatch.setattr(logprobs, "TOP_IDS_MAX", 0)

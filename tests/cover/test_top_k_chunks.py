@@ -17,9 +17,14 @@ from samplecheck.kernels.validation import LOGIT_DTYPES
 
 pytestmark = pytest.mark.interpreter
 
-CONFIG = top_k_chunks.CHUNKS_CONFIG["cpu"]
-CHUNK = 1 << CONFIG["COL_BITS"]
-K_MAX = CONFIG["K_MAX"]
+
+@pytest.fixture
+def config(device, monkeypatch):
+    """The chunk path's config on the test's device, taking every vocab and at most 4 rows."""
+    config = top_k_chunks.CHUNKS_CONFIG[torch.device(device).type]
+    monkeypatch.setitem(config, "MIN_VOCAB", 1)
+    monkeypatch.setitem(config, "MAX_ROWS", 4)
+    return config
 
 
 @pytest.mark.parametrize("device_kind", ("cuda", "cpu"))
@@ -58,13 +63,13 @@ def _rows(kind: str, batch: int, vocab: int, gen: torch.Generator) -> torch.Tens
     return x
 
 
-def _masks_of_both_paths(logits, k, p, monkeypatch):
+def _masks_of_both_paths(logits, k, p, config, monkeypatch):
     """(the chunk path's output, the one-program kernel's) for a call on a clone of `logits`."""
     chunked = logits.clone()
     top_k_top_p.apply_top_k_top_p(chunked, k, p)
     one_program = logits.clone()
     with monkeypatch.context() as patch:
-        patch.setitem(CONFIG, "MAX_ROWS", 0)
+        patch.setitem(config, "MAX_ROWS", 0)
         top_k_top_p.apply_top_k_top_p(one_program, k, p)
     return chunked, one_program
 
@@ -75,29 +80,30 @@ TOP_PS = [0.9, 1.0, 1e-6, 0.5, 0.999, 0.3, 0.99, 0.7]
 
 @pytest.mark.parametrize("dtype", LOGIT_DTYPES, ids=str)
 @pytest.mark.parametrize("kind", ["randn", "ties", "edges", "zeros", "nan_row", "inf"])
-@pytest.mark.parametrize("vocab", [1, 7, CHUNK, 3 * CHUNK + 5])
+@pytest.mark.parametrize("chunks, extra", [(0, 1), (0, 7), (1, 0), (3, 5)], ids=["V1", "V7", "V1chunk", "V3chunks+5"])
 @pytest.mark.parametrize("with_p", [False, True], ids=["k", "k_p"])
-def test_chunk_path_masks_as_one_program(dtype, kind, vocab, with_p, monkeypatch):
-    batch = CONFIG["MAX_ROWS"]
+def test_chunk_path_masks_as_one_program(dtype, kind, chunks, extra, with_p, device, config, monkeypatch):
+    batch, vocab, k_max = 4, chunks * (1 << config["COL_BITS"]) + extra, config["K_MAX"]
     gen = torch.Generator().manual_seed(vocab + len(kind))
-    logits = _rows(kind, batch, vocab, gen).to(dtype)
-    ks = [1, K_MAX, K_MAX + 1, max(vocab - 1, 1), 0, -1, vocab, vocab + 3, 5, 2, 17]
+    logits = _rows(kind, batch, vocab, gen).to(dtype).to(device)
+    ks = [1, k_max, k_max + 1, max(vocab - 1, 1), 0, -1, vocab, vocab + 3, 5, 2, 17]
     for first in range(0, len(ks), batch):
-        k = torch.tensor((ks[first:] + ks)[:batch], dtype=torch.int64 if first % 2 else torch.int32)
-        p = torch.tensor((TOP_PS[first % len(TOP_PS):] + TOP_PS)[:batch]) if with_p else None
-        assert top_k_chunks.chunks_plan(batch, vocab, "cpu", True, with_p) is not None
-        chunked, one_program = _masks_of_both_paths(logits, k, p, monkeypatch)
+        k = torch.tensor((ks[first:] + ks)[:batch], dtype=torch.int64 if first % 2 else torch.int32, device=device)
+        p = torch.tensor((TOP_PS[first % len(TOP_PS):] + TOP_PS)[:batch], device=device) if with_p else None
+        assert top_k_chunks.chunks_plan(batch, vocab, torch.device(device).type, True, with_p) is not None
+        chunked, one_program = _masks_of_both_paths(logits, k, p, config, monkeypatch)
         bits = torch.int32 if dtype == torch.float32 else torch.int16
         assert torch.equal(chunked.view(bits), one_program.view(bits)), f"k = {k.tolist()}, p = {p}"
 
 
-def test_chunk_path_on_a_strided_view(monkeypatch):
+def test_chunk_path_on_a_strided_view(device, config, monkeypatch):
     gen = torch.Generator().manual_seed(3)
-    vocab = 2 * CHUNK + 1
-    base = (torch.randn(3, vocab + 40, generator=gen) * 2).bfloat16()
+    vocab = 2 * (1 << config["COL_BITS"]) + 1
+    base = (torch.randn(3, vocab + 40, generator=gen) * 2).bfloat16().to(device)
     logits = base[:, 17:17 + vocab]
-    k = torch.tensor([1, K_MAX, K_MAX + 9])
-    chunked, one_program = _masks_of_both_paths(logits, k, torch.tensor([0.8, 0.95, 0.5]), monkeypatch)
+    k = torch.tensor([1, config["K_MAX"], config["K_MAX"] + 9], device=device)
+    chunked, one_program = _masks_of_both_paths(logits, k, torch.tensor([0.8, 0.95, 0.5], device=device), config,
+                                                monkeypatch)
     assert torch.equal(chunked.view(torch.int16), one_program.view(torch.int16))
     before = base.clone()
     top_k_top_p.apply_top_k_top_p(logits, k, None)
@@ -105,14 +111,15 @@ def test_chunk_path_on_a_strided_view(monkeypatch):
     assert torch.equal(base[:, 17 + vocab:].view(torch.int16), before[:, 17 + vocab:].view(torch.int16))
 
 
-def test_buffer_bytes_match_the_allocation(monkeypatch):
+def test_buffer_bytes_match_the_allocation(device, config, monkeypatch):
     allocated = []
     real_new_zeros = torch.Tensor.new_zeros
     monkeypatch.setattr(torch.Tensor, "new_zeros",
                         lambda self, *a, **kw: allocated.append(real_new_zeros(self, *a, **kw)) or allocated[-1])
-    logits = torch.randn(2, 3 * CHUNK + 5)
-    top_k_top_p.apply_top_k_top_p(logits, torch.tensor([3, 40]), None)
-    splits = top_k_chunks.chunks_plan(2, logits.size(1), "cpu", True, False)
-    expected = top_k_top_p.scratch_bytes(2, logits.size(1), "cpu", True, False)
-    assert expected == top_k_chunks.chunks_buffer_bytes(2, splits, "cpu", top_k_top_p.LAUNCH_CONFIG["cpu"]["CAP"])
+    kind = torch.device(device).type
+    logits = torch.randn(2, 3 * (1 << config["COL_BITS"]) + 5, device=device)
+    top_k_top_p.apply_top_k_top_p(logits, torch.tensor([3, 40], device=device), None)
+    splits = top_k_chunks.chunks_plan(2, logits.size(1), kind, True, False)
+    expected = top_k_top_p.scratch_bytes(2, logits.size(1), kind, True, False)
+    assert expected == top_k_chunks.chunks_buffer_bytes(2, splits, kind, top_k_top_p.LAUNCH_CONFIG[kind]["CAP"])
     assert [t.numel() * t.element_size() for t in allocated] == [expected]
