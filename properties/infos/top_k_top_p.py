@@ -36,6 +36,7 @@ SEED_REGRESSIONS = tuple(
 )
 # Top-k alone at small k on a small batch, the regime our kernels split over chunk programs
 # (`samplecheck.kernels.top_k_chunks`), several chunks a row, every property (edge values too).
+# Sized for the CPU's launch config (256 columns a chunk); `GPU_CHUNK_REGIME` below for a GPU's.
 SMALL_K_ALONE = RegressionExample("top-k alone, small k, small batch",
                                   TopKTopPCase(LogitsRecipe(batch=3, vocab=1500, family="randn", scale=2.0, seed=5),
                                                (1, 5, 32), None),
@@ -53,6 +54,27 @@ SMALL_K_WITH_P = (
     RegressionExample("top-k + top-p, k-th value tied past k",
                       TopKTopPCase(LogitsRecipe(batch=4, vocab=64, family="ties", scale=0.25, seed=7),
                                    (20,), (0.6, 0.65)),
+                      dtypes=ALL_DTYPES, layouts=("contig",), tests=catalog.EXACT_TESTS),
+)
+# The same regimes at a GPU's chunk sizes (`CHUNKS_CONFIG["cuda"]`: 4096 columns a chunk, from
+# 8192 columns, at most 8 rows): 3 chunks a row, k from 2 to 50 and p from 0.5 to 0.95 beside
+# each other. The tied rows are sparse-topped level rows: level 2 ties about 140 entries, 60 in
+# each full chunk, below about 20 above it, and p lies between that level's share of the mass
+# with all its ties and with the listed ones alone. On the CPU they take the one-program path;
+# edge rows go in only where the device's budget holds them.
+GPU_CHUNKS = LogitsRecipe(batch=8, vocab=9000, family="randn", scale=3.0, seed=6)
+GPU_KS = (2, 5, 32, 12, 20, 8, 50, 3)
+GPU_CHUNK_REGIME = (
+    RegressionExample("top-k alone, small k, a GPU's chunks", TopKTopPCase(GPU_CHUNKS, GPU_KS, None),
+                      dtypes=ALL_DTYPES, layouts=("contig", "padded64"),
+                      tests=catalog.EXACT_TESTS + (catalog.EDGE_VALUES,)),
+    RegressionExample("top-k + top-p, small k, a GPU's chunks",
+                      TopKTopPCase(GPU_CHUNKS, GPU_KS, (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.75, 0.85)),
+                      dtypes=ALL_DTYPES, layouts=("contig", "padded64"),
+                      tests=catalog.EXACT_TESTS + (catalog.EDGE_VALUES,)),
+    RegressionExample("top-k + top-p, k-th value tied past k, a GPU's chunks",
+                      TopKTopPCase(LogitsRecipe(batch=8, vocab=9000, family="levels", scale=1.0, seed=8),
+                                   (40,), (0.38, 0.42, 0.46, 0.4)),
                       dtypes=ALL_DTYPES, layouts=("contig",), tests=catalog.EXACT_TESTS),
 )
 # Top-p alone on a small batch, the regime split over several programs a row
@@ -117,8 +139,8 @@ TOP_K_TOP_P = register(MaskingInfo(
     tolerance={torch.float32: 1e-5, torch.bfloat16: 1e-5, torch.float16: 1e-5},
     semantics={"tie_policy": "keep_all_ties", "top_p_mass": "renormalised after top-k"},
     error_inputs=TOP_K_TOP_P_ERRORS,
-    examples=SEED_REGRESSIONS + (SMALL_K_ALONE, *SMALL_K_WITH_P, TOP_P_ALONE_SMALL_BATCH, P_OFF_FLAT_ROWS,
-                                 DOMINANT_ROWS_17)
+    examples=SEED_REGRESSIONS + (SMALL_K_ALONE, *SMALL_K_WITH_P, *GPU_CHUNK_REGIME, TOP_P_ALONE_SMALL_BATCH,
+                                 P_OFF_FLAT_ROWS, DOMINANT_ROWS_17)
     + P_ONE_BESIDE_TOP_P,
     targets=top_k_top_p_targets,
     extra_memory=top_k_top_p_scratch,

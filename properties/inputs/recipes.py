@@ -9,7 +9,10 @@ from dataclasses import dataclass
 
 import torch
 
-FAMILIES = ("randn", "peaked", "ties", "flat")
+FAMILIES = ("randn", "peaked", "ties", "flat")  # the families the strategies draw
+# Families only fixed cases (regression examples) name: rows of a structure a drawn family
+# cannot give at every vocab size.
+EXAMPLE_FAMILIES = ("levels",)
 
 
 @dataclass(frozen=True)
@@ -18,7 +21,9 @@ class LogitsRecipe:
 
     family: randn (Gaussian of std `scale`); peaked (randn plus one dominant token per row,
     holding about 40-99% of the mass); ties (values on 4 levels, so most entries tie);
-    flat (every entry equal). neg_inf_fraction: share of entries set to -inf, capped so
+    flat (every entry equal); levels (regression examples only: integer levels 0, 1, 2, ...,
+    level j holding about 86% * e**(-2j) of the entries, so the top levels are sparse and
+    each level below ties about 7 times as many entries). neg_inf_fraction: share of entries set to -inf, capped so
     that each row keeps at least one finite entry.
     """
 
@@ -32,8 +37,8 @@ class LogitsRecipe:
 
 def materialize(recipe: LogitsRecipe, dtype: torch.dtype, device) -> torch.Tensor:
     """The contiguous [batch, vocab] logits of `recipe`, generated in fp32 then cast to `dtype`."""
-    if recipe.family not in FAMILIES:
-        raise ValueError(f"family must be one of {FAMILIES}, got {recipe.family!r}")
+    if recipe.family not in FAMILIES + EXAMPLE_FAMILIES:
+        raise ValueError(f"family must be one of {FAMILIES + EXAMPLE_FAMILIES}, got {recipe.family!r}")
     gen = torch.Generator(device=device).manual_seed(recipe.seed)
     shape = (recipe.batch, recipe.vocab)
     x = torch.randn(shape, generator=gen, device=device)
@@ -44,6 +49,8 @@ def materialize(recipe: LogitsRecipe, dtype: torch.dtype, device) -> torch.Tenso
         x = torch.randint(0, 4, shape, generator=gen, device=device).float()
     elif recipe.family == "flat":
         x = torch.zeros(shape, device=device)
+    elif recipe.family == "levels":
+        x = torch.floor(torch.empty(shape, device=device).exponential_(generator=gen) / 2)
     x = x * recipe.scale
     if recipe.neg_inf_fraction > 0 and recipe.vocab > 1:
         u = torch.rand(shape, generator=gen, device=device)

@@ -1,4 +1,5 @@
-"""Our top-k kernel's chunk path (`samplecheck.kernels.top_k_chunks`): which calls take it, and
+"""Our top-k kernel's chunk path (`samplecheck.kernels.top_k_chunks`): which calls take it, that
+the record's regression examples of its regime take it on every device's launch config, and
 that it masks every row bitwise as the one-program kernel does, top-k alone and top-k + top-p.
 
 The paths are compared on rows the drawn cases rarely hold together: a batch mixing k = 1,
@@ -12,6 +13,7 @@ strided view, int32 and int64 k.
 import pytest
 import torch
 
+from samplecheck.infos.top_k_top_p import GPU_CHUNK_REGIME, SMALL_K_ALONE, SMALL_K_WITH_P
 from samplecheck.kernels import top_k_chunks, top_k_top_p
 from samplecheck.kernels.validation import LOGIT_DTYPES
 
@@ -42,6 +44,27 @@ def test_chunks_plan_routing(device_kind):
     assert plan(1, vocab, device_kind, False, False) is None
     if c["MIN_VOCAB"] > 1:
         assert plan(1, c["MIN_VOCAB"] - 1, device_kind, True, False) is None
+
+
+def _takes_chunk_path(example, device_kind: str) -> bool:
+    """Whether every row of the example's case splits over several chunk programs there."""
+    case, c = example.case, top_k_chunks.CHUNKS_CONFIG[device_kind]
+    splits = top_k_chunks.chunks_plan(case.logits.batch, case.logits.vocab, device_kind, True, case.p is not None)
+    return splits is not None and (splits > 1 or case.p is not None) and max(case.k) <= c["K_MAX"]
+
+
+# The regimes the examples stand for; the kill table finds the chunk path's mutants through
+# them on whichever device it runs.
+REGIMES = {"top-k alone": (SMALL_K_ALONE, GPU_CHUNK_REGIME[0]), "with p": (SMALL_K_WITH_P[0], GPU_CHUNK_REGIME[1]),
+           "with p, k-th value tied past k": (SMALL_K_WITH_P[1], GPU_CHUNK_REGIME[2])}
+
+
+@pytest.mark.parametrize("device_kind", ("cuda", "cpu"))
+@pytest.mark.parametrize("regime", list(REGIMES))
+def test_regression_examples_take_the_chunk_path(device_kind, regime):
+    assert any(_takes_chunk_path(example, device_kind) for example in REGIMES[regime]), (
+        f"no regression example of the regime {regime!r} takes the chunk path on {device_kind}'s config: resize "
+        f"them with the config (samplecheck.infos.top_k_top_p)")
 
 
 def _rows(kind: str, batch: int, vocab: int, gen: torch.Generator) -> torch.Tensor:
