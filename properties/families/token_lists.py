@@ -375,6 +375,14 @@ def additive_values() -> st.SearchStrategy[float]:
     return st.one_of(st.sampled_from(ADDITIVE_EDGES), st.floats(-2.0, 2.0, width=32))
 
 
+def additive_pools() -> st.SearchStrategy[tuple]:
+    """A frequency or presence pool: off for the whole batch (the commonest request: only
+    repetition, or no penalty of that kind) as often as a drawn pool, whose rows mix values
+    and off (a plug-in that implements the repetition penalty alone accepts a case only
+    where both pools are off)."""
+    return st.one_of(st.just((0.0,)), pools(additive_values()))
+
+
 @st.composite
 def history_recipes(draw, budget: Budget) -> HistoryRecipe:
     """Typical shapes first (Hypothesis starts from the first options): lists of a few dozen
@@ -391,8 +399,8 @@ def history_recipes(draw, budget: Budget) -> HistoryRecipe:
 @st.composite
 def penalties_cases(draw, budget: Budget) -> PenaltiesCase:
     return PenaltiesCase(logits=draw(logits_recipes(budget)), history=draw(history_recipes(budget)),
-                         repetition=draw(pools(repetition_values())), frequency=draw(pools(additive_values())),
-                         presence=draw(pools(additive_values())))
+                         repetition=draw(pools(repetition_values())), frequency=draw(additive_pools()),
+                         presence=draw(additive_pools()))
 
 
 def penalties_case_of(case: PenaltiesCase, logits: torch.Tensor, args: dict) -> PenaltiesCase:
