@@ -53,7 +53,8 @@ chunk sums and a 6-level tree: no deeper than ceil(V / 1024) + 10 additions. No 
 synchronisation: the call is CUDA-graph capturable.
 The kernels choose the top-k ids for 1 <= k <= TOP_IDS_MAX when the row's k codes per chunk
 fit the largest of MERGE_TILES (V / CHUNK * k <= 4096: k <= 64 up to V = 262144); other k
-take `torch.topk`, then `torch.cat` with the sampled token.
+take `torch.topk`, then `torch.cat` with the sampled token: on CUDA that order can leave a
+row's NaN out of its top k (docs/findings.md, F17), an exception to the NaN-first order above.
 
 Memory: the outputs ([B, n + 1] fp32 and int64, [B] int64), the per-chunk scratch
 (`scratch_bytes`: fp32 maxima and sums and int32 counts, 12 bytes per row and chunk, and for

@@ -8,7 +8,7 @@ Semantics (what every logprobs backend is checked against):
   float32 [B, n + 1], ranks int64 [B]) with n = V for -1, else n = num_logprobs.
 - token_ids: column 0 is the sampled token. k >= 1: columns 1..k hold k distinct ids in
   non-increasing value order; every id whose value is strictly above the k-th largest value
-  is among them and the rest have values equal to it (tie policy: any ids tied with the
+  (NaN ranked above +inf, as torch.topk on the CPU: `kth_largest`) is among them and the rest have values equal to it (tie policy: any ids tied with the
   k-th value may be chosen, in any order among equals; compared as sets, tie-aware).
   -1: columns 1..V are ids 0..V-1 in vocab order. The sampled id may also appear among
   the top-k (the row then repeats it).
@@ -74,8 +74,19 @@ def logprobs_reference(logits: torch.Tensor, sampled: torch.Tensor, num_logprobs
     ranks = (x >= chosen).sum(dim=-1)
     kth = None
     if num_logprobs is not None and num_logprobs >= 1:
-        kth = x.topk(num_logprobs, dim=-1).values[:, -1]
+        kth = kth_largest(x, num_logprobs)
     return LogprobsReference(num_logprobs, sampled, log_probs, lse, ranks, kth, unit)
+
+
+def kth_largest(x: torch.Tensor, k: int) -> torch.Tensor:
+    """The k-th largest value of each row of `x`, NaN ranked above +inf: torch.topk's order on
+    the CPU. On CUDA, torch.topk can leave a row's NaN out of its top k (docs/findings.md,
+    F17), so rows holding NaN are ranked on the CPU."""
+    kth = x.topk(k, dim=-1).values[:, -1]
+    nan_rows = torch.isnan(x).any(dim=-1)
+    if x.is_cuda and bool(nan_rows.any()):
+        kth[nan_rows] = x[nan_rows].cpu().topk(k, dim=-1).values[:, -1].to(x.device)
+    return kth
 
 
 def error_bound(reference: LogprobsReference, expected: torch.Tensor) -> torch.Tensor:

@@ -7,7 +7,8 @@ the ids (k codes per chunk, merged per row); other calls take torch.topk. Checke
   tied with +0.0), distinct, ties resolved to the lowest ids, and the rest of the output
   (logprobs, ranks) bitwise that of the torch.topk path wherever the ids agree; over every
   logits dtype, rows whose top entries all lie in one chunk, chunks shorter than k, tie-heavy,
-  all -inf and NaN rows.
+  all -inf and NaN rows;
+- the oracle's k-th largest value ranks NaN first on every device (finding F17).
 """
 
 import pytest
@@ -15,6 +16,7 @@ import torch
 
 from samplecheck.kernels import logprobs
 from samplecheck.kernels.validation import LOGIT_DTYPES
+from samplecheck.oracles.logprobs import kth_largest
 
 pytestmark = pytest.mark.interpreter
 
@@ -85,3 +87,13 @@ def test_kernel_ids_are_topk(dtype, kind, vocab, k, device, monkeypatch):
     same = (ours.token_ids == by_torch.token_ids).all(dim=1)
     assert torch.equal(ours.ranks, by_torch.ranks)
     assert torch.equal(ours.logprobs[same].view(torch.int32), by_torch.logprobs[same].view(torch.int32))
+
+
+def test_oracle_kth_ranks_nan_first(device):
+    """The logprobs oracle's k-th largest value on the test's device is torch.topk's on the CPU:
+    on the row of finding F17 (docs/findings.md), where torch.topk on CUDA leaves NaN out at
+    k = 64."""
+    vocab, k = 2 * CHUNK + 5, 64
+    x = _rows("edges", 3, vocab, torch.Generator().manual_seed(vocab * 7 + k)).to(torch.bfloat16).double()
+    expected = x.topk(k, dim=-1).values[:, -1]
+    torch.testing.assert_close(kth_largest(x.to(device), k).cpu(), expected, rtol=0, atol=0, equal_nan=True)
