@@ -23,8 +23,8 @@ class LogitsRecipe:
     holding about 40-99% of the mass); ties (values on 4 levels, so most entries tie);
     flat (every entry equal); levels (regression examples only: integer levels 0, 1, 2, ...,
     level j holding about 86% * e**(-2j) of the entries, so the top levels are sparse and
-    each level below ties about 7 times as many entries). neg_inf_fraction: share of entries set to -inf, capped so
-    that each row keeps at least one finite entry.
+    each level below ties about 7 times as many entries). neg_inf_fraction: share of entries
+    set to -inf, capped so that each row keeps at least one finite entry.
     """
 
     batch: int

@@ -47,7 +47,8 @@ def test_chunks_plan_routing(device_kind):
 
 
 def _takes_chunk_path(example, device_kind: str) -> bool:
-    """Whether every row of the example's case splits over several chunk programs there."""
+    """Whether the example's call takes the chunk path there with every row's k listed (k <=
+    K_MAX), over several chunks a row (or one, with p: a one-chunk row's ties)."""
     case, c = example.case, top_k_chunks.CHUNKS_CONFIG[device_kind]
     splits = top_k_chunks.chunks_plan(case.logits.batch, case.logits.vocab, device_kind, True, case.p is not None)
     return splits is not None and (splits > 1 or case.p is not None) and max(case.k) <= c["K_MAX"]
