@@ -55,9 +55,10 @@ from samplecheck.kernels.runtime import cdiv
 # with bf16 logits and 161 with fp32 without p, 128 and 205 with p, no spills; at 4 warps,
 # spills). MAX_ROWS 8 on the H200 (docs/gpu-runs.md, session 30; bf16, k = 50, p = 0.9; this
 # path against one program a row): 1 x 151936 top-k 98.6 -> 69.4 us, top-k + top-p 107.6 ->
-# 75.0; 16 rows even (100.1 / 101.1); 64 rows twice as slow (102.8 -> 207.9). On the CPU, every vocab and small chunks and K_MAX, so that most of the suite's top-k
-# calls on at most MAX_ROWS rows take this path, over one or several chunks, with k <= K_MAX
-# and with the row search.
+# 75.0; 16 rows even (100.1 / 101.1); 64 rows twice as slow (102.8 -> 207.9). On the CPU,
+# every vocab and small chunks and K_MAX, so that most of the suite's top-k calls on at most
+# MAX_ROWS rows take this path, over one or several chunks, with k <= K_MAX and with the row
+# search.
 CHUNKS_CONFIG = {
     "cuda": dict(MAX_ROWS=8, MIN_VOCAB=8192, COL_BITS=12, K_MAX=64, MAX_MERGE=4096, WITH_P=True, num_warps=8),
     "cpu": dict(MAX_ROWS=4, MIN_VOCAB=1, COL_BITS=8, K_MAX=32, MAX_MERGE=2048, WITH_P=True, num_warps=4),

@@ -8,8 +8,9 @@ Semantics (what every logprobs backend is checked against):
   float32 [B, n + 1], ranks int64 [B]) with n = V for -1, else n = num_logprobs.
 - token_ids: column 0 is the sampled token. k >= 1: columns 1..k hold k distinct ids in
   non-increasing value order; every id whose value is strictly above the k-th largest value
-  (NaN ranked above +inf, as torch.topk on the CPU: `kth_largest`) is among them and the rest have values equal to it (tie policy: any ids tied with the
-  k-th value may be chosen, in any order among equals; compared as sets, tie-aware).
+  (NaN ranked above +inf, as torch.topk on the CPU: `kth_largest`) is among them and the
+  rest have values equal to it (tie policy: any ids tied with the k-th value may be chosen,
+  in any order among equals; compared as sets, tie-aware).
   -1: columns 1..V are ids 0..V-1 in vocab order. The sampled id may also appear among
   the top-k (the row then repeats it).
 - logprobs[b, j] = log_softmax(l_b)[token_ids[b, j]], fp64 here. -inf logits give -inf; an

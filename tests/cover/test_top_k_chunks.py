@@ -23,7 +23,7 @@ pytestmark = pytest.mark.interpreter
 @pytest.fixture
 def config(device, monkeypatch):
     """The chunk path's config on the test's device, taking every vocab and at most 4 rows."""
-    config = top_k_chunks.CHUNKS_CONFIG[torch.device(device).type]
+    config = top_k_chunks.CHUNKS_CONFIG[device.type]
     monkeypatch.setitem(config, "MIN_VOCAB", 1)
     monkeypatch.setitem(config, "MAX_ROWS", 4)
     return config
@@ -114,7 +114,7 @@ def test_chunk_path_masks_as_one_program(dtype, kind, chunks, extra, with_p, dev
     for first in range(0, len(ks), batch):
         k = torch.tensor((ks[first:] + ks)[:batch], dtype=torch.int64 if first % 2 else torch.int32, device=device)
         p = torch.tensor((TOP_PS[first % len(TOP_PS):] + TOP_PS)[:batch], device=device) if with_p else None
-        assert top_k_chunks.chunks_plan(batch, vocab, torch.device(device).type, True, with_p) is not None
+        assert top_k_chunks.chunks_plan(batch, vocab, device.type, True, with_p) is not None
         chunked, one_program = _masks_of_both_paths(logits, k, p, config, monkeypatch)
         bits = torch.int32 if dtype == torch.float32 else torch.int16
         assert torch.equal(chunked.view(bits), one_program.view(bits)), f"k = {k.tolist()}, p = {p}"
@@ -140,7 +140,7 @@ def test_buffer_bytes_match_the_allocation(device, config, monkeypatch):
     real_new_zeros = torch.Tensor.new_zeros
     monkeypatch.setattr(torch.Tensor, "new_zeros",
                         lambda self, *a, **kw: allocated.append(real_new_zeros(self, *a, **kw)) or allocated[-1])
-    kind = torch.device(device).type
+    kind = device.type
     logits = torch.randn(2, 3 * (1 << config["COL_BITS"]) + 5, device=device)
     top_k_top_p.apply_top_k_top_p(logits, torch.tensor([3, 40], device=device), None)
     splits = top_k_chunks.chunks_plan(2, logits.size(1), kind, True, False)
