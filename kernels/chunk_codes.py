@@ -1,7 +1,8 @@
 """Triton helpers that select a row's largest entries chunk by chunk, exactly: each program
-codes its chunk's entries, keeps the n largest codes, and one program merges the row's chunk
-lists (the row's n largest entries are among them, since each is among its own chunk's n
-largest).
+codes its chunk's entries and lists its n largest (n rounds of a max over the distinct codes,
+`store_largest`, or every entry at or above its n-th largest key, `kth_largest_key`), and one
+program merges the row's chunk lists (the row's n largest entries are among them, since each
+is among its own chunk's n largest).
 
 Codes are distinct integers in the selection order: by value (`order_key`, -0.0 equal to
 +0.0; NaN above +inf, or read as -inf), then by lower column. So the n largest codes are
@@ -13,6 +14,9 @@ k-th largest value counted with multiplicity (the top-k cut).
   COL_BITS <= 12), int64 for fp32. Lanes outside the chunk get the dtype's smallest value.
 - A row code (`row_codes`): the same key, then 32 bits of (2**31 - 1 - column in the row);
   int64. Empty slots get the smallest int64.
+- A list key: a code's value part (`code >> COL_BITS` of a chunk code, `code >> 32` of a row
+  code): a signed integer of `key_bits(DTYPE)` bits in the order of the values, which
+  `kth_largest_key` selects on digit by digit.
 """
 
 import triton
@@ -34,6 +38,37 @@ def low_zero_bits(DTYPE: tl.constexpr):
         return 13
     else:
         return 0
+
+
+@triton.jit
+def key_bits(DTYPE: tl.constexpr):
+    """The bits of a list key of DTYPE values: 16 (bf16), 19 (fp16), 32 (fp32)."""
+    return 32 - low_zero_bits(DTYPE)
+
+
+@triton.jit
+def kth_largest_key(keys, live, k, KEY_BITS: tl.constexpr, DIGIT_BITS: tl.constexpr):
+    """The k-th largest of the `live` entries of `keys` ([G, 8] list keys in [-2**(KEY_BITS - 1),
+    2**(KEY_BITS - 1))) counted with multiplicity: the largest t with #(live keys >= t) >= k,
+    fixed DIGIT_BITS bits a step from the top (a step counts the keys at or above each of its
+    digit's 2**DIGIT_BITS - 1 nonzero candidates: independent sums); -2**KEY_BITS, below every
+    key, when fewer than k entries are live."""
+    steps: tl.constexpr = (KEY_BITS + DIGIT_BITS - 1) // DIGIT_BITS
+    # Constants as tensors of the keys' dtype: a Python int in [2**31, 2**32) would be uint32,
+    # and a shift of an int32 would wrap.
+    offset = tl.full([], 1 << (KEY_BITS - 1), keys.dtype)
+    biased = tl.where(live, keys + offset, -1)  # live keys in [0, 2**KEY_BITS); dead ones below every candidate
+    t = tl.zeros([], dtype=keys.dtype)
+    for step in tl.static_range(steps):
+        shift = (steps - 1 - step) * DIGIT_BITS
+        best = t
+        for digit in tl.static_range(1, 1 << DIGIT_BITS):
+            candidate = t + (tl.full([], digit, keys.dtype) << shift)
+            count = tl.sum(tl.sum((biased >= candidate).to(tl.int32), axis=1), axis=0)
+            best = tl.where(count >= k, candidate, best)
+        t = best
+    enough = tl.sum(tl.sum(live.to(tl.int32), axis=1), axis=0) >= k
+    return tl.where(enough, t - offset, tl.full([], -(1 << KEY_BITS), keys.dtype))
 
 
 @triton.jit
@@ -78,10 +113,3 @@ def row_codes(lists_ptr, splits, n, stride, COL_BITS: tl.constexpr, MERGE: tl.co
     # An empty slot of int32 chunk codes (-2**31) maps below every real code; of int64 ones, is kept.
     real = live & (code != INT64_MIN_JIT)
     return tl.where(real, ((code >> COL_BITS) << 32) | (column * -1 + INT32_MAX_JIT), INT64_MIN_JIT)
-
-
-@triton.jit
-def code_cut(code, DTYPE: tl.constexpr):
-    """The smallest int32 key (`order_key`) whose entries of DTYPE rank at or above the value
-    of row code `code`: entries with key >= it are those whose value is >= that value."""
-    return ((code >> 32) << low_zero_bits(DTYPE)).to(tl.int32)

@@ -10,66 +10,113 @@ fixed point. The one-program search finds both too, so the paths mask every row 
 
 One launch over a [B, S] grid (S chunks of 2**COL_BITS columns a row); rows with top-k and
 top-p off do nothing:
-- where 0 < k <= K_MAX, each program keeps its chunk's k largest chunk codes
-  (`samplecheck.kernels.chunk_codes`: value key, then column; distinct) in the row's lists;
+- where 0 < k <= K_MAX, each program codes its chunk (`samplecheck.kernels.chunk_codes`: value
+  key, then column; distinct), finds the chunk's k-th largest key L (`kth_largest_key`, digit
+  by digit), writes -inf at the chunk's entries with key < L (the row's cut is at or above L:
+  they are dropped whatever the other chunks hold), and lists the entries at or above L in
+  the row's lists: those above L (fewer than k), then those at L, K_MAX slots in all (the
+  smallest int64 in the slots left); it records L and whether entries at L were left out
+  (the chunk overflowed);
 - each program then counts itself in at the row's counter (an atomic add, acquire-release,
   after a barrier: the program's stores are visible to whoever counts in after it); the
   program that counts in last finishes the row alone:
-  - where 0 < k <= K_MAX, the k largest of the row's S * k codes (the row's k largest
-    entries are among them), stored in order in the row's scratch, give the top-k cut
-    (`code_cut`). With p < 1, every survivor above the k-th value is listed, so the mass
-    above each listed value is a prefix sum of their weights in the sorted list; the
-    survivors' total adds the k-th value's weight once for each entry that holds it, counted
-    from the lists, and in the chunks whose k listed codes all reach that value (a full list
-    may leave ties out) over the chunk;
+  - where 0 < k <= K_MAX, the row's k largest entries are among the listed ones (each
+    chunk lists at least its k largest keys, with multiplicity), so the k-th largest listed
+    key is the top-k cut (`kth_largest_key` again). With p < 1, the listed codes' k largest,
+    stored in order in the row's scratch, give the top-p cut: every survivor above the k-th
+    value is listed, so the mass above each listed value is a prefix sum of their weights in
+    the sorted list; the survivors' total adds the k-th value's weight once for each entry
+    that holds it, counted from the lists and, in the chunks that overflowed at that value,
+    over the chunk. Every entry not written yet is listed, or at the level of a chunk that
+    overflowed: the program writes -inf at the listed entries below the cut (and at the
+    listed NaN, which read as -inf) and passes over the overflowed chunks below the cut;
   - else (k > K_MAX, or top-k off with p < 1) it searches the whole row as the one-program
-    kernel does (`samplecheck.kernels.cut_search.row_cut`, with the scratch).
-  It writes -inf below the cut and at NaN, and nothing else.
+    kernel does (`samplecheck.kernels.cut_search.row_cut`, with the scratch) and writes it.
+  So -inf is written below the cut and at NaN, and nothing else.
 Value checks (deferred or captured): every program checks all B values of k (and p) itself
 and program (0, 0) records a failure in the guard flag; a set flag makes every program write
 nothing.
 
 Buffer per call: one int64 allocation, zeroed (the counters must start at 0), [B, WORDS]
-with WORDS = S * K_MAX (the lists) + CAP / 2 (the scratch: CAP fp32 entries, or the k
-merged codes) + 2 (the counter and a pad word, so every row starts 16-byte aligned);
-`chunks_buffer_bytes`. No host synchronisation: the call captures in a CUDA graph.
+with WORDS = S * K_MAX (the lists) + S rounded up to even (each chunk's L and overflow) +
+CAP / 2 (the scratch: CAP fp32 entries, or the k merged codes) + 2 (the counter and a pad
+word): an even count, so every row starts 16-byte aligned; `chunks_buffer_bytes`. No host
+synchronisation: the call captures in a CUDA graph.
 """
 
 import torch
 import triton
 import triton.language as tl
 
-from samplecheck.kernels.chunk_codes import chunk_codes, code_cut, row_codes, store_largest
+from samplecheck.kernels.chunk_codes import (INT64_MIN_JIT, chunk_codes, key_bits, kth_largest_key, low_zero_bits,
+                                             row_codes, store_largest)
 from samplecheck.kernels.cut_search import (INT32_MAX_JIT, load_row, may_write, order_key, row_cut, row_k_p, weight,
                                             write_below_cut)
+from samplecheck.kernels.drop_store import group_columns, store_neg_inf
 from samplecheck.kernels.launching import jit
 from samplecheck.kernels.runtime import cdiv
 
 # By device: MAX_ROWS, the largest batch that takes this path, and MIN_VOCAB, the smallest
 # vocab; COL_BITS: 2**COL_BITS columns a chunk (COL_BITS <= 12, `chunk_codes`); K_MAX: the
-# largest k kept in chunk lists (larger k search the row in its last program); MAX_MERGE: the
-# most codes a row's lists may hold (S * K_MAX), the last program's tile whatever the vocab (a
-# power of two; one compiled variant for every vocab, the lanes past S * k unread); WITH_P:
-# whether calls with p as well as k take this path (else the one-program kernel); num_warps:
-# 8, as the one-program kernel's search tiles need (compiled for sm_90: 80 registers a thread
-# with bf16 logits and 161 with fp32 without p, 128 and 205 with p, no spills; at 4 warps,
-# spills). MAX_ROWS 8 on the H200 (docs/gpu-runs.md, session 30; bf16, k = 50, p = 0.9; this
-# path against one program a row): 1 x 151936 top-k 98.6 -> 69.4 us, top-k + top-p 107.6 ->
-# 75.0; 16 rows even (100.1 / 101.1); 64 rows twice as slow (102.8 -> 207.9). On the CPU,
-# every vocab and small chunks and K_MAX, so that most of the suite's top-k calls on at most
-# MAX_ROWS rows take this path, over one or several chunks, with k <= K_MAX and with the row
-# search.
+# slots of a chunk's list, the largest k listed (larger k search the row in its last
+# program); MAX_MERGE: the most slots a row's lists may hold (S * K_MAX), the last program's
+# tile whatever the vocab (a power of two; one compiled variant for every vocab, the lanes
+# past S * K_MAX unread); DIGIT_BITS: the bits `kth_largest_key` fixes a step (1: a count a
+# bit; compiled for sm_90 with bf16 logits, 128 registers a thread at 1, 147 at 2); WITH_P: whether calls with p as well as k take this path (else the
+# one-program kernel); num_warps: 8, as the one-program kernel's search tiles need. MAX_ROWS 8
+# on the H200 (docs/gpu-runs.md, session 30; bf16, k = 50, p = 0.9; this path, then with k
+# rounds of a max a chunk, against one program a row): 1 x 151936 top-k 98.6 -> 69.4 us,
+# top-k + top-p 107.6 -> 75.0; 16 rows even (100.1 / 101.1); 64 rows twice as slow (102.8 ->
+# 207.9). On the CPU, every vocab and small chunks and K_MAX, so that most of the suite's
+# top-k calls on at most MAX_ROWS rows take this path, over one or several chunks, with
+# k <= K_MAX and with the row search.
 CHUNKS_CONFIG = {
-    "cuda": dict(MAX_ROWS=8, MIN_VOCAB=8192, COL_BITS=12, K_MAX=64, MAX_MERGE=4096, WITH_P=True, num_warps=8),
-    "cpu": dict(MAX_ROWS=4, MIN_VOCAB=1, COL_BITS=8, K_MAX=32, MAX_MERGE=2048, WITH_P=True, num_warps=4),
+    "cuda": dict(MAX_ROWS=8, MIN_VOCAB=8192, COL_BITS=12, K_MAX=64, MAX_MERGE=4096, DIGIT_BITS=1, WITH_P=True,
+                 num_warps=8),
+    "cpu": dict(MAX_ROWS=4, MIN_VOCAB=1, COL_BITS=8, K_MAX=32, MAX_MERGE=2048, DIGIT_BITS=1, WITH_P=True,
+                num_warps=4),
 }
+
+
+@triton.jit
+def list_chunk(codes, keys, live, level, list_ptr, K_MAX: tl.constexpr):
+    """Store the chunk's codes with key > `level` (fewer than K_MAX), then those with key ==
+    `level`, at list_ptr[:K_MAX] (int64), as many as fit, and the smallest int64 in the slots
+    left ([G, 8] tiles of `group_columns`); returns whether an entry at `level` was left out."""
+    above = live & (keys > level)
+    tie = live & (keys == level)
+    # One scan counts both kinds: those above in the high 16 bits, the ties in the low 16.
+    both = above.to(tl.int32) * 65536 + tie.to(tl.int32)
+    group = tl.sum(both, axis=1)
+    through = (tl.cumsum(group, axis=0) - group)[:, None] + tl.cumsum(both, axis=1)
+    total = tl.sum(group, axis=0)
+    n_above = total >> 16
+    slot = tl.where(above, (through >> 16) - 1, n_above + (through & 65535) - 1)
+    tl.store(list_ptr + slot, codes.to(tl.int64), mask=(above | tie) & (slot < K_MAX))
+    listed = tl.arange(0, K_MAX)
+    tl.store(list_ptr + listed, INT64_MIN_JIT, mask=listed >= n_above + (total & 65535))
+    return n_above + (total & 65535) > K_MAX
+
+
+@triton.jit
+def listed_keys(lists_ptr, S, K_MAX: tl.constexpr, COL_BITS: tl.constexpr, KEY_BITS: tl.constexpr,
+                MERGE: tl.constexpr):
+    """The row's list slots as [MERGE // 8, 8] tiles: (their keys, int32 where KEY_BITS < 32;
+    whether a slot holds an entry; its column)."""
+    slot = group_columns(MERGE)
+    code = tl.load(lists_ptr + slot, mask=slot < S * K_MAX, other=INT64_MIN_JIT, cache_modifier=".cg")
+    keys = code >> COL_BITS
+    if KEY_BITS < 32:
+        keys = keys.to(tl.int32)
+    column = (slot // K_MAX) * (1 << COL_BITS) - (code & ((1 << COL_BITS) - 1)).to(tl.int32) + ((1 << COL_BITS) - 1)
+    return keys, code != INT64_MIN_JIT, column
 
 
 @triton.jit
 def top_k_list(lists_ptr, top_ptr, S, k, K_MAX: tl.constexpr, COL_BITS: tl.constexpr, MERGE: tl.constexpr):
     """The row's k largest row codes (`row_codes`), merged from its chunk lists and stored at
     top_ptr[:k], largest first (then visible to the whole program); returns the k-th."""
-    store_largest(row_codes(lists_ptr, S, k, K_MAX, COL_BITS, MERGE), top_ptr, k, False)
+    store_largest(row_codes(lists_ptr, S, K_MAX, K_MAX, COL_BITS, MERGE), top_ptr, k, False)
     tl.debug_barrier()
     return tl.load(top_ptr + k - 1, cache_modifier=".cg")
 
@@ -80,35 +127,33 @@ def _larger(a, b):
 
 
 @triton.jit
-def cut_ties(row_ptr, lists_ptr, S, V, kth, k, K_MAX: tl.constexpr, COL_BITS: tl.constexpr,
-             MERGE: tl.constexpr):
-    """How many of the row's entries have the value of row code `kth` (NaN read as -inf): the
-    listed ones and, in each chunk whose k-th listed code has that value (a full list may
-    leave ties out), the unlisted ones, from a count over the chunk."""
-    level = kth >> 32  # the code's value part, as chunk codes carry it above COL_BITS
-    slot = tl.arange(0, MERGE)
-    live = slot < S * k
-    code = tl.load(lists_ptr + (slot // k) * K_MAX + slot % k, mask=live, other=0, cache_modifier=".cg")
-    ties = tl.sum((live & ((code >> COL_BITS) == level)).to(tl.int32), axis=0)
+def cut_ties(row_ptr, lists_ptr, levels_ptr, S, V, level, K_MAX: tl.constexpr, COL_BITS: tl.constexpr,
+             KEY_BITS: tl.constexpr, MERGE: tl.constexpr):
+    """How many of the row's entries have list key `level` (NaN read as -inf): the listed ones
+    and, in each chunk that overflowed at that level (`list_chunk`), the unlisted ones, from a
+    count over the chunk."""
+    keys, real, _ = listed_keys(lists_ptr, S, K_MAX, COL_BITS, KEY_BITS, MERGE)
+    ties = tl.sum(tl.sum((real & (keys == level)).to(tl.int32), axis=1), axis=0)
     chunk = tl.arange(0, MERGE // K_MAX)
-    last = tl.load(lists_ptr + chunk * K_MAX + k - 1, mask=chunk < S, other=0, cache_modifier=".cg")
-    if tl.sum(((chunk < S) & ((last >> COL_BITS) == level)).to(tl.int32), axis=0) > 0:
+    state = tl.load(levels_ptr + chunk, mask=chunk < S, other=0, cache_modifier=".cg")
+    rescan = (chunk < S) & ((state & 1) == 1) & ((state >> 1) == level)
+    if tl.sum(rescan.to(tl.int32), axis=0) > 0:
         local = tl.arange(0, 1 << COL_BITS)
         rank = tl.arange(0, K_MAX)
         for c in range(0, S):
-            if (tl.load(lists_ptr + c * K_MAX + k - 1, cache_modifier=".cg") >> COL_BITS) == level:
+            if tl.load(levels_ptr + c, cache_modifier=".cg") == level * 2 + 1:
                 first = c << COL_BITS
                 in_row = first + local < V
                 codes = chunk_codes(tl.load(row_ptr + first + local, mask=in_row), local, in_row, COL_BITS, False)
-                listed = tl.load(lists_ptr + c * K_MAX + rank, mask=rank < k, other=0, cache_modifier=".cg")
+                listed = tl.load(lists_ptr + c * K_MAX + rank, cache_modifier=".cg")
                 ties += tl.sum((in_row & ((codes >> COL_BITS) == level)).to(tl.int32), axis=0)
-                ties -= tl.sum(((rank < k) & ((listed >> COL_BITS) == level)).to(tl.int32), axis=0)
+                ties -= tl.sum(((listed != INT64_MIN_JIT) & ((listed >> COL_BITS) == level)).to(tl.int32), axis=0)
     return ties
 
 
 @triton.jit
-def listed_top_p_cut(row_ptr, top_ptr, lists_ptr, S, V, kth, k, p, K_MAX: tl.constexpr, COL_BITS: tl.constexpr,
-                     MERGE: tl.constexpr):
+def listed_top_p_cut(row_ptr, top_ptr, lists_ptr, levels_ptr, S, V, kth, k, p, K_MAX: tl.constexpr,
+                     COL_BITS: tl.constexpr, MERGE: tl.constexpr):
     """The top-p cut over the top-k survivors of a row with 0 < k <= K_MAX and p < 1, from its
     k largest row codes (top_ptr[:k], largest first; kth the k-th): the predicate and cut of
     the one-program search (`samplecheck.kernels.cut_search`), evaluated at every listed key.
@@ -132,49 +177,84 @@ def listed_top_p_cut(row_ptr, top_ptr, lists_ptr, S, V, kth, k, p, K_MAX: tl.con
         x_k = tl.max(tl.where(rank == k - 1, x, float("-inf")), axis=0)
         total = tl.sum(tl.where(rank == k - 1, above, 0), axis=0)
         if x_k > float("-inf"):
-            total += cut_ties(row_ptr, lists_ptr, S, V, kth, k, K_MAX, COL_BITS, MERGE) * weight(x_k, row_max)
+            total += cut_ties(row_ptr, lists_ptr, levels_ptr, S, V, kth >> 32, K_MAX, COL_BITS,
+                                      key_bits(row_ptr.dtype.element_ty), MERGE) * weight(
+                x_k, row_max)
         holds = listed & (above.to(tl.float32) < p * total.to(tl.float32))
         cut = tl.min(tl.where(holds, key, cut), axis=0)
     return cut
 
 
+@triton.jit
+def write_listed_below_cut(row_ptr, lists_ptr, levels_ptr, S, V, cut, K_MAX: tl.constexpr, COL_BITS: tl.constexpr,
+                           MERGE: tl.constexpr, BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr):
+    """-inf at every entry of the row below `cut` (an `order_key`) or NaN that its chunk left
+    (`list_chunk`): the listed ones, and the overflowed chunks whose level is below the cut or
+    is -inf's (its entries may be NaN), passed over whole."""
+    keys, real, column = listed_keys(lists_ptr, S, K_MAX, COL_BITS, key_bits(row_ptr.dtype.element_ty), MERGE)
+    lowest = low_zero_bits(row_ptr.dtype.element_ty)
+    cut_level = cut >> lowest
+    neg_inf_level = order_key(tl.full([], float("-inf"), tl.float32)) >> lowest
+    store_neg_inf(row_ptr + column, real & ((keys < cut_level) | (keys == neg_inf_level)))
+    chunk = tl.arange(0, MERGE // K_MAX)
+    state = tl.load(levels_ptr + chunk, mask=chunk < S, other=0, cache_modifier=".cg")
+    level = state >> 1
+    pass_over = (chunk < S) & ((state & 1) == 1) & ((level < cut_level) | (level == neg_inf_level))
+    if tl.sum(pass_over.to(tl.int32), axis=0) > 0:
+        for c in range(0, S):
+            state_c = tl.load(levels_ptr + c, cache_modifier=".cg")
+            if ((state_c & 1) == 1) & (((state_c >> 1) < cut_level) | ((state_c >> 1) == neg_inf_level)):
+                write_below_cut(row_ptr, c << COL_BITS, tl.minimum((c + 1) << COL_BITS, V), cut, BLOCK, NUM_STAGES)
+
+
 @jit(do_not_specialize=["k_ptr", "p_ptr", "B", "S", "guard_ptr"])
 def _top_k_chunks_kernel(logits_ptr, row_stride, k_ptr, p_ptr, buffer_ptr, B, V, S, guard_ptr, check,
                          GUARDED: tl.constexpr, HAS_P: tl.constexpr, COL_BITS: tl.constexpr, K_MAX: tl.constexpr,
-                         MERGE: tl.constexpr, BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr, LANES: tl.constexpr,
-                         BOUND_STEPS: tl.constexpr, TILE: tl.constexpr, NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr,
-                         RANK_ROWS: tl.constexpr, RANK_COLS: tl.constexpr, SAMPLE: tl.constexpr):
+                         MERGE: tl.constexpr, DIGIT_BITS: tl.constexpr, BLOCK: tl.constexpr,
+                         NUM_STAGES: tl.constexpr, LANES: tl.constexpr, BOUND_STEPS: tl.constexpr,
+                         TILE: tl.constexpr, NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, RANK_ROWS: tl.constexpr,
+                         RANK_COLS: tl.constexpr, SAMPLE: tl.constexpr):
     """Program (row, chunk); the module docstring states the algorithm."""
     tl.static_assert(K_MAX <= CAP // 2)  # a row's top-k list fits its scratch
+    KEY_BITS: tl.constexpr = key_bits(logits_ptr.dtype.element_ty)
     row = tl.program_id(0).to(tl.int64)
     split = tl.program_id(1)
     row_ptr = logits_ptr + row * row_stride
-    lists_ptr = buffer_ptr + row * (S * K_MAX + CAP // 2 + 2)
-    scratch_ptr = lists_ptr + S * K_MAX
+    lists_ptr = buffer_ptr + row * (S * K_MAX + S + S % 2 + CAP // 2 + 2)
+    levels_ptr = lists_ptr + S * K_MAX
+    scratch_ptr = levels_ptr + S + S % 2
     count_ptr = scratch_ptr + CAP // 2
     k, p = row_k_p(k_ptr, p_ptr, row, V, True, HAS_P)
     listed = (k < V) & (k <= K_MAX)
     if ((k < V) | (p < 1.0)) & may_write(k_ptr, p_ptr, B, guard_ptr, check, GUARDED, True, HAS_P):
         if listed:
             first = split << COL_BITS
-            local = tl.arange(0, 1 << COL_BITS)
+            local = group_columns(1 << COL_BITS)
             live = first + local < V
             codes = chunk_codes(tl.load(row_ptr + first + local, mask=live), local, live, COL_BITS, False)
-            store_largest(codes, lists_ptr + split * K_MAX, k, False)
+            keys = codes >> COL_BITS
+            level = kth_largest_key(keys, live, k, KEY_BITS, DIGIT_BITS)
+            store_neg_inf(row_ptr + first + local, live & (keys < level))
+            overflowed = list_chunk(codes, keys, live, level, lists_ptr + split * K_MAX, K_MAX)
+            tl.store(levels_ptr + split, level.to(tl.int64) * 2 + overflowed.to(tl.int64))
         tl.debug_barrier()
         if tl.atomic_add(count_ptr, 1) == S - 1:
             if listed:
-                kth = top_k_list(lists_ptr, scratch_ptr, S, k, K_MAX, COL_BITS, MERGE)
-                cut = code_cut(kth, logits_ptr.dtype.element_ty)
+                keys, real, _ = listed_keys(lists_ptr, S, K_MAX, COL_BITS, KEY_BITS, MERGE)
+                cut = (kth_largest_key(keys, real, k, KEY_BITS, DIGIT_BITS) << low_zero_bits(
+                    logits_ptr.dtype.element_ty)).to(tl.int32)
                 if HAS_P:
                     if p < 1.0:
-                        cut = listed_top_p_cut(row_ptr, scratch_ptr, lists_ptr, S, V, kth, k, p, K_MAX, COL_BITS,
-                                               MERGE)
+                        kth = top_k_list(lists_ptr, scratch_ptr, S, k, K_MAX, COL_BITS, MERGE)
+                        cut = listed_top_p_cut(row_ptr, scratch_ptr, lists_ptr, levels_ptr, S, V, kth, k, p, K_MAX,
+                                               COL_BITS, MERGE)
+                write_listed_below_cut(row_ptr, lists_ptr, levels_ptr, S, V, cut, K_MAX, COL_BITS, MERGE, BLOCK,
+                                       NUM_STAGES)
             else:
                 cut = row_cut(row_ptr, V, k, p, scratch_ptr.to(tl.pointer_type(tl.float32), bitcast=True), True,
                               HAS_P, BLOCK, NUM_STAGES, LANES, BOUND_STEPS, TILE, NUM_PIVOTS, CAP, RANK_ROWS,
                               RANK_COLS, SAMPLE)
-            write_below_cut(row_ptr, 0, V, cut, BLOCK, NUM_STAGES)
+                write_below_cut(row_ptr, 0, V, cut, BLOCK, NUM_STAGES)
 
 
 def chunks_plan(batch: int, vocab: int, device: str, has_k: bool, has_p: bool) -> int | None:
@@ -192,7 +272,7 @@ def chunks_plan(batch: int, vocab: int, device: str, has_k: bool, has_p: bool) -
 
 def _row_words(splits: int, device: str, cap: int) -> int:
     """The int64 words of a row's part of the buffer (module docstring)."""
-    return splits * CHUNKS_CONFIG[device]["K_MAX"] + cap // 2 + 2
+    return splits * CHUNKS_CONFIG[device]["K_MAX"] + splits + splits % 2 + cap // 2 + 2
 
 
 def chunks_buffer_bytes(batch: int, splits: int, device: str, cap: int) -> int:
@@ -209,7 +289,8 @@ def launch_chunks(logits: torch.Tensor, k: torch.Tensor, p: torch.Tensor | None,
     buffer = logits.new_zeros((batch, _row_words(splits, device, search["CAP"])), dtype=torch.int64)
     _top_k_chunks_kernel[(batch, splits)](
         logits, logits.stride(0), k, p, buffer, batch, vocab, splits, flag, check, GUARDED=flag is not None,
-        HAS_P=p is not None, COL_BITS=c["COL_BITS"], K_MAX=c["K_MAX"], MERGE=c["MAX_MERGE"], BLOCK=search["BLOCK"],
+        HAS_P=p is not None, COL_BITS=c["COL_BITS"], K_MAX=c["K_MAX"], MERGE=c["MAX_MERGE"], DIGIT_BITS=c["DIGIT_BITS"],
+        BLOCK=search["BLOCK"],
         NUM_STAGES=search["NUM_STAGES"], LANES=search["LANES"], BOUND_STEPS=search["BOUND_STEPS"],
         TILE=search["TILE"], NUM_PIVOTS=search["NUM_PIVOTS"], CAP=search["CAP"], RANK_ROWS=search["RANK_ROWS"],
         RANK_COLS=search["RANK_COLS"], SAMPLE=search["SAMPLE"], num_warps=c["num_warps"])

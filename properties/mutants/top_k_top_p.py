@@ -110,10 +110,8 @@ MUTANTS = (
     ),
     Mutant(
         name="top_k_chunks_cut_one_past_kth", **_CHUNK_PATH,
-        find=("store_largest(row_codes(lists_ptr, S, k, K_MAX, COL_BITS, MERGE), top_ptr, k, False)\n"
-              "    tl.debug_barrier()\n    return tl.load(top_ptr + k - 1,"),
-        replace=("store_largest(row_codes(lists_ptr, S, k, K_MAX, COL_BITS, MERGE), top_ptr, k + 1, False)\n"
-                 "    tl.debug_barrier()\n    return tl.load(top_ptr + k,"),
+        find="cut = (kth_largest_key(keys, real, k, KEY_BITS, DIGIT_BITS)",
+        replace="cut = (kth_largest_key(keys, real, k + 1, KEY_BITS, DIGIT_BITS)",
         description="the chunk top-k path cuts at the (k + 1)-th largest entry: one entry more than k survives "
                     "(with its ties)",
         ref="fault class: a 0- vs 1-based rank in a top-k threshold",
@@ -129,12 +127,29 @@ MUTANTS = (
     ),
     Mutant(
         name="top_k_chunks_top_p_listed_ties_only", **_CHUNK_PATH,
-        find="if tl.sum(((chunk < S) & ((last >> COL_BITS) == level)).to(tl.int32), axis=0) > 0:",
-        replace="if tl.sum(((chunk < S) & ((last >> COL_BITS) == level)).to(tl.int32), axis=0) < 0:",
+        find="if tl.sum(rescan.to(tl.int32), axis=0) > 0:", replace="if tl.sum(rescan.to(tl.int32), axis=0) < 0:",
         description="the chunk path's top-p total counts the k-th value's ties from the chunk lists alone: a "
-                    "chunk whose k listed codes all hold that value may hold more, whose mass the total leaves out",
+                    "chunk that listed only part of its entries at that value holds more, whose mass the total "
+                    "leaves out",
         ref="fault class: a top-p renormalised over the selected k while the mask keeps every tie at the k-th "
             "value (fi PR #3774, tie policy differences)",
+    ),
+    Mutant(
+        name="top_k_chunks_drop_at_chunk_level", **_CHUNK_PATH,
+        find="store_neg_inf(row_ptr + first + local, live & (keys < level))",
+        replace="store_neg_inf(row_ptr + first + local, live & (keys <= level))",
+        description="each chunk program drops its entries at its own k-th value too, before the row's cut is "
+                    "known: where the row's k-th value is that chunk's, its ties are lost",
+        ref="fault class: a strict bound taken inclusive in a multi-CTA selection's early write (a CTA pruning "
+            "by its local threshold, which only bounds the global one)",
+    ),
+    Mutant(
+        name="top_k_chunks_overflow_left", **_CHUNK_PATH,
+        find="if tl.sum(pass_over.to(tl.int32), axis=0) > 0:", replace="if tl.sum(pass_over.to(tl.int32), axis=0) < 0:",
+        description="the chunk path's last program writes only the listed entries: the entries at a chunk's "
+                    "k-th value that its full list left out survive below the row's cut",
+        ref="fault class: a bounded candidate buffer whose overflow is dropped silently (a per-CTA top-k list "
+            "cut at its capacity)",
     ),
     Mutant(
         name="top_k_chunks_top_p_mass_at_or_above", **_CHUNK_PATH,

@@ -5,9 +5,10 @@ that it masks every row bitwise as the one-program kernel does, top-k alone and 
 The paths are compared on rows the drawn cases rarely hold together: a batch mixing k = 1,
 k at and past K_MAX (the last program's row search), k off (0, -1, V, above V) and k = V - 1;
 p off, tiny, middling and near 1 beside them; NaN and +-inf entries, NaN and -inf rows, +inf
-survivors, ties (at the k-th value across full chunk lists: the top-p total's tie count),
+survivors, ties (at the k-th value, and chunks with more entries at their k-th value than
+their lists hold: the top-p total's tie count and the last program's pass over such chunks),
 signed zeros; one chunk and several, a last chunk shorter than k; every logits dtype, a
-strided view, int32 and int64 k.
+strided view, int32 and int64 k; each digit width of the chunks' selection.
 """
 
 import pytest
@@ -72,6 +73,8 @@ def _rows(kind: str, batch: int, vocab: int, gen: torch.Generator) -> torch.Tens
     x = torch.randn(batch, vocab, generator=gen) * 3
     if kind == "ties":
         x = x.round()
+    elif kind == "three_levels":  # each chunk's k-th value held by more entries than its list has slots
+        x = torch.randint(0, 3, (batch, vocab), generator=gen).float()
     elif kind == "edges" and vocab > 6:
         x[0, :6] = torch.tensor([float("nan"), float("inf"), 0.0, -0.0, float("-inf"), float("nan")])
         x[1 % batch, ::7] = float("nan")
@@ -103,7 +106,7 @@ TOP_PS = [0.9, 1.0, 1e-6, 0.5, 0.999, 0.3, 0.99, 0.7]
 
 
 @pytest.mark.parametrize("dtype", LOGIT_DTYPES, ids=str)
-@pytest.mark.parametrize("kind", ["randn", "ties", "edges", "zeros", "nan_row", "inf"])
+@pytest.mark.parametrize("kind", ["randn", "ties", "three_levels", "edges", "zeros", "nan_row", "inf"])
 @pytest.mark.parametrize("chunks, extra", [(0, 1), (0, 7), (1, 0), (3, 5)], ids=["V1", "V7", "V1chunk", "V3chunks+5"])
 @pytest.mark.parametrize("with_p", [False, True], ids=["k", "k_p"])
 def test_chunk_path_masks_as_one_program(dtype, kind, chunks, extra, with_p, device, config, monkeypatch):
@@ -118,6 +121,37 @@ def test_chunk_path_masks_as_one_program(dtype, kind, chunks, extra, with_p, dev
         chunked, one_program = _masks_of_both_paths(logits, k, p, config, monkeypatch)
         bits = torch.int32 if dtype == torch.float32 else torch.int16
         assert torch.equal(chunked.view(bits), one_program.view(bits)), f"k = {k.tolist()}, p = {p}"
+
+
+@pytest.mark.parametrize("digit_bits", [1, 2, 3])
+@pytest.mark.parametrize("kind", ["randn", "three_levels", "edges"])
+def test_every_digit_width_masks_as_one_program(digit_bits, kind, device, config, monkeypatch):
+    monkeypatch.setitem(config, "DIGIT_BITS", digit_bits)
+    vocab = 3 * (1 << config["COL_BITS"]) + 5
+    ks = [1, 7, config["K_MAX"], 2]
+    for dtype in LOGIT_DTYPES:
+        gen = torch.Generator().manual_seed(digit_bits)
+        logits = _rows(kind, 4, vocab, gen).to(dtype).to(device)
+        for p in (None, torch.tensor([0.6, 1.0, 0.9, 1e-6], device=device)):
+            chunked, one_program = _masks_of_both_paths(logits, torch.tensor(ks, device=device), p, config,
+                                                        monkeypatch)
+            bits = torch.int32 if dtype == torch.float32 else torch.int16
+            assert torch.equal(chunked.view(bits), one_program.view(bits)), f"{dtype}, p = {p}"
+
+
+def test_three_levels_overflow_the_lists(device, config, monkeypatch):
+    """The kind "three_levels" reaches the chunks whose k-th value has more entries than their
+    list's slots (the buffer's per-chunk state records it)."""
+    buffers = []
+    real_new_zeros = torch.Tensor.new_zeros
+    monkeypatch.setattr(torch.Tensor, "new_zeros",
+                        lambda self, *a, **kw: buffers.append(real_new_zeros(self, *a, **kw)) or buffers[-1])
+    vocab = 3 * (1 << config["COL_BITS"])
+    logits = _rows("three_levels", 2, vocab, torch.Generator().manual_seed(0)).to(device)
+    top_k_top_p.apply_top_k_top_p(logits, torch.tensor([2, config["K_MAX"]], device=device), None)
+    splits, k_max = 3, config["K_MAX"]
+    states = buffers[-1][:, splits * k_max:splits * k_max + splits]
+    assert bool(((states & 1) == 1).all()), states
 
 
 def test_chunk_path_on_a_strided_view(device, config, monkeypatch):
