@@ -126,8 +126,11 @@ def _order_key(score):
 
 @jit(do_not_specialize=["row_stride", "B", "V", "chunk", "guard_ptr"])
 def _gumbel_kernel(logits_ptr, row_stride, seeds_ptr, positions_ptr, temperature_ptr, slots_ptr, B, V, chunk,
-                   guard_ptr, check, GUARDED: tl.constexpr, HAS_TEMPERATURE: tl.constexpr, HASH_SEED: tl.constexpr,
-                   BLOCK_B: tl.constexpr, BLOCK_V: tl.constexpr):
+                   guard_ptr, check, GUARDED: tl.constexpr, HAS_TEMPERATURE: tl.constexpr, DIVIDE: tl.constexpr,
+                   HASH_SEED: tl.constexpr, BLOCK_B: tl.constexpr, BLOCK_V: tl.constexpr):
+    """Program (block of rows, split); the module docstring states the algorithm. DIVIDE: the
+    logits are divided by the temperature here (else they hold l / T already, and the
+    temperature only marks the greedy rows)."""
     rows = tl.program_id(0).to(tl.int64) * BLOCK_B + tl.arange(0, BLOCK_B)
     split = tl.program_id(1)
     if GUARDED:
@@ -162,7 +165,7 @@ def _gumbel_kernel(logits_ptr, row_stride, seeds_ptr, positions_ptr, temperature
         # -inf stays -inf (l / T for every valid T, and l / 1 is l exactly) without a division:
         # div.rn takes a slow path on an infinite operand, so a masked row (top-k, min_p) took
         # 1.5-1.9x the time of an unmasked one on the H200 (docs/gpu-runs.md, session 28).
-        if HAS_TEMPERATURE:
+        if HAS_TEMPERATURE and DIVIDE:
             live = x > float("-inf")
             scaled = tl.where(live, tl.math.div_rn(tl.where(live, x, 1.0), divisor), x)
         else:
@@ -219,10 +222,12 @@ def gumbel_sample(logits: torch.Tensor, *, seeds: torch.Tensor, positions: torch
 
 def launch_gumbel(logits: torch.Tensor, seeds: torch.Tensor, positions: torch.Tensor,
                   temperature: torch.Tensor | None, flag: torch.Tensor | None, check: bool,
-                  block_v: int | None = None, splits: int | None = None) -> torch.Tensor:
+                  block_v: int | None = None, splits: int | None = None, divide: bool = True) -> torch.Tensor:
     """`gumbel_sample`'s launch, for arguments that passed `check_gumbel` (and checked `block_v`
     and `splits`): under the guard flag `flag` (None: unguarded); `check`: the kernel makes the
-    call's value checks."""
+    call's value checks. `divide=False`: the logits hold l / T already (the sampler's
+    temperature op), so the rows with T == 0 take the argmax and the others add the noise to
+    the logits as they are."""
     batch, vocab = logits.shape
     if batch == 0:
         return torch.empty(0, dtype=torch.int64, device=logits.device)
@@ -237,7 +242,7 @@ def launch_gumbel(logits: torch.Tensor, seeds: torch.Tensor, positions: torch.Te
     with quiet:
         _gumbel_kernel[(cdiv(batch, block_b), splits)](
             logits, logits.stride(0), seeds, positions, temperature, slots, batch, vocab, chunk, flag,
-            check, GUARDED=flag is not None, HAS_TEMPERATURE=temperature is not None,
+            check, GUARDED=flag is not None, HAS_TEMPERATURE=temperature is not None, DIVIDE=divide,
             HASH_SEED=HASH_SEED, BLOCK_B=block_b, BLOCK_V=block_v)
     # The winner's packed low half is its id (module docstring).
     return slots.bitwise_and_(ID_MASK)

@@ -162,8 +162,8 @@ def apply_sampling_params(logits: torch.Tensor, params: SamplingBatch) -> Sample
     launch_temperature(logits, p.temperature, flag, False)
     launch_min_p(logits, p.min_p, flag, False)
     launch_top_k_top_p(logits, p.top_k, p.top_p, flag, False)
-    greedy = None if p.temperature is None else (p.temperature != 0).to(torch.float32)
-    sampled = launch_gumbel(logits, p.seeds, p.positions, greedy, flag, False)
+    # The logits hold l / T already: the temperature only marks the greedy rows (T == 0).
+    sampled = launch_gumbel(logits, p.seeds, p.positions, p.temperature, flag, False, divide=False)
     return SamplerOutput(sampled, logits, _logprobs(raw if raw is not None else logits, sampled, p, flag))
 
 

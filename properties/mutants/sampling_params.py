@@ -24,8 +24,8 @@ MUTANTS = (
     Mutant(
         name="pipeline_greedy_rows_sampled", kernel="sampling_params",
         module="samplecheck.kernels.sampling_params", entry="apply_sampling_params",
-        find="greedy = None if p.temperature is None else (p.temperature != 0).to(torch.float32)",
-        replace="greedy = None",
+        find="launch_gumbel(logits, p.seeds, p.positions, p.temperature, flag, False, divide=False)",
+        replace="launch_gumbel(logits, p.seeds, p.positions, None, flag, False, divide=False)",
         description="greedy rows (T = 0) sampled with noise instead of taking the argmax",
         ref="vllm#5404, #41598 (greedy not greedy); MRV2 gumbel_sample skips noise for T = 0",
     ),
