@@ -48,8 +48,7 @@ import torch
 import triton
 import triton.language as tl
 
-from samplecheck.kernels.chunk_codes import (INT64_MIN_JIT, chunk_codes, key_bits, kth_largest_key, low_zero_bits,
-                                             row_codes, store_largest)
+from samplecheck.kernels.chunk_codes import INT64_MIN_JIT, chunk_codes, key_bits, kth_largest_key, low_zero_bits
 from samplecheck.kernels.cut_search import (INT32_MAX_JIT, load_row, may_write, order_key, row_cut, row_k_p, weight,
                                             write_below_cut)
 from samplecheck.kernels.drop_store import group_columns, store_neg_inf
@@ -113,12 +112,23 @@ def listed_keys(lists_ptr, S, K_MAX: tl.constexpr, COL_BITS: tl.constexpr, KEY_B
 
 
 @triton.jit
-def top_k_list(lists_ptr, top_ptr, S, k, K_MAX: tl.constexpr, COL_BITS: tl.constexpr, MERGE: tl.constexpr):
-    """The row's k largest row codes (`row_codes`), merged from its chunk lists and stored at
-    top_ptr[:k], largest first (then visible to the whole program); returns the k-th."""
-    store_largest(row_codes(lists_ptr, S, K_MAX, K_MAX, COL_BITS, MERGE), top_ptr, k, False)
+def top_k_list(lists_ptr, top_ptr, S, level, k, K_MAX: tl.constexpr, COL_BITS: tl.constexpr, KEY_BITS: tl.constexpr,
+               MERGE: tl.constexpr):
+    """The row's k largest row codes (key, then 2**31 - 1 - column), stored at top_ptr[:k],
+    largest first (then visible to the whole program), from its chunk lists and `level`, the
+    k-th largest listed key: the listed entries above `level` (fewer than k) and enough at it,
+    listed as a chunk's are (`list_chunk`) and sorted; returns the k-th. Which entries at
+    `level` fill the list does not matter: they share its value (up to the sign of a zero)."""
+    keys, real, column = listed_keys(lists_ptr, S, K_MAX, COL_BITS, KEY_BITS, MERGE)
+    codes = (keys.to(tl.int64) << 32) | (column * -1 + INT32_MAX_JIT)
+    list_chunk(codes, keys, real, level, top_ptr, K_MAX)
     tl.debug_barrier()
-    return tl.load(top_ptr + k - 1, cache_modifier=".cg")
+    rank = tl.arange(0, K_MAX)
+    top = tl.sort(tl.load(top_ptr + rank, cache_modifier=".cg"), descending=True)
+    tl.debug_barrier()
+    tl.store(top_ptr + rank, top)
+    tl.debug_barrier()
+    return tl.max(tl.where(rank == k - 1, top, INT64_MIN_JIT), axis=0)
 
 
 @triton.jit
@@ -241,11 +251,11 @@ def _top_k_chunks_kernel(logits_ptr, row_stride, k_ptr, p_ptr, buffer_ptr, B, V,
         if tl.atomic_add(count_ptr, 1) == S - 1:
             if listed:
                 keys, real, _ = listed_keys(lists_ptr, S, K_MAX, COL_BITS, KEY_BITS, MERGE)
-                cut = (kth_largest_key(keys, real, k, KEY_BITS, DIGIT_BITS) << low_zero_bits(
-                    logits_ptr.dtype.element_ty)).to(tl.int32)
+                kth_key = kth_largest_key(keys, real, k, KEY_BITS, DIGIT_BITS)
+                cut = (kth_key << low_zero_bits(logits_ptr.dtype.element_ty)).to(tl.int32)
                 if HAS_P:
                     if p < 1.0:
-                        kth = top_k_list(lists_ptr, scratch_ptr, S, k, K_MAX, COL_BITS, MERGE)
+                        kth = top_k_list(lists_ptr, scratch_ptr, S, kth_key, k, K_MAX, COL_BITS, KEY_BITS, MERGE)
                         cut = listed_top_p_cut(row_ptr, scratch_ptr, lists_ptr, levels_ptr, S, V, kth, k, p, K_MAX,
                                                COL_BITS, MERGE)
                 write_listed_below_cut(row_ptr, lists_ptr, levels_ptr, S, V, cut, K_MAX, COL_BITS, MERGE, BLOCK,

@@ -110,8 +110,8 @@ MUTANTS = (
     ),
     Mutant(
         name="top_k_chunks_cut_one_past_kth", **_CHUNK_PATH,
-        find="cut = (kth_largest_key(keys, real, k, KEY_BITS, DIGIT_BITS)",
-        replace="cut = (kth_largest_key(keys, real, k + 1, KEY_BITS, DIGIT_BITS)",
+        find="kth_key = kth_largest_key(keys, real, k, KEY_BITS, DIGIT_BITS)",
+        replace="kth_key = kth_largest_key(keys, real, k + 1, KEY_BITS, DIGIT_BITS)",
         description="the chunk top-k path cuts at the (k + 1)-th largest entry: one entry more than k survives "
                     "(with its ties)",
         ref="fault class: a 0- vs 1-based rank in a top-k threshold",
