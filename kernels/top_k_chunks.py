@@ -15,21 +15,22 @@ top-p off do nothing:
   by digit), writes -inf at the chunk's entries with key < L (the row's cut is at or above L:
   they are dropped whatever the other chunks hold), and lists the entries at or above L in
   the row's lists: those above L (fewer than k), then those at L, K_MAX slots in all (the
-  smallest int64 in the slots left); it records L and whether entries at L were left out
-  (the chunk overflowed);
+  smallest int64 in the slots left); it records 2 L + 1 if entries at L were left out (the
+  chunk overflowed), else 2 L;
 - each program then counts itself in at the row's counter (an atomic add, acquire-release,
   after a barrier: the program's stores are visible to whoever counts in after it); the
   program that counts in last finishes the row alone:
-  - where 0 < k <= K_MAX, the row's k largest entries are among the listed ones (each
-    chunk lists at least its k largest keys, with multiplicity), so the k-th largest listed
-    key is the top-k cut (`kth_largest_key` again). With p < 1, the listed codes' k largest,
-    stored in order in the row's scratch, give the top-p cut: every survivor above the k-th
-    value is listed, so the mass above each listed value is a prefix sum of their weights in
-    the sorted list; the survivors' total adds the k-th value's weight once for each entry
-    that holds it, counted from the lists and, in the chunks that overflowed at that value,
-    over the chunk. Every entry not written yet is listed, or at the level of a chunk that
-    overflowed: the program writes -inf at the listed entries below the cut (and at the
-    listed NaN, which read as -inf) and passes over the overflowed chunks below the cut;
+  - where 0 < k <= K_MAX, the row's k largest entries are among the listed ones (each chunk
+    lists its k largest keys with multiplicity, or every entry it has if fewer, and perhaps
+    more at its k-th key), so the k-th largest listed key is the top-k cut (`kth_largest_key`
+    again). With p < 1, the listed codes' k largest, stored in order in the row's scratch,
+    give the top-p cut: every survivor above the k-th value is listed, so the mass above each
+    listed value is a prefix sum of their weights in the sorted list; the survivors' total
+    adds the k-th value's weight once for each entry that holds it, counted from the lists
+    and, in the chunks that overflowed at that value, over the chunk. Every entry not written
+    yet is listed, or at the level of a chunk that overflowed: the program writes -inf at the
+    listed entries below the cut (and at the listed NaN, which read as -inf) and passes over
+    the overflowed chunks below the cut;
   - else (k > K_MAX, or top-k off with p < 1) it searches the whole row as the one-program
     kernel does (`samplecheck.kernels.cut_search.row_cut`, with the scratch) and writes it.
   So -inf is written below the cut and at NaN, and nothing else.
@@ -60,15 +61,16 @@ from samplecheck.kernels.runtime import cdiv
 # slots of a chunk's list, the largest k listed (larger k search the row in its last
 # program); MAX_MERGE: the most slots a row's lists may hold (S * K_MAX), the last program's
 # tile whatever the vocab (a power of two; one compiled variant for every vocab, the lanes
-# past S * K_MAX unread); DIGIT_BITS: the bits `kth_largest_key` fixes a step (1: a count a
-# bit; compiled for sm_90 with bf16 logits, 128 registers a thread at 1, 147 at 2); WITH_P: whether calls with p as well as k take this path (else the
-# one-program kernel); num_warps: 8, as the one-program kernel's search tiles need. MAX_ROWS 8
-# on the H200 (docs/gpu-runs.md, session 30; bf16, k = 50, p = 0.9; this path, then with k
-# rounds of a max a chunk, against one program a row): 1 x 151936 top-k 98.6 -> 69.4 us,
-# top-k + top-p 107.6 -> 75.0; 16 rows even (100.1 / 101.1); 64 rows twice as slow (102.8 ->
-# 207.9). On the CPU, every vocab and small chunks and K_MAX, so that most of the suite's
-# top-k calls on at most MAX_ROWS rows take this path, over one or several chunks, with
-# k <= K_MAX and with the row search.
+# past S * K_MAX unread); DIGIT_BITS: the bits `kth_largest_key` fixes a step (compiled for
+# sm_90 at 1: 128 registers a thread with bf16 logits, 157 with p; at 2, 128 and 174;
+# docs/benchmarks.md, session 32); WITH_P: whether calls with p as well as k take this path
+# (else the one-program kernel); num_warps: 8, as the one-program kernel's search tiles need.
+# MAX_ROWS 8 on the H200 (docs/gpu-runs.md, session 30; bf16, k = 50, p = 0.9; this path,
+# then with k rounds of a max a chunk, against one program a row): 1 x 151936 top-k 98.6 ->
+# 69.4 us, top-k + top-p 107.6 -> 75.0; 16 rows even (100.1 / 101.1); 64 rows twice as slow
+# (102.8 -> 207.9). On the CPU, every vocab and small chunks and K_MAX, so that most of the
+# suite's top-k calls on at most MAX_ROWS rows take this path, over one or several chunks,
+# with k <= K_MAX and with the row search.
 CHUNKS_CONFIG = {
     "cuda": dict(MAX_ROWS=8, MIN_VOCAB=8192, COL_BITS=12, K_MAX=64, MAX_MERGE=4096, DIGIT_BITS=1, WITH_P=True,
                  num_warps=8),
@@ -187,9 +189,9 @@ def listed_top_p_cut(row_ptr, top_ptr, lists_ptr, levels_ptr, S, V, kth, k, p, K
         x_k = tl.max(tl.where(rank == k - 1, x, float("-inf")), axis=0)
         total = tl.sum(tl.where(rank == k - 1, above, 0), axis=0)
         if x_k > float("-inf"):
-            total += cut_ties(row_ptr, lists_ptr, levels_ptr, S, V, kth >> 32, K_MAX, COL_BITS,
-                                      key_bits(row_ptr.dtype.element_ty), MERGE) * weight(
-                x_k, row_max)
+            ties = cut_ties(row_ptr, lists_ptr, levels_ptr, S, V, kth >> 32, K_MAX, COL_BITS,
+                            key_bits(row_ptr.dtype.element_ty), MERGE)
+            total += ties * weight(x_k, row_max)
         holds = listed & (above.to(tl.float32) < p * total.to(tl.float32))
         cut = tl.min(tl.where(holds, key, cut), axis=0)
     return cut
