@@ -15,10 +15,11 @@ k-th largest value counted with multiplicity (the top-k cut).
 - A row code (`row_codes`): the same key, then 32 bits of (2**31 - 1 - column in the row);
   int64. Empty slots get the smallest int64.
 - A list key: a code's value part (`code >> COL_BITS` of a chunk code, `code >> 32` of a row
-  code): a signed integer of `key_bits(DTYPE)` bits in the order of the values, which
-  `kth_largest_key` selects on digit by digit.
+  code): a signed integer of LIST_KEY_BITS[dtype] bits (32 - `low_zero_bits`) in the order of
+  the values, which `kth_largest_key` selects on digit by digit.
 """
 
+import torch
 import triton
 import triton.language as tl
 
@@ -26,6 +27,8 @@ from samplecheck.kernels.cut_search import INT32_MAX_JIT, INT32_MIN_JIT, order_k
 from samplecheck.kernels.rounding import to_fp32
 
 INT64_MIN_JIT = tl.constexpr(-2**63)
+# The bits of a list key by logits dtype (module docstring), passed to kernels as a constexpr.
+LIST_KEY_BITS = {torch.bfloat16: 16, torch.float16: 19, torch.float32: 32}
 
 
 @triton.jit
@@ -41,26 +44,19 @@ def low_zero_bits(DTYPE: tl.constexpr):
 
 
 @triton.jit
-def key_bits(DTYPE: tl.constexpr):
-    """The bits of a list key of DTYPE values: 16 (bf16), 19 (fp16), 32 (fp32)."""
-    return 32 - low_zero_bits(DTYPE)
-
-
-@triton.jit
 def kth_largest_key(keys, live, k, KEY_BITS: tl.constexpr, DIGIT_BITS: tl.constexpr):
     """The k-th largest of the `live` entries of `keys` ([G, 8] list keys in [-2**(KEY_BITS - 1),
     2**(KEY_BITS - 1))) counted with multiplicity: the largest t with #(live keys >= t) >= k,
     fixed DIGIT_BITS bits a step from the top (a step counts the keys at or above each of its
     digit's 2**DIGIT_BITS - 1 nonzero candidates: independent sums); -2**KEY_BITS, below every
     key, when fewer than k entries are live."""
-    steps: tl.constexpr = (KEY_BITS + DIGIT_BITS - 1) // DIGIT_BITS
     # Constants as tensors of the keys' dtype: a Python int in [2**31, 2**32) would be uint32,
     # and a shift of an int32 would wrap.
     offset = tl.full([], 1 << (KEY_BITS - 1), keys.dtype)
     biased = tl.where(live, keys + offset, -1)  # live keys in [0, 2**KEY_BITS); dead ones below every candidate
     t = tl.zeros([], dtype=keys.dtype)
-    for step in tl.static_range(steps):
-        shift = (steps - 1 - step) * DIGIT_BITS
+    for step in tl.static_range((KEY_BITS + DIGIT_BITS - 1) // DIGIT_BITS):
+        shift = ((KEY_BITS + DIGIT_BITS - 1) // DIGIT_BITS - 1 - step) * DIGIT_BITS
         best = t
         for digit in tl.static_range(1, 1 << DIGIT_BITS):
             candidate = t + (tl.full([], digit, keys.dtype) << shift)

@@ -49,7 +49,8 @@ import torch
 import triton
 import triton.language as tl
 
-from samplecheck.kernels.chunk_codes import INT64_MIN_JIT, chunk_codes, key_bits, kth_largest_key, low_zero_bits
+from samplecheck.kernels.chunk_codes import (INT64_MIN_JIT, LIST_KEY_BITS, chunk_codes, kth_largest_key,
+                                             low_zero_bits)
 from samplecheck.kernels.cut_search import (INT32_MAX_JIT, load_row, may_write, order_key, row_cut, row_k_p, weight,
                                             write_below_cut)
 from samplecheck.kernels.drop_store import group_columns, store_neg_inf
@@ -62,7 +63,7 @@ from samplecheck.kernels.runtime import cdiv
 # program); MAX_MERGE: the most slots a row's lists may hold (S * K_MAX), the last program's
 # tile whatever the vocab (a power of two; one compiled variant for every vocab, the lanes
 # past S * K_MAX unread); DIGIT_BITS: the bits `kth_largest_key` fixes a step (compiled for
-# sm_90 at 1: 128 registers a thread with bf16 logits, 157 with p; at 2, 128 and 174;
+# sm_90 at 1: 128 registers a thread with bf16 logits, 157 with p; at 2, 128 and 165;
 # docs/benchmarks.md, session 32); WITH_P: whether calls with p as well as k take this path
 # (else the one-program kernel); num_warps: 8, as the one-program kernel's search tiles need.
 # MAX_ROWS 8 on the H200 (docs/gpu-runs.md, session 30; bf16, k = 50, p = 0.9; this path,
@@ -114,8 +115,8 @@ def listed_keys(lists_ptr, S, K_MAX: tl.constexpr, COL_BITS: tl.constexpr, KEY_B
 
 
 @triton.jit
-def top_k_list(lists_ptr, top_ptr, S, level, k, K_MAX: tl.constexpr, COL_BITS: tl.constexpr, KEY_BITS: tl.constexpr,
-               MERGE: tl.constexpr):
+def top_k_list(lists_ptr, top_ptr, S, level, k, K_MAX: tl.constexpr, COL_BITS: tl.constexpr,
+               KEY_BITS: tl.constexpr, MERGE: tl.constexpr):
     """The row's k largest row codes (key, then 2**31 - 1 - column), stored at top_ptr[:k],
     largest first (then visible to the whole program), from its chunk lists and `level`, the
     k-th largest listed key: the listed entries above `level` (fewer than k) and enough at it,
@@ -165,7 +166,7 @@ def cut_ties(row_ptr, lists_ptr, levels_ptr, S, V, level, K_MAX: tl.constexpr, C
 
 @triton.jit
 def listed_top_p_cut(row_ptr, top_ptr, lists_ptr, levels_ptr, S, V, kth, k, p, K_MAX: tl.constexpr,
-                     COL_BITS: tl.constexpr, MERGE: tl.constexpr):
+                     COL_BITS: tl.constexpr, KEY_BITS: tl.constexpr, MERGE: tl.constexpr):
     """The top-p cut over the top-k survivors of a row with 0 < k <= K_MAX and p < 1, from its
     k largest row codes (top_ptr[:k], largest first; kth the k-th): the predicate and cut of
     the one-program search (`samplecheck.kernels.cut_search`), evaluated at every listed key.
@@ -189,8 +190,7 @@ def listed_top_p_cut(row_ptr, top_ptr, lists_ptr, levels_ptr, S, V, kth, k, p, K
         x_k = tl.max(tl.where(rank == k - 1, x, float("-inf")), axis=0)
         total = tl.sum(tl.where(rank == k - 1, above, 0), axis=0)
         if x_k > float("-inf"):
-            ties = cut_ties(row_ptr, lists_ptr, levels_ptr, S, V, kth >> 32, K_MAX, COL_BITS,
-                            key_bits(row_ptr.dtype.element_ty), MERGE)
+            ties = cut_ties(row_ptr, lists_ptr, levels_ptr, S, V, kth >> 32, K_MAX, COL_BITS, KEY_BITS, MERGE)
             total += ties * weight(x_k, row_max)
         holds = listed & (above.to(tl.float32) < p * total.to(tl.float32))
         cut = tl.min(tl.where(holds, key, cut), axis=0)
@@ -199,11 +199,12 @@ def listed_top_p_cut(row_ptr, top_ptr, lists_ptr, levels_ptr, S, V, kth, k, p, K
 
 @triton.jit
 def write_listed_below_cut(row_ptr, lists_ptr, levels_ptr, S, V, cut, K_MAX: tl.constexpr, COL_BITS: tl.constexpr,
-                           MERGE: tl.constexpr, BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr):
+                           KEY_BITS: tl.constexpr, MERGE: tl.constexpr, BLOCK: tl.constexpr,
+                           NUM_STAGES: tl.constexpr):
     """-inf at every entry of the row below `cut` (an `order_key`) or NaN that its chunk left
     (`list_chunk`): the listed ones, and the overflowed chunks whose level is below the cut or
     is -inf's (its entries may be NaN), passed over whole."""
-    keys, real, column = listed_keys(lists_ptr, S, K_MAX, COL_BITS, key_bits(row_ptr.dtype.element_ty), MERGE)
+    keys, real, column = listed_keys(lists_ptr, S, K_MAX, COL_BITS, KEY_BITS, MERGE)
     lowest = low_zero_bits(row_ptr.dtype.element_ty)
     cut_level = cut >> lowest
     neg_inf_level = order_key(tl.full([], float("-inf"), tl.float32)) >> lowest
@@ -222,13 +223,12 @@ def write_listed_below_cut(row_ptr, lists_ptr, levels_ptr, S, V, cut, K_MAX: tl.
 @jit(do_not_specialize=["k_ptr", "p_ptr", "B", "S", "guard_ptr"])
 def _top_k_chunks_kernel(logits_ptr, row_stride, k_ptr, p_ptr, buffer_ptr, B, V, S, guard_ptr, check,
                          GUARDED: tl.constexpr, HAS_P: tl.constexpr, COL_BITS: tl.constexpr, K_MAX: tl.constexpr,
-                         MERGE: tl.constexpr, DIGIT_BITS: tl.constexpr, BLOCK: tl.constexpr,
+                         MERGE: tl.constexpr, KEY_BITS: tl.constexpr, DIGIT_BITS: tl.constexpr, BLOCK: tl.constexpr,
                          NUM_STAGES: tl.constexpr, LANES: tl.constexpr, BOUND_STEPS: tl.constexpr,
                          TILE: tl.constexpr, NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, RANK_ROWS: tl.constexpr,
                          RANK_COLS: tl.constexpr, SAMPLE: tl.constexpr):
     """Program (row, chunk); the module docstring states the algorithm."""
     tl.static_assert(K_MAX <= CAP // 2)  # a row's top-k list fits its scratch
-    KEY_BITS: tl.constexpr = key_bits(logits_ptr.dtype.element_ty)
     row = tl.program_id(0).to(tl.int64)
     split = tl.program_id(1)
     row_ptr = logits_ptr + row * row_stride
@@ -259,9 +259,9 @@ def _top_k_chunks_kernel(logits_ptr, row_stride, k_ptr, p_ptr, buffer_ptr, B, V,
                     if p < 1.0:
                         kth = top_k_list(lists_ptr, scratch_ptr, S, kth_key, k, K_MAX, COL_BITS, KEY_BITS, MERGE)
                         cut = listed_top_p_cut(row_ptr, scratch_ptr, lists_ptr, levels_ptr, S, V, kth, k, p, K_MAX,
-                                               COL_BITS, MERGE)
-                write_listed_below_cut(row_ptr, lists_ptr, levels_ptr, S, V, cut, K_MAX, COL_BITS, MERGE, BLOCK,
-                                       NUM_STAGES)
+                                               COL_BITS, KEY_BITS, MERGE)
+                write_listed_below_cut(row_ptr, lists_ptr, levels_ptr, S, V, cut, K_MAX, COL_BITS, KEY_BITS, MERGE,
+                                       BLOCK, NUM_STAGES)
             else:
                 cut = row_cut(row_ptr, V, k, p, scratch_ptr.to(tl.pointer_type(tl.float32), bitcast=True), True,
                               HAS_P, BLOCK, NUM_STAGES, LANES, BOUND_STEPS, TILE, NUM_PIVOTS, CAP, RANK_ROWS,
@@ -301,8 +301,8 @@ def launch_chunks(logits: torch.Tensor, k: torch.Tensor, p: torch.Tensor | None,
     buffer = logits.new_zeros((batch, _row_words(splits, device, search["CAP"])), dtype=torch.int64)
     _top_k_chunks_kernel[(batch, splits)](
         logits, logits.stride(0), k, p, buffer, batch, vocab, splits, flag, check, GUARDED=flag is not None,
-        HAS_P=p is not None, COL_BITS=c["COL_BITS"], K_MAX=c["K_MAX"], MERGE=c["MAX_MERGE"], DIGIT_BITS=c["DIGIT_BITS"],
-        BLOCK=search["BLOCK"],
+        HAS_P=p is not None, COL_BITS=c["COL_BITS"], K_MAX=c["K_MAX"], MERGE=c["MAX_MERGE"],
+        KEY_BITS=LIST_KEY_BITS[logits.dtype], DIGIT_BITS=c["DIGIT_BITS"], BLOCK=search["BLOCK"],
         NUM_STAGES=search["NUM_STAGES"], LANES=search["LANES"], BOUND_STEPS=search["BOUND_STEPS"],
         TILE=search["TILE"], NUM_PIVOTS=search["NUM_PIVOTS"], CAP=search["CAP"], RANK_ROWS=search["RANK_ROWS"],
         RANK_COLS=search["RANK_COLS"], SAMPLE=search["SAMPLE"], num_warps=c["num_warps"])
