@@ -60,10 +60,10 @@ def kth_largest_key(keys, live, k, KEY_BITS: tl.constexpr, DIGIT_BITS: tl.conste
         best = t
         for digit in tl.static_range(1, 1 << DIGIT_BITS):
             candidate = t + (tl.full([], digit, keys.dtype) << shift)
-            count = tl.sum(tl.sum((biased >= candidate).to(tl.int32), axis=1), axis=0)
+            count = tl.sum((biased >= candidate).to(tl.int32))
             best = tl.where(count >= k, candidate, best)
         t = best
-    enough = tl.sum(tl.sum(live.to(tl.int32), axis=1), axis=0) >= k
+    enough = tl.sum(live.to(tl.int32)) >= k
     return tl.where(enough, t - offset, tl.full([], -(1 << KEY_BITS), keys.dtype))
 
 

@@ -63,7 +63,7 @@ from samplecheck.kernels.runtime import cdiv
 # program); MAX_MERGE: the most slots a row's lists may hold (S * K_MAX), the last program's
 # tile whatever the vocab (a power of two; one compiled variant for every vocab, the lanes
 # past S * K_MAX unread); DIGIT_BITS: the bits `kth_largest_key` fixes a step (compiled for
-# sm_90 at 1: 128 registers a thread with bf16 logits, 157 with p; at 2, 128 and 165;
+# sm_90 at 1: 128 registers a thread with bf16 logits, 153 with p; at 2, 128 and 157;
 # docs/benchmarks.md, session 32); WITH_P: whether calls with p as well as k take this path
 # (else the one-program kernel); num_warps: 8, as the one-program kernel's search tiles need.
 # MAX_ROWS 8 on the H200 (docs/gpu-runs.md, session 30; bf16, k = 50, p = 0.9; this path,
@@ -146,7 +146,7 @@ def cut_ties(row_ptr, lists_ptr, levels_ptr, S, V, level, K_MAX: tl.constexpr, C
     and, in each chunk that overflowed at that level (`list_chunk`), the unlisted ones, from a
     count over the chunk."""
     keys, real, _ = listed_keys(lists_ptr, S, K_MAX, COL_BITS, KEY_BITS, MERGE)
-    ties = tl.sum(tl.sum((real & (keys == level)).to(tl.int32), axis=1), axis=0)
+    ties = tl.sum((real & (keys == level)).to(tl.int32))
     chunk = tl.arange(0, MERGE // K_MAX)
     state = tl.load(levels_ptr + chunk, mask=chunk < S, other=0, cache_modifier=".cg")
     rescan = (chunk < S) & ((state & 1) == 1) & ((state >> 1) == level)
