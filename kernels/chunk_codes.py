@@ -98,6 +98,12 @@ def store_largest(codes, out_ptr, n, AS_COLUMNS: tl.constexpr):
 
 
 @triton.jit
+def code_column(code, chunk, COL_BITS: tl.constexpr):
+    """The row column that chunk code `code` of chunk `chunk` names (in `code`'s dtype)."""
+    return chunk * (1 << COL_BITS) - (code & ((1 << COL_BITS) - 1)) + ((1 << COL_BITS) - 1)
+
+
+@triton.jit
 def row_codes(lists_ptr, splits, n, stride, COL_BITS: tl.constexpr, MERGE: tl.constexpr):
     """The row codes of a row's chunk lists (chunk c's n codes at lists_ptr[c * stride:][:n],
     int64 storage of chunk codes), in MERGE lanes (>= splits * n)."""
@@ -105,7 +111,7 @@ def row_codes(lists_ptr, splits, n, stride, COL_BITS: tl.constexpr, MERGE: tl.co
     live = slot < splits * n
     chunk = slot // n
     code = tl.load(lists_ptr + chunk * stride + slot % n, mask=live, other=INT64_MIN_JIT, cache_modifier=".cg")
-    column = chunk * (1 << COL_BITS) - (code & ((1 << COL_BITS) - 1)) + ((1 << COL_BITS) - 1)
+    column = code_column(code, chunk, COL_BITS)
     # An empty slot of int32 chunk codes (-2**31) maps below every real code; of int64 ones, is kept.
     real = live & (code != INT64_MIN_JIT)
     return tl.where(real, ((code >> COL_BITS) << 32) | (column * -1 + INT32_MAX_JIT), INT64_MIN_JIT)

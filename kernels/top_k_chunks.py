@@ -49,8 +49,8 @@ import torch
 import triton
 import triton.language as tl
 
-from samplecheck.kernels.chunk_codes import (INT64_MIN_JIT, LIST_KEY_BITS, chunk_codes, kth_largest_key,
-                                             low_zero_bits)
+from samplecheck.kernels.chunk_codes import (INT64_MIN_JIT, LIST_KEY_BITS, chunk_codes, code_column,
+                                             kth_largest_key, low_zero_bits)
 from samplecheck.kernels.cut_search import (INT32_MAX_JIT, load_row, may_write, order_key, row_cut, row_k_p, weight,
                                             write_below_cut)
 from samplecheck.kernels.drop_store import group_columns, store_neg_inf
@@ -104,14 +104,14 @@ def list_chunk(codes, keys, live, level, list_ptr, K_MAX: tl.constexpr):
 def listed_keys(lists_ptr, S, K_MAX: tl.constexpr, COL_BITS: tl.constexpr, KEY_BITS: tl.constexpr,
                 MERGE: tl.constexpr):
     """The row's list slots as [MERGE // 8, 8] tiles: (their keys, int32 where KEY_BITS < 32;
-    whether a slot holds an entry; its column)."""
+    whether a slot holds an entry; its column). Each step of the last program loads them
+    afresh: tiles kept live across a selection cost registers (45 a thread with p, sm_90)."""
     slot = group_columns(MERGE)
     code = tl.load(lists_ptr + slot, mask=slot < S * K_MAX, other=INT64_MIN_JIT, cache_modifier=".cg")
     keys = code >> COL_BITS
     if KEY_BITS < 32:
         keys = keys.to(tl.int32)
-    column = (slot // K_MAX) * (1 << COL_BITS) - (code & ((1 << COL_BITS) - 1)).to(tl.int32) + ((1 << COL_BITS) - 1)
-    return keys, code != INT64_MIN_JIT, column
+    return keys, code != INT64_MIN_JIT, code_column(code, slot // K_MAX, COL_BITS).to(tl.int32)
 
 
 @triton.jit

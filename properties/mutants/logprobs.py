@@ -76,8 +76,8 @@ MUTANTS = (
     ),
     Mutant(
         name="logprobs_top_ids_chunk_offset_lost", **_TOP_IDS,
-        find="    column = chunk * (1 << COL_BITS) - (code",
-        replace="    column = 0 * (1 << COL_BITS) - (code",
+        find="    return chunk * (1 << COL_BITS) - (code",
+        replace="    return 0 * (1 << COL_BITS) - (code",
         description="a chunk's candidate decoded to its column within the chunk, without the chunk's "
                     "offset: ids from later chunks name entries of the first",
         ref="fault class: local indices of a split selection returned without the global offset "

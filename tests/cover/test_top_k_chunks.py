@@ -90,15 +90,34 @@ def _rows(kind: str, batch: int, vocab: int, gen: torch.Generator) -> torch.Tens
     return x
 
 
+def _masked(logits, k, p, config, monkeypatch, **setting):
+    """The output of a call on a clone of `logits` with the config's `setting` (none: as it is)."""
+    out = logits.clone()
+    with monkeypatch.context() as patch:
+        for key, value in setting.items():
+            patch.setitem(config, key, value)
+        top_k_top_p.apply_top_k_top_p(out, k, p)
+    return out
+
+
 def _masks_of_both_paths(logits, k, p, config, monkeypatch):
     """(the chunk path's output, the one-program kernel's) for a call on a clone of `logits`."""
-    chunked = logits.clone()
-    top_k_top_p.apply_top_k_top_p(chunked, k, p)
-    one_program = logits.clone()
-    with monkeypatch.context() as patch:
-        patch.setitem(config, "MAX_ROWS", 0)
-        top_k_top_p.apply_top_k_top_p(one_program, k, p)
-    return chunked, one_program
+    return _masked(logits, k, p, config, monkeypatch), _masked(logits, k, p, config, monkeypatch, MAX_ROWS=0)
+
+
+def _assert_same_bits(chunked, one_program, message):
+    bits = torch.int32 if chunked.dtype == torch.float32 else torch.int16
+    assert torch.equal(chunked.view(bits), one_program.view(bits)), message
+
+
+@pytest.fixture
+def zeroed_buffers(monkeypatch):
+    """Every tensor `Tensor.new_zeros` makes during the test, in order (the chunk path's buffer)."""
+    made = []
+    real_new_zeros = torch.Tensor.new_zeros
+    monkeypatch.setattr(torch.Tensor, "new_zeros",
+                        lambda self, *a, **kw: made.append(real_new_zeros(self, *a, **kw)) or made[-1])
+    return made
 
 
 # p for the rows of a call with top-p (cycled beside the k list): off, tiny, middling, near 1.
@@ -119,8 +138,7 @@ def test_chunk_path_masks_as_one_program(dtype, kind, chunks, extra, with_p, dev
         p = torch.tensor((TOP_PS[first % len(TOP_PS):] + TOP_PS)[:batch], device=device) if with_p else None
         assert top_k_chunks.chunks_plan(batch, vocab, device.type, True, with_p) is not None
         chunked, one_program = _masks_of_both_paths(logits, k, p, config, monkeypatch)
-        bits = torch.int32 if dtype == torch.float32 else torch.int16
-        assert torch.equal(chunked.view(bits), one_program.view(bits)), f"k = {k.tolist()}, p = {p}"
+        _assert_same_bits(chunked, one_program, f"k = {k.tolist()}, p = {p}")
 
 
 @pytest.mark.parametrize("kind", ["three_levels", "edges"])
@@ -131,31 +149,20 @@ def test_other_digit_widths_mask_as_one_program(kind, device, config, monkeypatc
     for dtype in LOGIT_DTYPES:
         logits = _rows(kind, 4, vocab, torch.Generator().manual_seed(1)).to(dtype).to(device)
         for p in (None, torch.tensor([0.6, 1.0, 0.9, 1e-6], device=device)):
-            one_program = logits.clone()
-            with monkeypatch.context() as patch:
-                patch.setitem(config, "MAX_ROWS", 0)
-                top_k_top_p.apply_top_k_top_p(one_program, k, p)
+            one_program = _masked(logits, k, p, config, monkeypatch, MAX_ROWS=0)
             for digit_bits in (2, 3):
-                chunked = logits.clone()
-                with monkeypatch.context() as patch:
-                    patch.setitem(config, "DIGIT_BITS", digit_bits)
-                    top_k_top_p.apply_top_k_top_p(chunked, k, p)
-                bits = torch.int32 if dtype == torch.float32 else torch.int16
-                assert torch.equal(chunked.view(bits), one_program.view(bits)), f"{dtype}, p = {p}, {digit_bits} bits"
+                chunked = _masked(logits, k, p, config, monkeypatch, DIGIT_BITS=digit_bits)
+                _assert_same_bits(chunked, one_program, f"{dtype}, p = {p}, {digit_bits} bits")
 
 
-def test_three_levels_overflow_the_lists(device, config, monkeypatch):
+def test_three_levels_overflow_the_lists(device, config, zeroed_buffers):
     """The kind "three_levels" reaches the chunks whose k-th value has more entries than their
     list's slots (the buffer's per-chunk state records it)."""
-    buffers = []
-    real_new_zeros = torch.Tensor.new_zeros
-    monkeypatch.setattr(torch.Tensor, "new_zeros",
-                        lambda self, *a, **kw: buffers.append(real_new_zeros(self, *a, **kw)) or buffers[-1])
     vocab = 3 * (1 << config["COL_BITS"])
     logits = _rows("three_levels", 2, vocab, torch.Generator().manual_seed(0)).to(device)
     top_k_top_p.apply_top_k_top_p(logits, torch.tensor([2, config["K_MAX"]], device=device), None)
     splits, k_max = 3, config["K_MAX"]
-    states = buffers[-1][:, splits * k_max:splits * k_max + splits]
+    states = zeroed_buffers[-1][:, splits * k_max:splits * k_max + splits]
     assert bool(((states & 1) == 1).all()), states
 
 
@@ -174,15 +181,11 @@ def test_chunk_path_on_a_strided_view(device, config, monkeypatch):
     assert torch.equal(base[:, 17 + vocab:].view(torch.int16), before[:, 17 + vocab:].view(torch.int16))
 
 
-def test_buffer_bytes_match_the_allocation(device, config, monkeypatch):
-    allocated = []
-    real_new_zeros = torch.Tensor.new_zeros
-    monkeypatch.setattr(torch.Tensor, "new_zeros",
-                        lambda self, *a, **kw: allocated.append(real_new_zeros(self, *a, **kw)) or allocated[-1])
+def test_buffer_bytes_match_the_allocation(device, config, zeroed_buffers):
     kind = device.type
     logits = torch.randn(2, 3 * (1 << config["COL_BITS"]) + 5, device=device)
     top_k_top_p.apply_top_k_top_p(logits, torch.tensor([3, 40], device=device), None)
     splits = top_k_chunks.chunks_plan(2, logits.size(1), kind, True, False)
     expected = top_k_top_p.scratch_bytes(2, logits.size(1), kind, True, False)
     assert expected == top_k_chunks.chunks_buffer_bytes(2, splits, kind, top_k_top_p.LAUNCH_CONFIG[kind]["CAP"])
-    assert [t.numel() * t.element_size() for t in allocated] == [expected]
+    assert [t.numel() * t.element_size() for t in zeroed_buffers] == [expected]
