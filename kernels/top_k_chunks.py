@@ -208,7 +208,8 @@ def write_listed_below_cut(row_ptr, lists_ptr, levels_ptr, S, V, cut, K_MAX: tl.
     lowest = low_zero_bits(row_ptr.dtype.element_ty)
     cut_level = cut >> lowest
     neg_inf_level = order_key(tl.full([], float("-inf"), tl.float32)) >> lowest
-    store_neg_inf(row_ptr + column, real & ((keys < cut_level) | (keys == neg_inf_level)))
+    # column < V: never a store outside the row, even from a slot no chunk program wrote.
+    store_neg_inf(row_ptr + column, real & (column < V) & ((keys < cut_level) | (keys == neg_inf_level)))
     chunk = tl.arange(0, MERGE // K_MAX)
     state = tl.load(levels_ptr + chunk, mask=chunk < S, other=0, cache_modifier=".cg")
     level = state >> 1
