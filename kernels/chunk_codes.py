@@ -45,24 +45,28 @@ def low_zero_bits(DTYPE: tl.constexpr):
 
 @triton.jit
 def kth_largest_key(keys, live, k, KEY_BITS: tl.constexpr, DIGIT_BITS: tl.constexpr):
-    """The k-th largest of the `live` entries of `keys` ([G, 8] list keys in [-2**(KEY_BITS - 1),
-    2**(KEY_BITS - 1))) counted with multiplicity: the largest t with #(live keys >= t) >= k,
-    fixed DIGIT_BITS bits a step from the top (a step counts the keys at or above each of its
-    digit's 2**DIGIT_BITS - 1 nonzero candidates: independent sums); -2**KEY_BITS, below every
+    """The k-th largest of the `live` entries of `keys` (a tile of list keys in
+    [-2**(KEY_BITS - 1), 2**(KEY_BITS - 1))) counted with multiplicity: the largest t with
+    #(live keys >= t) >= k, fixed DIGIT_BITS bits a step from the top. A step takes one histogram
+    of the next digit over the keys that share t's fixed digits; the keys at or above each digit
+    are those above t's bucket plus the histogram's suffix sum there. -2**KEY_BITS, below every
     key, when fewer than k entries are live."""
     # Constants as tensors of the keys' dtype: a Python int in [2**31, 2**32) would be uint32,
     # and a shift of an int32 would wrap.
     offset = tl.full([], 1 << (KEY_BITS - 1), keys.dtype)
-    biased = tl.where(live, keys + offset, -1)  # live keys in [0, 2**KEY_BITS); dead ones below every candidate
+    biased = tl.ravel(tl.where(live, keys + offset, -1))  # live keys in [0, 2**KEY_BITS); dead ones -1
+    digit_values = tl.arange(0, 1 << DIGIT_BITS)
     t = tl.zeros([], dtype=keys.dtype)
+    above = tl.zeros([], dtype=tl.int32)  # live keys above t's bucket (keys sharing t's fixed digits)
     for step in tl.static_range((KEY_BITS + DIGIT_BITS - 1) // DIGIT_BITS):
         shift = ((KEY_BITS + DIGIT_BITS - 1) // DIGIT_BITS - 1 - step) * DIGIT_BITS
-        best = t
-        for digit in tl.static_range(1, 1 << DIGIT_BITS):
-            candidate = t + (tl.full([], digit, keys.dtype) << shift)
-            count = tl.sum((biased >= candidate).to(tl.int32))
-            best = tl.where(count >= k, candidate, best)
-        t = best
+        in_bucket = (biased >> (shift + DIGIT_BITS)) == (t >> (shift + DIGIT_BITS))
+        digits = ((biased >> shift) & ((1 << DIGIT_BITS) - 1)).to(tl.int32)
+        counts = tl.histogram(digits, 1 << DIGIT_BITS, mask=in_bucket)
+        at_or_above = above + tl.sum(counts, axis=0) - tl.cumsum(counts, axis=0) + counts  # keys >= t + d << shift
+        digit = tl.maximum(tl.sum((at_or_above >= k).to(tl.int32), axis=0) - 1, 0)  # the largest d holding k
+        above += tl.sum(tl.where(digit_values > digit, counts, 0), axis=0)
+        t += digit.to(keys.dtype) << shift
     enough = tl.sum(live.to(tl.int32)) >= k
     return tl.where(enough, t - offset, tl.full([], -(1 << KEY_BITS), keys.dtype))
 

@@ -62,10 +62,11 @@ from samplecheck.kernels.runtime import cdiv
 # slots of a chunk's list, the largest k listed (larger k search the row in its last
 # program); MAX_MERGE: the most slots a row's lists may hold (S * K_MAX), the last program's
 # tile whatever the vocab (a power of two; one compiled variant for every vocab, the lanes
-# past S * K_MAX unread); DIGIT_BITS: the bits `kth_largest_key` fixes a step (compiled for
-# sm_90 at 1: 128 registers a thread with bf16 logits, 153 with p; at 2, 128 and 157;
-# docs/benchmarks.md, session 32); WITH_P: whether calls with p as well as k take this path
-# (else the one-program kernel); num_warps: 8, as the one-program kernel's search tiles need.
+# past S * K_MAX unread); DIGIT_BITS: the bits `kth_largest_key` fixes a step, one histogram
+# of 2**DIGIT_BITS bins each (compiled for sm_90 at 4: 124 registers a thread with bf16 logits,
+# 165 with p; fp32 170 and 198; at 1 and 8 within 12 of these; docs/benchmarks.md, session
+# 33); WITH_P: whether calls with p as well as k take this path (else the one-program kernel);
+# num_warps: 8, as the one-program kernel's search tiles need.
 # MAX_ROWS 8 on the H200 (docs/gpu-runs.md, session 30; bf16, k = 50, p = 0.9; this path,
 # then with k rounds of a max a chunk, against one program a row): 1 x 151936 top-k 98.6 ->
 # 69.4 us, top-k + top-p 107.6 -> 75.0; 16 rows even (100.1 / 101.1); 64 rows twice as slow
@@ -73,9 +74,9 @@ from samplecheck.kernels.runtime import cdiv
 # suite's top-k calls on at most MAX_ROWS rows take this path, over one or several chunks,
 # with k <= K_MAX and with the row search.
 CHUNKS_CONFIG = {
-    "cuda": dict(MAX_ROWS=8, MIN_VOCAB=8192, COL_BITS=12, K_MAX=64, MAX_MERGE=4096, DIGIT_BITS=1, WITH_P=True,
+    "cuda": dict(MAX_ROWS=8, MIN_VOCAB=8192, COL_BITS=12, K_MAX=64, MAX_MERGE=4096, DIGIT_BITS=4, WITH_P=True,
                  num_warps=8),
-    "cpu": dict(MAX_ROWS=4, MIN_VOCAB=1, COL_BITS=8, K_MAX=32, MAX_MERGE=2048, DIGIT_BITS=1, WITH_P=True,
+    "cpu": dict(MAX_ROWS=4, MIN_VOCAB=1, COL_BITS=8, K_MAX=32, MAX_MERGE=2048, DIGIT_BITS=4, WITH_P=True,
                 num_warps=4),
 }
 
