@@ -1,13 +1,14 @@
 """Triton helpers that select a row's largest entries chunk by chunk, exactly: each program
-codes its chunk's entries and lists its n largest (n rounds of a max over the distinct codes,
-`store_largest`, or every entry at or above its n-th largest key, `kth_largest_key`), and one
-program merges the row's chunk lists (the row's n largest entries are among them, since each
-is among its own chunk's n largest).
+codes its chunk's entries, finds its chunk's n-th largest key (`kth_largest_key`, a digit at a
+time) and lists its entries above that key, then enough at it, lowest column first
+(`list_chunk`); one program merges the row's chunk lists the same way (the row's n largest
+entries are among them, since each is among its own chunk's n largest) and sorts the n
+listed codes (`sorted_list`).
 
 Codes are distinct integers in the selection order: by value (`order_key`, -0.0 equal to
-+0.0; NaN above +inf, or read as -inf), then by lower column. So the n largest codes are
-found by n rounds of a max, with no tie to resolve, and the k-th largest code carries the
-k-th largest value counted with multiplicity (the top-k cut).
++0.0; NaN above +inf, or read as -inf), then by lower column. So sorted codes put the entries
+in value order, ties lowest column first, and the k-th largest key is the k-th largest value
+counted with multiplicity (the top-k cut).
 - A chunk code (`chunk_codes`): the value's key over its significant bits (bf16 and fp16
   upcast exactly, leaving 16 and 13 low bits zero), then COL_BITS bits of (CHUNK - 1 -
   column within the chunk); int32 for bf16 and fp16 logits (at most 31 bits for
@@ -88,17 +89,36 @@ def chunk_codes(loaded, local, live, COL_BITS: tl.constexpr, NAN_FIRST: tl.const
 
 
 @triton.jit
-def store_largest(codes, out_ptr, n, AS_COLUMNS: tl.constexpr):
-    """Store the n largest of the distinct `codes` at out_ptr[0:n], largest first: the codes
-    themselves, or (AS_COLUMNS) the column each row code names."""
-    floor = tl.min(codes, axis=0)
-    for j in range(0, n):
-        top = tl.max(codes, axis=0)
-        if AS_COLUMNS:
-            tl.store(out_ptr + j, (top & INT32_MAX_JIT) * -1 + INT32_MAX_JIT)
-        else:
-            tl.store(out_ptr + j, top)
-        codes = tl.where(codes == top, floor, codes)
+def list_chunk(codes, keys, live, level, list_ptr, slots, K_MAX: tl.constexpr):
+    """Store the `live` codes with key > `level` (fewer than `slots`), then those with key ==
+    `level`, each kind in tile order ([G, 8] tiles of `group_columns`: the lowest column first),
+    at list_ptr[:slots] (int64), as many as fit, and the smallest int64 in the slots left
+    (slots <= K_MAX); returns whether an entry at `level` was left out."""
+    above = live & (keys > level)
+    tie = live & (keys == level)
+    # One scan counts both kinds: those above in the high 16 bits, the ties in the low 16.
+    both = above.to(tl.int32) * 65536 + tie.to(tl.int32)
+    group = tl.sum(both, axis=1)
+    through = (tl.cumsum(group, axis=0) - group)[:, None] + tl.cumsum(both, axis=1)
+    total = tl.sum(group, axis=0)
+    n_above = total >> 16
+    slot = tl.where(above, (through >> 16) - 1, n_above + (through & 65535) - 1)
+    tl.store(list_ptr + slot, codes.to(tl.int64), mask=(above | tie) & (slot < slots))
+    listed = tl.arange(0, K_MAX)
+    tl.store(list_ptr + listed, INT64_MIN_JIT, mask=(listed >= n_above + (total & 65535)) & (listed < slots))
+    return n_above + (total & 65535) > slots
+
+
+@triton.jit
+def sorted_list(list_ptr, slots, K_MAX: tl.constexpr):
+    """The codes at list_ptr[:slots] (stored by this program's `list_chunk`), largest first, in
+    K_MAX lanes (the smallest int64 past `slots`); the slots may be stored over on return."""
+    tl.debug_barrier()
+    rank = tl.arange(0, K_MAX)
+    top = tl.sort(tl.load(list_ptr + rank, mask=rank < slots, other=INT64_MIN_JIT, cache_modifier=".cg"),
+                  descending=True)
+    tl.debug_barrier()
+    return top
 
 
 @triton.jit

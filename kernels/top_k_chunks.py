@@ -50,7 +50,7 @@ import triton
 import triton.language as tl
 
 from samplecheck.kernels.chunk_codes import (INT64_MIN_JIT, LIST_KEY_BITS, chunk_codes, code_column,
-                                             kth_largest_key, low_zero_bits)
+                                             kth_largest_key, list_chunk, low_zero_bits, sorted_list)
 from samplecheck.kernels.cut_search import (INT32_MAX_JIT, load_row, may_write, order_key, row_cut, row_k_p, weight,
                                             write_below_cut)
 from samplecheck.kernels.drop_store import group_columns, store_neg_inf
@@ -82,26 +82,6 @@ CHUNKS_CONFIG = {
 
 
 @triton.jit
-def list_chunk(codes, keys, live, level, list_ptr, K_MAX: tl.constexpr):
-    """Store the chunk's codes with key > `level` (fewer than K_MAX), then those with key ==
-    `level`, at list_ptr[:K_MAX] (int64), as many as fit, and the smallest int64 in the slots
-    left ([G, 8] tiles of `group_columns`); returns whether an entry at `level` was left out."""
-    above = live & (keys > level)
-    tie = live & (keys == level)
-    # One scan counts both kinds: those above in the high 16 bits, the ties in the low 16.
-    both = above.to(tl.int32) * 65536 + tie.to(tl.int32)
-    group = tl.sum(both, axis=1)
-    through = (tl.cumsum(group, axis=0) - group)[:, None] + tl.cumsum(both, axis=1)
-    total = tl.sum(group, axis=0)
-    n_above = total >> 16
-    slot = tl.where(above, (through >> 16) - 1, n_above + (through & 65535) - 1)
-    tl.store(list_ptr + slot, codes.to(tl.int64), mask=(above | tie) & (slot < K_MAX))
-    listed = tl.arange(0, K_MAX)
-    tl.store(list_ptr + listed, INT64_MIN_JIT, mask=listed >= n_above + (total & 65535))
-    return n_above + (total & 65535) > K_MAX
-
-
-@triton.jit
 def listed_keys(lists_ptr, S, K_MAX: tl.constexpr, COL_BITS: tl.constexpr, KEY_BITS: tl.constexpr,
                 MERGE: tl.constexpr):
     """The row's list slots as [MERGE // 8, 8] tiles: (their keys, int32 where KEY_BITS < 32;
@@ -125,14 +105,11 @@ def top_k_list(lists_ptr, top_ptr, S, level, k, K_MAX: tl.constexpr, COL_BITS: t
     `level` fill the list does not matter: they share its value (up to the sign of a zero)."""
     keys, real, column = listed_keys(lists_ptr, S, K_MAX, COL_BITS, KEY_BITS, MERGE)
     codes = (keys.to(tl.int64) << 32) | (column * -1 + INT32_MAX_JIT)
-    list_chunk(codes, keys, real, level, top_ptr, K_MAX)
+    list_chunk(codes, keys, real, level, top_ptr, K_MAX, K_MAX)
+    top = sorted_list(top_ptr, K_MAX, K_MAX)
+    tl.store(top_ptr + tl.arange(0, K_MAX), top)
     tl.debug_barrier()
-    rank = tl.arange(0, K_MAX)
-    top = tl.sort(tl.load(top_ptr + rank, cache_modifier=".cg"), descending=True)
-    tl.debug_barrier()
-    tl.store(top_ptr + rank, top)
-    tl.debug_barrier()
-    return tl.max(tl.where(rank == k - 1, top, INT64_MIN_JIT), axis=0)
+    return tl.max(tl.where(tl.arange(0, K_MAX) == k - 1, top, INT64_MIN_JIT), axis=0)
 
 
 @triton.jit
@@ -249,7 +226,7 @@ def _top_k_chunks_kernel(logits_ptr, row_stride, k_ptr, p_ptr, buffer_ptr, B, V,
             keys = codes >> COL_BITS
             level = kth_largest_key(keys, live, k, KEY_BITS, DIGIT_BITS)
             store_neg_inf(row_ptr + first + local, live & (keys < level))
-            overflowed = list_chunk(codes, keys, live, level, lists_ptr + split * K_MAX, K_MAX)
+            overflowed = list_chunk(codes, keys, live, level, lists_ptr + split * K_MAX, K_MAX, K_MAX)
             tl.store(levels_ptr + split, level.to(tl.int64) * 2 + overflowed.to(tl.int64))
         tl.debug_barrier()
         if tl.atomic_add(count_ptr, 1) == S - 1:
