@@ -2,11 +2,11 @@
 codes its chunk's entries, finds its chunk's n-th largest key (`kth_largest_key`, a digit at a
 time) and lists its entries above that key, then enough at it, lowest column first
 (`list_chunk`); one program merges the row's chunk lists the same way (the row's n largest
-entries are among them, since each is among its own chunk's n largest) and sorts the n
-listed codes (`sorted_list`).
+entries are among them, since each is among its own chunk's n largest) and ranks the n
+listed codes (`rank_listed`).
 
 Codes are distinct integers in the selection order: by value (`order_key`, -0.0 equal to
-+0.0; NaN above +inf, or read as -inf), then by lower column. So sorted codes put the entries
++0.0; NaN above +inf, or read as -inf), then by lower column. So codes in order put the entries
 in value order, ties lowest column first, and the k-th largest key is the k-th largest value
 counted with multiplicity (the top-k cut).
 - A chunk code (`chunk_codes`): the value's key over its significant bits (bf16 and fp16
@@ -110,15 +110,17 @@ def list_chunk(codes, keys, live, level, list_ptr, slots, K_MAX: tl.constexpr):
 
 
 @triton.jit
-def sorted_list(list_ptr, slots, K_MAX: tl.constexpr):
-    """The codes at list_ptr[:slots] (stored by this program's `list_chunk`), largest first, in
-    K_MAX lanes (the smallest int64 past `slots`); the slots may be stored over on return."""
+def rank_listed(list_ptr, slots, K_MAX: tl.constexpr):
+    """The codes at list_ptr[:slots] (stored by this program's `list_chunk`) in K_MAX lanes (the
+    smallest int64 past `slots`), and each one's rank: how many of them are larger, so the
+    listed codes, distinct, take ranks 0, 1, ... largest first. The slots may be stored over on
+    return."""
     tl.debug_barrier()
-    rank = tl.arange(0, K_MAX)
-    top = tl.sort(tl.load(list_ptr + rank, mask=rank < slots, other=INT64_MIN_JIT, cache_modifier=".cg"),
-                  descending=True)
+    lane = tl.arange(0, K_MAX)
+    codes = tl.load(list_ptr + lane, mask=lane < slots, other=INT64_MIN_JIT, cache_modifier=".cg")
+    rank = tl.sum((codes[None, :] > codes[:, None]).to(tl.int32), axis=1)
     tl.debug_barrier()
-    return top
+    return codes, rank
 
 
 @triton.jit

@@ -39,7 +39,7 @@ each with a program per (row, chunk) or per (row, column block):
    the sum of exp(l - m) per lane and a tree over the lanes, and the chunk's count of
    entries >= the sampled token's value; for top-k ids chosen here, the program of the row's
    first chunk writes the ids: the sampled token, then the k largest of the row's chunk
-   codes (the row's k largest entries are among them; selected as a chunk's, then sorted),
+   codes (the row's k largest entries are among them; selected as a chunk's, then ranked),
    largest first;
 3. `_gather_kernel`: lse = m + log(s), with s the chunk sums folded per lane over
    SPLIT_BLOCK lanes and then a tree (a fixed order: every program of the row gets the
@@ -76,13 +76,13 @@ import triton
 import triton.language as tl
 
 from samplecheck.kernels.chunk_codes import (INT64_MIN_JIT, LIST_KEY_BITS, chunk_codes, kth_largest_key, list_chunk,
-                                             row_codes, sorted_list)
+                                             rank_listed, row_codes)
 from samplecheck.kernels.cut_search import INT32_MAX_JIT
 from samplecheck.kernels.drop_store import group_columns
 from samplecheck.kernels.rounding import to_fp32
 from samplecheck.kernels.row_splits import max_of_chunk_maxima
 from samplecheck.kernels.launching import jit
-from samplecheck.kernels.runtime import cdiv, check_launchable, first_fitting, is_interpreted
+from samplecheck.kernels.runtime import cdiv, check_launchable, device_kind, first_fitting, is_interpreted
 from samplecheck.kernels.guard import CHECK_BLOCK, RangeCheck, ValueGuard, record_failed, rows_in_range
 from samplecheck.kernels.validation import check_logits, check_row_param
 
@@ -95,12 +95,13 @@ GATHER_BLOCK = 1024  # default columns per step of the gather (the `gather_block
 # The top-k ids are chosen by the kernels for 1 <= k <= TOP_IDS_MAX when the row's candidates
 # (k per chunk) fit the largest merge tile; else by torch.topk (module docstring).
 TOP_IDS_MAX = 64
-# Lanes of a chunk's list and of the merge's sort: a power of two, at least TOP_IDS_MAX.
+# Lanes of a chunk's list and of the merge's ranking: a power of two, at least TOP_IDS_MAX.
 LIST_LANES = tl.constexpr(64)
 MERGE_TILES = (256, 1024, 4096)  # candidates the merge holds at once: the first that fits
-# The bits `kth_largest_key` fixes a step in the top-k ids' selection (one histogram of
-# 2**DIGIT_BITS bins each), as the top-k chunk path's (`samplecheck.kernels.top_k_chunks`).
-DIGIT_BITS = 4
+# By device, the bits `kth_largest_key` fixes a step in the top-k ids' selection (one
+# histogram of 2**DIGIT_BITS bins each), as the top-k chunk path's
+# (`samplecheck.kernels.top_k_chunks`): the interpreter pays per step, not per bin.
+DIGIT_BITS = {"cuda": 4, "cpu": 8}
 # Warps of `_chunk_max_kernel` when it lists a chunk's top codes (else 4): its [512, 8] tiles
 # take 95 registers a thread at 8 warps on sm_90 with bf16 logits, 208 at 4 (fp32: 111, 204).
 TOP_CODES_WARPS = 8
@@ -162,16 +163,15 @@ def _store_top_ids(codes_ptr, splits, n, out_ptr, COL_BITS: tl.constexpr, KEY_BI
                    DIGIT_BITS: tl.constexpr, MERGE: tl.constexpr):
     """The row's n largest entries' ids, largest first (ties lowest id first), at out_ptr[0:n],
     from its chunks' lists of n codes (codes_ptr, `_chunk_top_codes`) in MERGE lanes: listed
-    there as a chunk's are, then sorted."""
+    there as a chunk's are, then stored in rank order."""
     codes = tl.reshape(row_codes(codes_ptr, splits, n, n, COL_BITS, MERGE), [MERGE // 8, 8])
     real = codes != INT64_MIN_JIT
     keys = codes >> 32
     if KEY_BITS < 32:
         keys = keys.to(tl.int32)
     list_chunk(codes, keys, real, kth_largest_key(keys, real, n, KEY_BITS, DIGIT_BITS), out_ptr, n, LIST_LANES)
-    top = sorted_list(out_ptr, n, LIST_LANES)
-    rank = tl.arange(0, LIST_LANES)
-    tl.store(out_ptr + rank, (top & INT32_MAX_JIT) * -1 + INT32_MAX_JIT, mask=rank < n)
+    codes, rank = rank_listed(out_ptr, n, LIST_LANES)
+    tl.store(out_ptr + rank, (codes & INT32_MAX_JIT) * -1 + INT32_MAX_JIT, mask=tl.arange(0, LIST_LANES) < n)
 
 
 # Row strides and sizes are not specialised: a known alignment would vectorise the loads,
@@ -324,7 +324,7 @@ def launch_logprobs(logits: torch.Tensor, sampled: torch.Tensor, num_logprobs: i
     # Each chunk's n largest codes, for the merge; the counts stand in when there is none.
     codes = torch.empty((batch, splits, num_logprobs), dtype=torch.int64, device=logits.device) if merge else counts
     maxima, sums = partials.unbind()
-    key_bits = LIST_KEY_BITS[logits.dtype]
+    key_bits, digit_bits = LIST_KEY_BITS[logits.dtype], DIGIT_BITS[device_kind(logits)]
     stride = logits.stride(0)
     # The interpreter computes with numpy, which warns on -inf - -inf (an all -inf row's NaN
     # result, as specified).
@@ -332,10 +332,10 @@ def launch_logprobs(logits: torch.Tensor, sampled: torch.Tensor, num_logprobs: i
     with quiet:
         _chunk_max_kernel[(batch, splits)](logits, stride, vocab, maxima, splits, codes, n_cols - 1, CHUNK=CHUNK,
                                            BLOCK=BLOCK, TOP=merge > 0, COL_BITS=COL_BITS, KEY_BITS=key_bits,
-                                           DIGIT_BITS=DIGIT_BITS, num_warps=TOP_CODES_WARPS if merge else 4)
+                                           DIGIT_BITS=digit_bits, num_warps=TOP_CODES_WARPS if merge else 4)
         _chunk_sum_kernel[(batch, splits)](logits, stride, vocab, sampled, token_ids, n_cols, maxima, sums, counts,
                                            splits, codes, CHUNK=CHUNK, BLOCK=BLOCK, SPLIT_BLOCK=SPLIT_BLOCK,
-                                           MERGE=merge, COL_BITS=COL_BITS, KEY_BITS=key_bits, DIGIT_BITS=DIGIT_BITS)
+                                           MERGE=merge, COL_BITS=COL_BITS, KEY_BITS=key_bits, DIGIT_BITS=digit_bits)
         _gather_kernel[(batch, cdiv(n_cols, gather_block))](
             logits, stride, vocab, token_ids, values, ranks, n_cols, maxima, sums, counts, splits, sampled, batch, flag,
             check, GUARDED=flag is not None, SPLIT_BLOCK=SPLIT_BLOCK, GATHER_BLOCK=gather_block)

@@ -50,7 +50,7 @@ import triton
 import triton.language as tl
 
 from samplecheck.kernels.chunk_codes import (INT64_MIN_JIT, LIST_KEY_BITS, chunk_codes, code_column,
-                                             kth_largest_key, list_chunk, low_zero_bits, sorted_list)
+                                             kth_largest_key, list_chunk, low_zero_bits, rank_listed)
 from samplecheck.kernels.cut_search import (INT32_MAX_JIT, load_row, may_write, order_key, row_cut, row_k_p, weight,
                                             write_below_cut)
 from samplecheck.kernels.drop_store import group_columns, store_neg_inf
@@ -65,8 +65,9 @@ from samplecheck.kernels.runtime import cdiv
 # past S * K_MAX unread); DIGIT_BITS: the bits `kth_largest_key` fixes a step, one histogram
 # of 2**DIGIT_BITS bins each (compiled for sm_90 at 4: 124 registers a thread with bf16 logits,
 # 165 with p; fp32 170 and 198; at 1 and 8 within 12 of these; docs/benchmarks.md, session
-# 33); WITH_P: whether calls with p as well as k take this path (else the one-program kernel);
-# num_warps: 8, as the one-program kernel's search tiles need.
+# 33; on the CPU 8: the interpreter pays per step, not per bin); WITH_P: whether calls with
+# p as well as k take this path (else the one-program kernel); num_warps: 8, as the
+# one-program kernel's search tiles need.
 # MAX_ROWS 8 on the H200 (docs/gpu-runs.md, session 30; bf16, k = 50, p = 0.9; this path,
 # then with k rounds of a max a chunk, against one program a row): 1 x 151936 top-k 98.6 ->
 # 69.4 us, top-k + top-p 107.6 -> 75.0; 16 rows even (100.1 / 101.1); 64 rows twice as slow
@@ -76,7 +77,7 @@ from samplecheck.kernels.runtime import cdiv
 CHUNKS_CONFIG = {
     "cuda": dict(MAX_ROWS=8, MIN_VOCAB=8192, COL_BITS=12, K_MAX=64, MAX_MERGE=4096, DIGIT_BITS=4, WITH_P=True,
                  num_warps=8),
-    "cpu": dict(MAX_ROWS=4, MIN_VOCAB=1, COL_BITS=8, K_MAX=32, MAX_MERGE=2048, DIGIT_BITS=4, WITH_P=True,
+    "cpu": dict(MAX_ROWS=4, MIN_VOCAB=1, COL_BITS=8, K_MAX=32, MAX_MERGE=2048, DIGIT_BITS=8, WITH_P=True,
                 num_warps=4),
 }
 
@@ -101,15 +102,15 @@ def top_k_list(lists_ptr, top_ptr, S, level, k, K_MAX: tl.constexpr, COL_BITS: t
     """The row's k largest row codes (key, then 2**31 - 1 - column), stored at top_ptr[:k],
     largest first (then visible to the whole program), from its chunk lists and `level`, the
     k-th largest listed key: the listed entries above `level` (fewer than k) and enough at it,
-    listed as a chunk's are (`list_chunk`) and sorted; returns the k-th. Which entries at
+    listed as a chunk's are (`list_chunk`) and put in order; returns the k-th. Which entries at
     `level` fill the list does not matter: they share its value (up to the sign of a zero)."""
     keys, real, column = listed_keys(lists_ptr, S, K_MAX, COL_BITS, KEY_BITS, MERGE)
     codes = (keys.to(tl.int64) << 32) | (column * -1 + INT32_MAX_JIT)
     list_chunk(codes, keys, real, level, top_ptr, K_MAX, K_MAX)
-    top = sorted_list(top_ptr, K_MAX, K_MAX)
-    tl.store(top_ptr + tl.arange(0, K_MAX), top)
+    listed, rank = rank_listed(top_ptr, K_MAX, K_MAX)
+    tl.store(top_ptr + rank, listed, mask=listed != INT64_MIN_JIT)
     tl.debug_barrier()
-    return tl.max(tl.where(tl.arange(0, K_MAX) == k - 1, top, INT64_MIN_JIT), axis=0)
+    return tl.max(tl.where(rank == k - 1, listed, INT64_MIN_JIT), axis=0)
 
 
 @triton.jit

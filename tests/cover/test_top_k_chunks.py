@@ -150,7 +150,7 @@ def test_other_digit_widths_mask_as_one_program(kind, device, config, monkeypatc
         logits = _rows(kind, 4, vocab, torch.Generator().manual_seed(1)).to(dtype).to(device)
         for p in (None, torch.tensor([0.6, 1.0, 0.9, 1e-6], device=device)):
             one_program = _masked(logits, k, p, config, monkeypatch, MAX_ROWS=0)
-            for digit_bits in (1, 3, 8):
+            for digit_bits in (1, 4):
                 chunked = _masked(logits, k, p, config, monkeypatch, DIGIT_BITS=digit_bits)
                 _assert_same_bits(chunked, one_program, f"{dtype}, p = {p}, {digit_bits} bits")
 
