@@ -110,17 +110,18 @@ def list_chunk(codes, keys, live, level, list_ptr, slots, K_MAX: tl.constexpr):
 
 
 @triton.jit
-def rank_listed(list_ptr, slots, K_MAX: tl.constexpr):
-    """The codes at list_ptr[:slots] (stored by this program's `list_chunk`) in K_MAX lanes (the
-    smallest int64 past `slots`), and each one's rank: how many of them are larger, so the
-    listed codes, distinct, take ranks 0, 1, ... largest first. The slots may be stored over on
-    return."""
+def rank_listed(codes, keys, live, level, list_ptr, slots, K_MAX: tl.constexpr):
+    """List the codes as `list_chunk` does at list_ptr[:slots], then return the listed codes in
+    K_MAX lanes (the smallest int64 past `slots`) and each one's rank: how many of them are
+    larger, so the listed codes, distinct, take ranks 0, 1, ... largest first. The slots may
+    be stored over on return."""
+    list_chunk(codes, keys, live, level, list_ptr, slots, K_MAX)
     tl.debug_barrier()
     lane = tl.arange(0, K_MAX)
-    codes = tl.load(list_ptr + lane, mask=lane < slots, other=INT64_MIN_JIT, cache_modifier=".cg")
-    rank = tl.sum((codes[None, :] > codes[:, None]).to(tl.int32), axis=1)
+    listed = tl.load(list_ptr + lane, mask=lane < slots, other=INT64_MIN_JIT, cache_modifier=".cg")
+    rank = tl.sum((listed[None, :] > listed[:, None]).to(tl.int32), axis=1)
     tl.debug_barrier()
-    return codes, rank
+    return listed, rank
 
 
 @triton.jit

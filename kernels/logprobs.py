@@ -169,9 +169,9 @@ def _store_top_ids(codes_ptr, splits, n, out_ptr, COL_BITS: tl.constexpr, KEY_BI
     keys = codes >> 32
     if KEY_BITS < 32:
         keys = keys.to(tl.int32)
-    list_chunk(codes, keys, real, kth_largest_key(keys, real, n, KEY_BITS, DIGIT_BITS), out_ptr, n, LIST_LANES)
-    codes, rank = rank_listed(out_ptr, n, LIST_LANES)
-    tl.store(out_ptr + rank, (codes & INT32_MAX_JIT) * -1 + INT32_MAX_JIT, mask=tl.arange(0, LIST_LANES) < n)
+    level = kth_largest_key(keys, real, n, KEY_BITS, DIGIT_BITS)
+    listed, rank = rank_listed(codes, keys, real, level, out_ptr, n, LIST_LANES)
+    tl.store(out_ptr + rank, (listed & INT32_MAX_JIT) * -1 + INT32_MAX_JIT, mask=tl.arange(0, LIST_LANES) < n)
 
 
 # Row strides and sizes are not specialised: a known alignment would vectorise the loads,

@@ -64,7 +64,7 @@ from samplecheck.kernels.runtime import cdiv
 # tile whatever the vocab (a power of two; one compiled variant for every vocab, the lanes
 # past S * K_MAX unread); DIGIT_BITS: the bits `kth_largest_key` fixes a step, one histogram
 # of 2**DIGIT_BITS bins each (compiled for sm_90 at 4: 124 registers a thread with bf16 logits,
-# 165 with p; fp32 170 and 198; at 1 and 8 within 12 of these; docs/benchmarks.md, session
+# 159 with p; fp32 170 and 198; at 1 and 8 within 12 of these; docs/benchmarks.md, session
 # 33; on the CPU 8: the interpreter pays per step, not per bin); WITH_P: whether calls with
 # p as well as k take this path (else the one-program kernel); num_warps: 8, as the
 # one-program kernel's search tiles need.
@@ -106,8 +106,7 @@ def top_k_list(lists_ptr, top_ptr, S, level, k, K_MAX: tl.constexpr, COL_BITS: t
     `level` fill the list does not matter: they share its value (up to the sign of a zero)."""
     keys, real, column = listed_keys(lists_ptr, S, K_MAX, COL_BITS, KEY_BITS, MERGE)
     codes = (keys.to(tl.int64) << 32) | (column * -1 + INT32_MAX_JIT)
-    list_chunk(codes, keys, real, level, top_ptr, K_MAX, K_MAX)
-    listed, rank = rank_listed(top_ptr, K_MAX, K_MAX)
+    listed, rank = rank_listed(codes, keys, real, level, top_ptr, K_MAX, K_MAX)
     tl.store(top_ptr + rank, listed, mask=listed != INT64_MIN_JIT)
     tl.debug_barrier()
     return tl.max(tl.where(rank == k - 1, listed, INT64_MIN_JIT), axis=0)
