@@ -61,7 +61,8 @@ F15 = ("F15: a row holding +inf through a *_renorm_probs API (softmax, then the 
        "zeros for it, so the +inf entries, which hold the row's whole mass, are masked with the rest")
 INF_ROW_MASKED = (Mark("xfail", F15, test=catalog.EDGE_VALUES, witness=kept_set_differs_in_rows_holding("+inf")),)
 # top_p_renorm_probs in the edge-value property: F15 in rows holding +inf, and F6 (ids dropped
-# from finite rows, p off) in the others; one mark, as a test reads one signature.
+# from finite rows, p off) in the others, alone or in one case; one mark (a test reads one
+# signature) that accounts for the failing rows one by one.
 INF_ROW_MASKED_OR_SHORT_NUCLEUS = (Mark("xfail", f"{F15}. {F6}", test=catalog.EDGE_VALUES,
                                         witness=any_signature(kept_set_differs_in_rows_holding("+inf"),
                                                               dropped_kept_ids_in_finite_rows)),)

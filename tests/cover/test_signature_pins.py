@@ -114,7 +114,8 @@ EDGE_FAILURES = {  # messages of the edge-value property, as the H200 printed th
                           "[1, 3, 4, 5, 6, 7] (NaN rows unspecified: nan_policy=row_unspecified): kept set differs from "
                           "the oracle at 1 entries (rows [4]); (4, 2541): value=inf, oracle keeps",
     "finite_row_kept": "top_k_top_p-x-fp32-contig: edge rows [(13, EdgeRow(row=13, value='+inf', whole=False, "
-                       "spot='listed', index=1))]: kept set differs from the oracle at 2 entries (rows [2, 13]); ...",
+                       "spot='listed', index=1))]: kept set differs from the oracle at 2 entries (rows [2, 13]); (2, 5): "
+                       "value=-1.0, oracle masks; (13, 0): value=0.0, oracle keeps",
     "finite_row_drawn": "top_k_top_p_sample-x-fp16-contig: edge rows [(1, EdgeRow(row=1, value='nan', whole=False, "
                         "spot='max', index=0))], rows [0, 2, 3, 4, 5, 6] (NaN rows unspecified: nan_policy=row_unspecified)"
                         ": 1 rows drew an id the oracle masks; rows [3], ids [17136], values [0.42], row max [0.43]",
@@ -126,6 +127,14 @@ EDGE_FAILURES = {  # messages of the edge-value property, as the H200 printed th
     "finite_row_kept_masked": "top_k_top_p-x-fp32-contig: edge rows [(1, EdgeRow(row=1, value='nan', whole=False, "
                               "spot='max', index=0))]: kept set differs from the oracle at 2 entries (rows [3]); (3, 7): "
                               "value=-2.5, oracle keeps; (3, 9): value=-9.0, oracle masks",
+    "inf_row_and_finite_row_dropped": "top_k_top_p-x-bf16-contig: edge rows [(3, EdgeRow(row=739, value='+inf', "
+                                      "whole=False, spot='max', index=430)), (6, EdgeRow(row=990, value='-inf', "
+                                      "whole=False, spot='any', index=27802))]: kept set differs from the oracle at "
+                                      "50277 entries (rows [2, 3]); (2, 12566): value=-3.890625, oracle keeps",
+    "inf_row_and_edge_row_dropped": "top_k_top_p-x-bf16-contig: edge rows [(3, EdgeRow(row=739, value='+inf', "
+                                    "whole=False, spot='max', index=430)), (6, EdgeRow(row=990, value='-inf', "
+                                    "whole=False, spot='any', index=27802))]: kept set differs from the oracle at "
+                                    "50277 entries (rows [3, 6]); (6, 12566): value=-3.890625, oracle keeps",
     "edge_row_drawn": "top_k_top_p_sample-x-fp16-contig: edge rows [(1, EdgeRow(row=1, value='-inf', whole=False, "
                       "spot='max', index=0))]: 1 rows drew an id the oracle masks; rows [1], ids [5], values [0.4]",
 }
@@ -135,12 +144,14 @@ EDGE_FAILURES = {  # messages of the edge-value property, as the H200 printed th
     ("inf_row", True, False, False), ("inf_row_renumbered", True, False, False),
     ("finite_row_kept", False, False, False), ("finite_row_drawn", False, True, False),
     ("finite_row_dropped", False, False, True), ("finite_row_kept_masked", False, False, False),
-    ("edge_row_drawn", False, False, False)])
+    ("edge_row_drawn", False, False, False), ("inf_row_and_finite_row_dropped", False, False, False),
+    ("inf_row_and_edge_row_dropped", False, False, False)])
 def test_edge_value_signatures_name_their_rows(name, inf_rows, finite_draws, finite_drops):
     """A signature accepts a failure only in the rows its finding names: kept-set differences
     in rows holding +inf (rows renumbered back where NaN rows were left out), masked ids
     drawn in rows without edge values, or kept ids dropped (none kept that the oracle masks)
-    in rows without edge values; the top-p renorm backend's pin accepts either of its two."""
+    in rows without edge values. The top-p renorm backend's pin accepts its two findings row by
+    row, each alone or the two in one case (a +inf row and a finite row), and nothing else."""
     from samplecheck.backends.flashinfer_findings import INF_ROW_MASKED_OR_SHORT_NUCLEUS
     from samplecheck.judging.edge_values import (drew_masked_ids_in_finite_rows, dropped_kept_ids_in_finite_rows,
                                                  kept_set_differs_in_rows_holding)
@@ -149,7 +160,8 @@ def test_edge_value_signatures_name_their_rows(name, inf_rows, finite_draws, fin
     assert kept_set_differs_in_rows_holding("+inf")(failure) is inf_rows
     assert drew_masked_ids_in_finite_rows(failure) is finite_draws
     assert dropped_kept_ids_in_finite_rows(failure) is finite_drops
-    assert INF_ROW_MASKED_OR_SHORT_NUCLEUS[0].witness(failure) is (inf_rows or finite_drops)
+    both = name == "inf_row_and_finite_row_dropped"
+    assert INF_ROW_MASKED_OR_SHORT_NUCLEUS[0].witness(failure) is (inf_rows or finite_drops or both)
 
 
 def test_a_property_s_pins_apply_to_its_regression_example_variant():
