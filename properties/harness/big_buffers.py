@@ -1,21 +1,38 @@
-"""One multi-GB test buffer per GPU at a time.
+"""GPU memory shared by the xdist workers of one run: one multi-GB test buffer per GPU at a
+time, and each worker's cache kept to its share.
 
 xdist workers share the GPUs, and a dozen 4+ GB buffers at once exhaust even an H200 (the
 other workers' tests then fail on OOM). A test whose buffers are that large builds and frees
 them inside `big_buffers(device)`: it holds a file lock keyed by the GPU's UUID (so processes
-that see the GPU under another index, CUDA_VISIBLE_DEVICES, share it), clears the frames of
-a failure's traceback (Hypothesis keeps every failure to report it: the frames would hold on
-to their buffers) and gives the cached memory back before the next holder of the lock runs.
-On a CPU it only clears the failure's frames.
+that see the GPU under another index, CUDA_VISIBLE_DEVICES, share it), gives its own cache
+back and waits (at most BIG_WAIT_S) until BIG_FREE_SHARE of the GPU is free, clears the frames
+of a failure's traceback (Hypothesis keeps every failure to report it: the frames would hold
+on to their buffers) and gives the cached memory back before the next holder of the lock runs.
+After each test, `release_cache` gives a worker's cached memory back while another worker
+holds the lock, or when the worker caches more than its share (`cache_share`): so the caches
+of 16 workers on an 80 GiB GPU leave room for the largest buffers (35 GiB, far id lists).
+On a CPU `big_buffers` only clears the failure's frames.
 """
 
 import contextlib
 import fcntl
+import functools
+import math
+import os
 import tempfile
+import time
 import traceback
 from pathlib import Path
 
 import torch
+
+# The share of a GPU's memory that must be free before a holder of the lock builds its
+# buffers, and the longest it waits for it (the other workers give their caches back when
+# their running test ends); past the wait it goes on, and an OOM is the test's failure.
+BIG_FREE_SHARE = 0.5
+BIG_WAIT_S = 120.0
+# All the workers' caches together stay within this share of the GPU between tests.
+CACHES_SHARE = 0.5
 
 
 def gpu_lock(device: torch.device) -> Path:
@@ -35,8 +52,50 @@ def big_buffers(device: torch.device):
             lock = stack.enter_context(gpu_lock(device).open("w"))
             fcntl.flock(lock, fcntl.LOCK_EX)
             stack.callback(torch.cuda.empty_cache)
+            _wait_for_free_memory(device)
         try:
             yield
         except BaseException as error:
             traceback.clear_frames(error.__traceback__)
             raise
+
+
+def _wait_for_free_memory(device: torch.device) -> None:
+    torch.cuda.empty_cache()
+    deadline = time.monotonic() + BIG_WAIT_S
+    while time.monotonic() < deadline:
+        free, total = torch.cuda.mem_get_info(device)
+        if free >= BIG_FREE_SHARE * total:
+            return
+        time.sleep(0.1)
+
+
+def _big_buffers_held(device: torch.device) -> bool:
+    """Whether a worker holds `device`'s big-buffer lock now (a shared lock is refused)."""
+    path = gpu_lock(device)
+    if not path.exists():
+        return False
+    with path.open("a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        return False
+
+
+@functools.cache
+def cache_share(device: torch.device) -> int:
+    """The bytes a worker may keep cached on `device` between tests: CACHES_SHARE of the GPU
+    over the xdist workers that share it (the run's workers spread over the visible GPUs)."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    sharing = math.ceil(workers / max(1, torch.cuda.device_count()))
+    return int(CACHES_SHARE * torch.cuda.get_device_properties(index).total_memory) // sharing
+
+
+def release_cache(device: torch.device) -> None:
+    """After a test on `device` (a GPU): give the worker's cached memory back when it holds
+    more than its share, or while another worker holds big buffers."""
+    if torch.cuda.memory_reserved(device) > cache_share(device) or _big_buffers_held(device):
+        torch.cuda.empty_cache()

@@ -30,9 +30,6 @@ MARKERS = (
     "cpu_subject: runs what it checks on the CPU whatever the device; skipped on a GPU run (CPU CI runs it)",
     "finding(witness, reason): a pinned finding's signature (samplecheck.registry.records.Mark.witness)",
 )
-# A worker keeps at most this much GPU memory cached between tests: xdist workers share
-# the GPUs, and one worker's cache of a large test must not starve the others.
-CACHED_GPU_BYTES = 4 * 2**30
 
 
 def matrix_marker() -> str:
@@ -181,6 +178,7 @@ def pytest_runtest_call(item):
         return (yield)
     import torch
 
+    from samplecheck.harness.big_buffers import release_cache
     from samplecheck.harness.profiles import suite_settings
     from samplecheck.inputs.drawing import ExampleCounter
 
@@ -196,8 +194,7 @@ def pytest_runtest_call(item):
         item.user_properties.append(("examples", ExampleCounter.count))
         if on_gpu:
             item.user_properties.append(("gpu_peak_bytes", torch.cuda.max_memory_allocated()))
-            if torch.cuda.memory_reserved() > CACHED_GPU_BYTES:
-                torch.cuda.empty_cache()
+            release_cache(item.config.samplecheck_device)
 
 
 def release_compile_locks() -> None:

@@ -1,0 +1,90 @@
+"""GPU memory shared by the workers of a run (samplecheck.harness.big_buffers): a worker gives
+its cache back past its share of the GPU, or while another worker holds big buffers, and a
+holder of big buffers waits for free memory first. torch.cuda is stood in for, so this runs
+without a GPU."""
+
+import fcntl
+import types
+
+import pytest
+import torch
+
+from samplecheck.harness import big_buffers
+
+GIB = 2**30
+GPU = torch.device("cuda", 0)
+
+
+class StandInGpu:
+    """torch.cuda's memory calls for one GPU of `total` bytes; `free` and `reserved` are set
+    by the test, and `emptied` counts empty_cache calls (each frees the reserved bytes)."""
+
+    def __init__(self, total: int):
+        self.total, self.free, self.reserved, self.emptied = total, total, 0, 0
+
+    def empty_cache(self):
+        self.emptied += 1
+        self.free += self.reserved
+        self.reserved = 0
+
+
+@pytest.fixture
+def gpu(tmp_path, monkeypatch):
+    stand_in = StandInGpu(80 * GIB)
+    monkeypatch.setattr(big_buffers, "gpu_lock", lambda device: tmp_path / "gpu.lock")
+    monkeypatch.setattr(torch.cuda, "get_device_properties",
+                        lambda index: types.SimpleNamespace(total_memory=stand_in.total))
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device=None: stand_in.reserved)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (stand_in.free, stand_in.total))
+    monkeypatch.setattr(torch.cuda, "empty_cache", stand_in.empty_cache)
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "16")
+    big_buffers.cache_share.cache_clear()
+    yield stand_in
+    big_buffers.cache_share.cache_clear()
+
+
+@pytest.mark.cpu_subject
+def test_a_worker_caches_its_share_of_the_gpu(gpu):
+    assert big_buffers.cache_share(GPU) == int(big_buffers.CACHES_SHARE * 80 * GIB) // 16
+    gpu.reserved = big_buffers.cache_share(GPU)
+    big_buffers.release_cache(GPU)
+    assert gpu.emptied == 0
+    gpu.reserved += 1
+    big_buffers.release_cache(GPU)
+    assert gpu.emptied == 1 and gpu.reserved == 0
+
+
+@pytest.mark.cpu_subject
+def test_every_worker_gives_its_cache_back_while_another_holds_big_buffers(gpu, tmp_path):
+    gpu.reserved = GIB
+    with (tmp_path / "gpu.lock").open("w") as holder:
+        fcntl.flock(holder, fcntl.LOCK_EX)  # another worker, in big_buffers
+        big_buffers.release_cache(GPU)
+        assert gpu.emptied == 1
+    gpu.reserved = GIB
+    big_buffers.release_cache(GPU)  # the lock is free again
+    assert gpu.emptied == 1 and gpu.reserved == GIB
+
+
+@pytest.mark.cpu_subject
+def test_a_holder_of_big_buffers_waits_for_free_memory(gpu, monkeypatch):
+    gpu.free, waits = 10 * GIB, []
+
+    def sleep(seconds):  # the other workers' caches come back while it waits
+        waits.append(seconds)
+        gpu.free += 10 * GIB
+
+    monkeypatch.setattr(big_buffers.time, "sleep", sleep)
+    with big_buffers.big_buffers(GPU):
+        assert gpu.free >= big_buffers.BIG_FREE_SHARE * gpu.total
+    assert len(waits) == 3
+
+
+@pytest.mark.cpu_subject
+def test_a_holder_goes_on_after_its_longest_wait(gpu, monkeypatch):
+    gpu.free, clock = 0, [0.0]
+    monkeypatch.setattr(big_buffers.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(big_buffers.time, "sleep", lambda seconds: clock.__setitem__(0, clock[0] + seconds))
+    with big_buffers.big_buffers(GPU):
+        assert clock[0] >= big_buffers.BIG_WAIT_S
