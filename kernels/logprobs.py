@@ -32,15 +32,13 @@ Kernels: each row is cut into chunks of CHUNK columns (CHUNK depends on the devi
 never on the batch, so a row's result does not depend on its batch mates). Three launches,
 each with a program per (row, chunk) or per (row, column block):
 1. `_chunk_max_kernel`: each chunk's max, BLOCK (1024) lanes per step; for top-k ids chosen
-   here, also the chunk's k largest entries as codes (value key, then column: distinct),
-   listed in any order (`samplecheck.kernels.chunk_codes`: the chunk's k-th largest value,
-   found a digit at a time, then the entries above it and the lowest columns at it);
+   here, also the chunk's k largest entries as codes (value key, then column: distinct, so
+   k rounds of a max over the chunk find them exactly);
 2. `_chunk_sum_kernel`: the row max m (the max of the chunk maxima: exact), then per chunk
    the sum of exp(l - m) per lane and a tree over the lanes, and the chunk's count of
    entries >= the sampled token's value; for top-k ids chosen here, the program of the row's
    first chunk writes the ids: the sampled token, then the k largest of the row's chunk
-   codes (the row's k largest entries are among them; selected as a chunk's, then ranked),
-   largest first;
+   codes (the row's k largest entries are among them), largest first;
 3. `_gather_kernel`: lse = m + log(s), with s the chunk sums folded per lane over
    SPLIT_BLOCK lanes and then a tree (a fixed order: every program of the row gets the
    same bits), the rank (exact integer sum), and x - lse at `gather_block` (<= 1024) of the
@@ -75,14 +73,11 @@ import torch
 import triton
 import triton.language as tl
 
-from samplecheck.kernels.chunk_codes import (INT64_MIN_JIT, LIST_KEY_BITS, chunk_codes, kth_largest_key, list_chunk,
-                                             rank_listed, row_codes)
-from samplecheck.kernels.cut_search import INT32_MAX_JIT
-from samplecheck.kernels.drop_store import group_columns
+from samplecheck.kernels.chunk_codes import chunk_codes, row_codes, store_largest
 from samplecheck.kernels.rounding import to_fp32
 from samplecheck.kernels.row_splits import max_of_chunk_maxima
 from samplecheck.kernels.launching import jit
-from samplecheck.kernels.runtime import cdiv, check_launchable, device_kind, first_fitting, is_interpreted
+from samplecheck.kernels.runtime import cdiv, check_launchable, first_fitting, is_interpreted
 from samplecheck.kernels.guard import CHECK_BLOCK, RangeCheck, ValueGuard, record_failed, rows_in_range
 from samplecheck.kernels.validation import check_logits, check_row_param
 
@@ -95,16 +90,7 @@ GATHER_BLOCK = 1024  # default columns per step of the gather (the `gather_block
 # The top-k ids are chosen by the kernels for 1 <= k <= TOP_IDS_MAX when the row's candidates
 # (k per chunk) fit the largest merge tile; else by torch.topk (module docstring).
 TOP_IDS_MAX = 64
-# Lanes of a chunk's list and of the merge's ranking: a power of two, at least TOP_IDS_MAX.
-LIST_LANES = tl.constexpr(64)
 MERGE_TILES = (256, 1024, 4096)  # candidates the merge holds at once: the first that fits
-# By device, the bits `kth_largest_key` fixes a step in the top-k ids' selection (one
-# histogram of 2**DIGIT_BITS bins each), as the top-k chunk path's
-# (`samplecheck.kernels.top_k_chunks`): the interpreter pays per step, not per bin.
-DIGIT_BITS = {"cuda": 4, "cpu": 8}
-# Warps of `_chunk_max_kernel` when it lists a chunk's top codes (else 4): its [512, 8] tiles
-# take 95 registers a thread at 8 warps on sm_90 with bf16 logits, 208 at 4 (fp32: 111, 204).
-TOP_CODES_WARPS = 8
 COL_BITS = CHUNK.bit_length() - 1  # bits of a column within its chunk (CHUNK is a power of two)
 GATHER_BLOCKS = frozenset(2**i for i in range(4, 11))  # the `gather_block` values allowed
 
@@ -146,40 +132,21 @@ def check_logprobs_args(logits: torch.Tensor, sampled: torch.Tensor, num_logprob
 
 
 @triton.jit
-def _chunk_top_codes(row_ptr, lo, hi, out_ptr, n, COL_BITS: tl.constexpr, KEY_BITS: tl.constexpr,
-                     DIGIT_BITS: tl.constexpr):
+def _chunk_top_codes(row_ptr, lo, hi, out_ptr, n, COL_BITS: tl.constexpr):
     """The n largest chunk codes (`samplecheck.kernels.chunk_codes`, NaN first as torch.topk)
-    of entries [lo, hi) of the row, in any order, at out_ptr[0:n] (the smallest int64 in the
+    of entries [lo, hi) of the row, largest first, at out_ptr[0:n] (the smallest code in the
     slots a chunk of fewer than n entries leaves)."""
-    local = group_columns(1 << COL_BITS)
+    local = tl.arange(0, 1 << COL_BITS)
     live = lo + local < hi
     codes = chunk_codes(tl.load(row_ptr + lo + local, mask=live), local, live, COL_BITS, True)
-    keys = codes >> COL_BITS
-    list_chunk(codes, keys, live, kth_largest_key(keys, live, n, KEY_BITS, DIGIT_BITS), out_ptr, n, LIST_LANES)
-
-
-@triton.jit
-def _store_top_ids(codes_ptr, splits, n, out_ptr, COL_BITS: tl.constexpr, KEY_BITS: tl.constexpr,
-                   DIGIT_BITS: tl.constexpr, MERGE: tl.constexpr):
-    """The row's n largest entries' ids, largest first (ties lowest id first), at out_ptr[0:n],
-    from its chunks' lists of n codes (codes_ptr, `_chunk_top_codes`) in MERGE lanes: listed
-    there as a chunk's are, then stored in rank order."""
-    codes = tl.reshape(row_codes(codes_ptr, splits, n, n, COL_BITS, MERGE), [MERGE // 8, 8])
-    real = codes != INT64_MIN_JIT
-    keys = codes >> 32
-    if KEY_BITS < 32:
-        keys = keys.to(tl.int32)
-    level = kth_largest_key(keys, real, n, KEY_BITS, DIGIT_BITS)
-    listed, rank = rank_listed(codes, keys, real, level, out_ptr, n, LIST_LANES)
-    tl.store(out_ptr + rank, (listed & INT32_MAX_JIT) * -1 + INT32_MAX_JIT, mask=tl.arange(0, LIST_LANES) < n)
+    store_largest(codes, out_ptr, n, False)
 
 
 # Row strides and sizes are not specialised: a known alignment would vectorise the loads,
 # which changes the lanes' layout and so the order of the sums (module docstring).
 @jit(do_not_specialize=["row_stride", "V", "splits", "n_top"])
 def _chunk_max_kernel(logits_ptr, row_stride, V, maxima_ptr, splits, codes_ptr, n_top, CHUNK: tl.constexpr,
-                      BLOCK: tl.constexpr, TOP: tl.constexpr, COL_BITS: tl.constexpr, KEY_BITS: tl.constexpr,
-                      DIGIT_BITS: tl.constexpr):
+                      BLOCK: tl.constexpr, TOP: tl.constexpr, COL_BITS: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     split = tl.program_id(1)
     row_ptr = logits_ptr + row * row_stride
@@ -193,15 +160,13 @@ def _chunk_max_kernel(logits_ptr, row_stride, V, maxima_ptr, splits, codes_ptr, 
         lane_max = tl.maximum(lane_max, x)
     tl.store(maxima_ptr + row * splits + split, tl.max(lane_max, axis=0))
     if TOP:
-        _chunk_top_codes(row_ptr, lo, hi, codes_ptr + (row * splits + split) * n_top, n_top, COL_BITS, KEY_BITS,
-                         DIGIT_BITS)
+        _chunk_top_codes(row_ptr, lo, hi, codes_ptr + (row * splits + split) * n_top, n_top, COL_BITS)
 
 
 @jit(do_not_specialize=["row_stride", "V", "n_cols", "splits"])
 def _chunk_sum_kernel(logits_ptr, row_stride, V, sampled_ptr, ids_ptr, n_cols, maxima_ptr, sums_ptr, counts_ptr,
                       splits, codes_ptr, CHUNK: tl.constexpr, BLOCK: tl.constexpr, SPLIT_BLOCK: tl.constexpr,
-                      MERGE: tl.constexpr, COL_BITS: tl.constexpr, KEY_BITS: tl.constexpr,
-                      DIGIT_BITS: tl.constexpr):
+                      MERGE: tl.constexpr, COL_BITS: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)
     split = tl.program_id(1)
     row_ptr = logits_ptr + row * row_stride
@@ -212,8 +177,9 @@ def _chunk_sum_kernel(logits_ptr, row_stride, V, sampled_ptr, ids_ptr, n_cols, m
         # n_cols - 1 largest, into the row of the contiguous [B, n_cols] ids, by one program.
         if split == 0:
             tl.store(ids_ptr + row * n_cols, sampled_id)
-            _store_top_ids(codes_ptr + row * splits * (n_cols - 1), splits, n_cols - 1, ids_ptr + row * n_cols + 1,
-                           COL_BITS, KEY_BITS, DIGIT_BITS, MERGE)
+            n = n_cols - 1
+            codes = row_codes(codes_ptr + row * splits * n, splits, n, n, COL_BITS, MERGE)
+            store_largest(codes, ids_ptr + row * n_cols + 1, n, True)
     sampled_value = to_fp32(tl.load(row_ptr + sampled_id, mask=(sampled_id >= 0) & (sampled_id < V),
                                     other=float("nan")))
     lo = split * CHUNK
@@ -324,18 +290,16 @@ def launch_logprobs(logits: torch.Tensor, sampled: torch.Tensor, num_logprobs: i
     # Each chunk's n largest codes, for the merge; the counts stand in when there is none.
     codes = torch.empty((batch, splits, num_logprobs), dtype=torch.int64, device=logits.device) if merge else counts
     maxima, sums = partials.unbind()
-    key_bits, digit_bits = LIST_KEY_BITS[logits.dtype], DIGIT_BITS[device_kind(logits)]
     stride = logits.stride(0)
     # The interpreter computes with numpy, which warns on -inf - -inf (an all -inf row's NaN
     # result, as specified).
     quiet = np.errstate(invalid="ignore") if is_interpreted(_gather_kernel) else contextlib.nullcontext()
     with quiet:
         _chunk_max_kernel[(batch, splits)](logits, stride, vocab, maxima, splits, codes, n_cols - 1, CHUNK=CHUNK,
-                                           BLOCK=BLOCK, TOP=merge > 0, COL_BITS=COL_BITS, KEY_BITS=key_bits,
-                                           DIGIT_BITS=digit_bits, num_warps=TOP_CODES_WARPS if merge else 4)
+                                           BLOCK=BLOCK, TOP=merge > 0, COL_BITS=COL_BITS)
         _chunk_sum_kernel[(batch, splits)](logits, stride, vocab, sampled, token_ids, n_cols, maxima, sums, counts,
                                            splits, codes, CHUNK=CHUNK, BLOCK=BLOCK, SPLIT_BLOCK=SPLIT_BLOCK,
-                                           MERGE=merge, COL_BITS=COL_BITS, KEY_BITS=key_bits, DIGIT_BITS=digit_bits)
+                                           MERGE=merge, COL_BITS=COL_BITS)
         _gather_kernel[(batch, cdiv(n_cols, gather_block))](
             logits, stride, vocab, token_ids, values, ranks, n_cols, maxima, sums, counts, splits, sampled, batch, flag,
             check, GUARDED=flag is not None, SPLIT_BLOCK=SPLIT_BLOCK, GATHER_BLOCK=gather_block)

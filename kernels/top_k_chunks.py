@@ -68,14 +68,15 @@ from samplecheck.kernels.runtime import cdiv
 # 33; on the CPU 8: the interpreter pays per step, not per bin); WITH_P: whether calls with
 # p as well as k take this path (else the one-program kernel); num_warps: 8, as the
 # one-program kernel's search tiles need.
-# MAX_ROWS 8 on the H200 (docs/gpu-runs.md, session 30; bf16, k = 50, p = 0.9; this path,
-# then with k rounds of a max a chunk, against one program a row): 1 x 151936 top-k 98.6 ->
-# 69.4 us, top-k + top-p 107.6 -> 75.0; 16 rows even (100.1 / 101.1); 64 rows twice as slow
-# (102.8 -> 207.9). On the CPU, every vocab and small chunks and K_MAX, so that most of the
-# suite's top-k calls on at most MAX_ROWS rows take this path, over one or several chunks,
-# with k <= K_MAX and with the row search.
+# On an H100 (docs/gpu-runs.md, session 34; bf16, k = 50, p = 0.9; GPU time of a graph
+# replay, this path against one program a row): DIGIT_BITS 4 is the fastest at 1 x 151936
+# (top-k 34.1 / 19.7 / 23.2 us at 1 / 4 / 8 bits; top-k + top-p 61.4 / 33.2 / 39.4); MAX_ROWS
+# 16: at 16 rows top-k 100.3 -> 57.9 us and top-k + top-p 109.2 -> 75.3, at 8 rows 100.6 ->
+# 40.4, at 64 rows 105.4 -> 180.9 (measured at 8 bits). On the CPU, every vocab and small
+# chunks and K_MAX, so that most of the suite's top-k calls on at most MAX_ROWS rows take this
+# path, over one or several chunks, with k <= K_MAX and with the row search.
 CHUNKS_CONFIG = {
-    "cuda": dict(MAX_ROWS=8, MIN_VOCAB=8192, COL_BITS=12, K_MAX=64, MAX_MERGE=4096, DIGIT_BITS=4, WITH_P=True,
+    "cuda": dict(MAX_ROWS=16, MIN_VOCAB=8192, COL_BITS=12, K_MAX=64, MAX_MERGE=4096, DIGIT_BITS=4, WITH_P=True,
                  num_warps=8),
     "cpu": dict(MAX_ROWS=4, MIN_VOCAB=1, COL_BITS=8, K_MAX=32, MAX_MERGE=2048, DIGIT_BITS=8, WITH_P=True,
                 num_warps=4),

@@ -45,15 +45,16 @@ class Mutant:
     # that can poison the process's CUDA context, so the kill table hunts it in a process of its
     # own, never in the run it shares with the other mutants.
     faults_memory: bool = False
-    # The module holding `entry` when it is not `module` but calls it (a kernel's split path,
-    # reached through the op's entry point): loaded afresh with the patched module standing in
-    # for `module` in its imports.
-    via: str = ""
+    # The modules from `module` to the one holding `entry`, when `module` does not hold it but is
+    # reached through them (a kernel's split path, through the op's entry point; a helper module,
+    # through the path that imports it, then the op): each loaded afresh, in order, with the
+    # module before it (patched, or afresh) standing in for that module in its imports.
+    via: tuple[str, ...] = ()
 
     @property
     def entry_module(self) -> str:
         """The module whose `entry` the mutant's backend calls (the original backend's)."""
-        return self.via or self.module
+        return self.via[-1] if self.via else self.module
 
     def patched_source(self) -> str:
         source = Path(importlib.util.find_spec(self.module).origin).read_text()
@@ -111,14 +112,16 @@ def load(name: str):
     path = Path(tempfile.mkdtemp(prefix="samplecheck-mutant-")) / f"{mutant.name}.py"
     path.write_text(mutant.patched_source())
     module = _exec(f"samplecheck_mutant_{mutant.name}", path)
-    if mutant.via:
-        importlib.import_module(mutant.via)  # the modules it imports besides the patched one, as they are
-        original = importlib.import_module(mutant.module)
-        sys.modules[mutant.module] = module  # what `via`'s imports of the patched module bind to
+    inner = mutant.module
+    for step, outer in enumerate(mutant.via):
+        importlib.import_module(outer)  # the modules it imports besides the one standing in, as they are
+        original = importlib.import_module(inner)
+        sys.modules[inner] = module  # what `outer`'s imports of `inner` bind to
         try:
-            module = _exec(f"samplecheck_mutant_{mutant.name}_via", Path(importlib.util.find_spec(mutant.via).origin))
+            module = _exec(f"samplecheck_mutant_{mutant.name}_via{step}", Path(importlib.util.find_spec(outer).origin))
         finally:
-            sys.modules[mutant.module] = original
+            sys.modules[inner] = original
+        inner = outer
     return getattr(module, mutant.entry)
 
 

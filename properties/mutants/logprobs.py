@@ -4,7 +4,7 @@ from samplecheck.mutants import Mutant
 from samplecheck.registry import catalog
 
 # The top-k ids' merge (`samplecheck.kernels.chunk_codes`), reached through the logprobs kernels.
-_TOP_IDS = dict(kernel="logprobs", module="samplecheck.kernels.chunk_codes", via="samplecheck.kernels.logprobs",
+_TOP_IDS = dict(kernel="logprobs", module="samplecheck.kernels.chunk_codes", via=("samplecheck.kernels.logprobs",),
                 entry="compute_logprobs")
 
 MUTANTS = (
@@ -82,15 +82,6 @@ MUTANTS = (
                     "offset: ids from later chunks name entries of the first",
         ref="fault class: local indices of a split selection returned without the global offset "
             "(as the split top-p mutant top_p_split_candidates_overwrite)",
-    ),
-    Mutant(
-        name="logprobs_top_ids_radix_count_dropped", **_TOP_IDS,
-        find="at_or_above = above + tl.sum(counts, axis=0)", replace="at_or_above = 0 * above + tl.sum(counts, axis=0)",
-        description="the digit-by-digit selection of the k-th largest key counts only the keys in the current "
-                    "bucket, forgetting those above it that earlier digits fixed: past the first digit it picks "
-                    "too high a key, and a chunk or row lists fewer than k entries",
-        ref="fault class: a multi-pass radix select that does not carry the count above the chosen bucket into "
-            "the next pass (k not reduced by the entries already above)",
     ),
     Mutant(
         name="logprobs_chunks_by_batch", kernel="logprobs",

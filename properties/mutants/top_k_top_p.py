@@ -5,9 +5,9 @@ from samplecheck.registry import catalog
 
 # The split top-p path has no entry point of its own: its mutants are reached through the op's.
 _SPLIT_PATH = dict(kernel="top_k_top_p", module="samplecheck.kernels.top_k_top_p_split",
-                   via="samplecheck.kernels.top_k_top_p", entry="apply_top_k_top_p")
+                   via=("samplecheck.kernels.top_k_top_p",), entry="apply_top_k_top_p")
 _CHUNK_PATH = dict(kernel="top_k_top_p", module="samplecheck.kernels.top_k_chunks",
-                   via="samplecheck.kernels.top_k_top_p", entry="apply_top_k_top_p")
+                   via=("samplecheck.kernels.top_k_top_p",), entry="apply_top_k_top_p")
 
 MUTANTS = (
     Mutant(
@@ -115,6 +115,17 @@ MUTANTS = (
         description="the chunk top-k path cuts at the (k + 1)-th largest entry: one entry more than k survives "
                     "(with its ties)",
         ref="fault class: a 0- vs 1-based rank in a top-k threshold",
+    ),
+    Mutant(
+        name="top_k_chunks_radix_count_dropped", kernel="top_k_top_p", module="samplecheck.kernels.chunk_codes",
+        via=("samplecheck.kernels.top_k_chunks", "samplecheck.kernels.top_k_top_p"),
+        entry="apply_top_k_top_p",
+        find="at_or_above = above + tl.sum(counts, axis=0)", replace="at_or_above = 0 * above + tl.sum(counts, axis=0)",
+        description="the digit-by-digit selection of the k-th largest key counts only the keys in the current "
+                    "bucket, forgetting those above it that earlier digits fixed: past the first digit it picks "
+                    "too high a key, and a chunk lists, or a row keeps, fewer than k entries",
+        ref="fault class: a multi-pass radix select that does not carry the count above the chosen bucket into "
+            "the next pass (k not reduced by the entries already above)",
     ),
     Mutant(
         name="top_k_chunks_nan_ranked_first", **_CHUNK_PATH,
