@@ -94,19 +94,27 @@ def resample_rows(args: dict, rows: torch.Tensor, batch: int) -> dict:
     return map_tensors(take, args)
 
 
-def draw_fresh_inputs(data, combo: Combo, case, strategy, device) -> CallInputs:
-    """New inputs with the signature of `case`'s: the same logits recipe under a newly drawn
-    seed (new values and gap poison, the same shape), and the parameters of a second case
-    drawn from `strategy` when it shares the logits recipe (strategies share one per example)
-    and gives arguments of the same signature; otherwise `case`'s own parameters with its rows
-    resampled (drawn with replacement), which keeps every row valid (an example whose
-    resampled call the backend does not implement, by its `accepts`, is rejected)."""
-    seed = data.draw(SEEDS, label="fresh logits seed")
+def draw_fresh_inputs(data, combo: Combo, case, strategy, device, count: int = 1) -> list[CallInputs]:
+    """`count` new inputs with the signature of `case`'s: each the same logits recipe under a
+    newly drawn seed (new values and gap poison, the same shape), and the parameters of a
+    second case drawn from `strategy` when it shares the logits recipe (strategies share one
+    per example) and gives arguments of the same signature; otherwise `case`'s own parameters
+    with its rows resampled (drawn with replacement), which keeps every row valid (an example
+    whose resampled call the backend does not implement, by its `accepts`, is rejected).
+    The choices of all `count` are drawn before any of them is built (samplecheck.inputs.drawing):
+    an example calls this after its other draws and before it builds its other inputs."""
+    drawn = [(data.draw(SEEDS, label="fresh logits seed"), data.draw(accepted_cases(combo, strategy),
+                                                                      label="fresh parameters"))
+             for _ in range(count)]
+    return [_fresh_inputs(combo, case, seed, other, device) for seed, other in drawn]
+
+
+def _fresh_inputs(combo: Combo, case, seed: int, other, device) -> CallInputs:
+    """The inputs `draw_fresh_inputs` describes, for one drawn seed and second case."""
     recipe = dataclasses.replace(case.logits, seed=seed)
     values = materialize(recipe, combo.dtype, device)
     placed = place(values, combo.layout, poison_for(dataclasses.replace(case, logits=recipe), combo.dtype))
     args = combo.info.make_args(case, placed.view)
-    other = data.draw(accepted_cases(combo, strategy), label="fresh parameters")
     if other.logits == case.logits:
         candidate = combo.info.make_args(other, placed.view)
         if signature(candidate) == signature(args):

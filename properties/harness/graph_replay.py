@@ -68,6 +68,6 @@ def check_replays(combo: Combo, static: CallInputs, fresh: list[CallInputs]) -> 
 def check_graph_replay(combo: Combo, data, case, strategy, device) -> None:
     """The property for one drawn `case` (from `strategy`): its inputs become the graph's
     buffers, and FRESH_INPUTS more of the same signature are drawn (`draw_fresh_inputs`)."""
+    fresh = draw_fresh_inputs(data, combo, case, strategy, device, FRESH_INPUTS)
     static = CallInputs(*prepare(combo, case, device))
-    fresh = [draw_fresh_inputs(data, combo, case, strategy, device) for _ in range(FRESH_INPUTS)]
     check_replays(combo, static, fresh)

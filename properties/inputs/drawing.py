@@ -12,6 +12,14 @@ A backend that declares `accepts` implements only the cases it accepts: `draw_ca
 only those, and a property that builds or alters a call itself (rows off, lists padded, rows
 cut or added, a case written out) asks `accepted` about it, or skips with
 `skip_unless_accepted`.
+
+An example draws every choice before its first device work (a tensor built on the device, a
+backend called), so what it draws is a function of Hypothesis' choices alone. Hypothesis
+extends an example by replaying its choices: one that stops drawing where an earlier one with
+the same choices went on (device work that raised this time, an OOM on a GPU shared by the
+workers, or a call whose result ended the test early) is reported as FlakyStrategyDefinition
+("the second run stopped drawing earlier"), its traceback holding the work's own error
+only as the exception it was handling.
 """
 
 import importlib.util

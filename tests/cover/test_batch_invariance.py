@@ -33,7 +33,9 @@ from samplecheck.harness.results import MEASURED
 from samplecheck.harness.runner import prepare, run
 from samplecheck.inputs.drawing import draw_case, skip_unless_accepted
 from samplecheck.registry.checks import assert_same_output, output_rows
+from samplecheck.registry.matrix import RECORDS, Combo
 from samplecheck.registry.semantics import nan_rows_unspecified
+from samplecheck.tests.cover.draw_order import DrawOrder
 
 pytestmark = pytest.mark.interpreter
 
@@ -55,27 +57,54 @@ class BatchVariance(UserWarning):
 def test_batch_invariance(combo, device, budget, data, record_property):
     if combo.backend.batch_invariant is False:
         pytest.skip(f"backend {combo.backend.name} declares that its rows depend on their batch")
+    # Every choice is drawn before the first tensor is built (samplecheck.inputs.drawing): what
+    # the calls do (an OOM, a difference found and returned) never changes what an example draws.
     case = draw_case(data, combo, combo.info.cases(budget).filter(lambda c: c.logits.batch >= 2))
     batch, vocab = case.logits.batch, case.logits.vocab
     small = data.draw(st.integers(1, 3), label="small batches' size")
     fitting = [n for n in WIDE_BATCHES if n <= 2 * budget.max_batch + 1 and n * vocab <= 2 * budget.max_elements]
     wide = data.draw(st.sampled_from(fitting or WIDE_BATCHES[:1]), label="wide batch")
-    placed, args = prepare(combo, case, device)
     seed = data.draw(st.integers(0, 2**31 - 1), label="fresh rows' seed")
+    positions = [_compared_rows(data, size) for size in (batch, wide)]
+    placed, args = prepare(combo, case, device)
     fresh = dataclasses.replace(case, logits=dataclasses.replace(case.logits, batch=wide, seed=seed))
     fresh_placed, _ = prepare(combo, fresh, device)
     fresh_args = cut_rows(args, torch.arange(wide) % batch, batch)
     reversed_doubled = {"the batch reversed and doubled": torch.arange(batch - 1, -1, -1).repeat(2)}
-    for logits, rows_args, others in ((placed.view, args, reversed_doubled), (fresh_placed.view, fresh_args, {})):
-        size = logits.size(0)
-        compared = min(size, SMALL_ROWS)
-        positions = data.draw(st.lists(st.integers(0, size - 1), min_size=compared, max_size=compared, unique=True),
-                              label=f"rows of the batch of {size} run in small batches")
-        difference = _same_rows(combo, case, logits, rows_args, {**others, **_small_batches(positions, small)}, vocab)
+    for logits, rows_args, others, rows in ((placed.view, args, reversed_doubled, positions[0]),
+                                            (fresh_placed.view, fresh_args, {}, positions[1])):
+        difference = _same_rows(combo, case, logits, rows_args, {**others, **_small_batches(rows, small)}, vocab)
         if difference is not None:
             warnings.warn(BatchVariance(difference))
             record_property(MEASURED, difference)
             return
+
+
+@given(data=st.data())
+@settings(max_examples=3)
+def test_every_choice_is_drawn_before_the_first_tensor(device, budget, data):
+    """The property's draws come before its inputs are built and its calls made (a
+    temperature backend in plain PyTorch, the cheapest here): what the calls do cannot
+    change what an example draws."""
+    info = RECORDS["temperature"]
+    combo = Combo(info, next(b for b in info.backends if b.name == "torch"), torch.float32, "contig")
+    order = DrawOrder(data)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(globals(), "prepare", order.device(prepare, "prepare"))
+        patch.setitem(globals(), "run", order.device(run, "run"))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", BatchVariance)
+            test_batch_invariance.hypothesis.inner_test(combo, device, budget, order, lambda *_: None)
+    assert "run" in order.steps
+    assert order.draws_after_device() == [], order.steps
+
+
+def _compared_rows(data, size: int) -> list[int]:
+    """SMALL_ROWS distinct rows (all, if fewer) of a batch of `size`, in drawn order: those run
+    in small batches."""
+    compared = min(size, SMALL_ROWS)
+    return data.draw(st.lists(st.integers(0, size - 1), min_size=compared, max_size=compared, unique=True),
+                     label=f"rows of the batch of {size} run in small batches")
 
 
 def _small_batches(positions: list[int], small: int) -> dict:

@@ -11,6 +11,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from samplecheck.harness import call_inputs
 from samplecheck.harness.runner import prepare, run
 from samplecheck.registry.matrix import RECORDS, Combo
 from samplecheck.harness.call_inputs import (CallInputs, clone_inputs, copy_inputs, draw_fresh_inputs, resample_rows,
@@ -20,6 +21,7 @@ from samplecheck.inputs.drawing import draw_case
 from samplecheck.inputs.strategies import BUDGETS
 from samplecheck.inputs.tensor_tree import tensors_of
 from samplecheck.registry.layouts import as_bits, place
+from samplecheck.tests.cover.draw_order import DrawOrder
 
 
 @pytest.mark.gpu
@@ -112,9 +114,24 @@ def test_fresh_inputs_are_valid_new_values_of_the_same_signature(fresh_combo, de
     combo, budget = fresh_combo, BUDGETS[device.type]
     strategy = combo.info.cases(budget)
     case = draw_case(data, combo, strategy)
+    [fresh] = draw_fresh_inputs(data, combo, case, strategy, device)
     static = CallInputs(*prepare(combo, case, device))
-    fresh = draw_fresh_inputs(data, combo, case, strategy, device)
     assert signature(fresh.args) == signature(static.args)
     assert fresh.placed.buffer.shape == static.placed.buffer.shape
     assert fresh.placed.view.stride() == static.placed.view.stride()
     run(combo, fresh.placed.view, fresh.args)
+
+
+@given(data=st.data())
+@settings(max_examples=3, deadline=None)
+def test_fresh_inputs_are_all_drawn_before_any_is_built(device, data):
+    """What the graph property draws does not depend on building its inputs (an OOM there)."""
+    combo = Combo(RECORDS["temperature"], RECORDS["temperature"].backends[0], torch.float32, "padded64")
+    strategy = combo.info.cases(BUDGETS[device.type])
+    order = DrawOrder(data)
+    case = draw_case(order, combo, strategy)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(call_inputs, "materialize", order.device(call_inputs.materialize, "materialize"))
+        draw_fresh_inputs(order, combo, case, strategy, device, count=2)
+    assert order.steps.count("materialize") == 2
+    assert order.draws_after_device() == [], order.steps
