@@ -10,7 +10,8 @@ of a failure's traceback (Hypothesis keeps every failure to report it: the frame
 on to their buffers) and gives the cached memory back before the next holder of the lock runs.
 After each test, `release_cache` gives a worker's cached memory back while another worker
 holds the lock, or when the worker caches more than its share (`cache_share`): so the caches
-of 16 workers on an 80 GiB GPU leave room for the largest buffers (35 GiB, far id lists).
+of a gate's 24 processes on an 80 GiB GPU (1.7 GiB each) leave room for the largest buffers
+(35 GiB, far id lists).
 On a CPU `big_buffers` only clears the failure's frames.
 """
 
@@ -25,6 +26,8 @@ import traceback
 from pathlib import Path
 
 import torch
+
+from samplecheck.harness.mps import SHARING_PROCESSES
 
 # The share of a GPU's memory that must be free before a holder of the lock builds its
 # buffers, and the longest it waits for it (the other workers give their caches back when
@@ -87,10 +90,11 @@ def _big_buffers_held(device: torch.device) -> bool:
 @functools.cache
 def cache_share(device: torch.device) -> int:
     """The bytes a worker may keep cached on `device` between tests: CACHES_SHARE of the GPU
-    over the xdist workers that share it (the run's workers spread over the visible GPUs)."""
+    over the processes that share it: those samplecheck runs at once (`mps.SHARING_PROCESSES`),
+    else the run's xdist workers, spread over the visible GPUs."""
     index = device.index if device.index is not None else torch.cuda.current_device()
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    sharing = math.ceil(workers / max(1, torch.cuda.device_count()))
+    processes = int(os.environ.get(SHARING_PROCESSES) or os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    sharing = math.ceil(processes / max(1, torch.cuda.device_count()))
     return int(CACHES_SHARE * torch.cuda.get_device_properties(index).total_memory) // sharing
 
 

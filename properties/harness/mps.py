@@ -24,6 +24,10 @@ from pathlib import Path
 
 # The variables by which a CUDA process finds an MPS control daemon.
 VARIABLES = ("CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY")
+# How many pytest processes samplecheck runs at once on the GPUs, MPS or not (a gate's suite
+# workers and mutant hunts together): set by samplecheck.tools.suite.suite_environment, read
+# by samplecheck.harness.big_buffers (each process's share of a GPU's memory).
+SHARING_PROCESSES = "SAMPLECHECK_GPU_PROCESSES"
 CONTROL = "nvidia-cuda-mps-control"
 # What the server writes to its log when a client's kernel faults.
 FATAL = "encountered a fatal GPU error"

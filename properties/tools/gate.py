@@ -23,6 +23,7 @@ baseline, it then reports the ops more than 15% slower than the baseline (report
 the exit status).
 """
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -110,6 +111,23 @@ def run_suite(command: list[str], log: Path, share: str, processes: int = 1) -> 
     return run_pytest(command, log=log, processes=processes)
 
 
+@contextlib.contextmanager
+def sharing_gpus(processes: int):
+    """For the block, the processes this one starts know that `processes` share the GPUs
+    (`mps.SHARING_PROCESSES`: the suite's workers and the kill table's hunts run at once),
+    unless this process's environment names a number already."""
+    from samplecheck.harness.mps import SHARING_PROCESSES
+
+    if SHARING_PROCESSES in os.environ:
+        yield
+        return
+    os.environ[SHARING_PROCESSES] = str(processes)
+    try:
+        yield
+    finally:
+        del os.environ[SHARING_PROCESSES]
+
+
 def recorded_tests(results: Path) -> list[dict]:
     """The test records of a results file (none when the suite wrote none)."""
     return json.loads(results.read_text())["tests"] if results.is_file() else []
@@ -175,9 +193,11 @@ def main(argv: list[str]) -> int:
     results = args.out / "gate-results.json"
     suite = kills = 0
     records: list[dict] = []
-    with ThreadPoolExecutor(1) as pool:
+    hunt = not args.no_killtable and (hunt_all or bool(mutants))
+    sharing = processes_of(args.workers) * suite_wanted + args.mutant_workers * hunt
+    with ThreadPoolExecutor(1) as pool, sharing_gpus(sharing):
         hunting = None
-        if not args.no_killtable and (hunt_all or mutants):
+        if hunt:
             hunting = pool.submit(killtable.run, mutants or sorted(MUTANTS), chosen.device, chosen.resolved_profile,
                                   args.mutant_workers, args.out / "gate-kills-shared.log")
         if suite_wanted:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from samplecheck.harness.mps import SHARING_PROCESSES
 from samplecheck.harness.suite_files import config_args, suite_path
 from samplecheck.tools import bytecode
 from samplecheck.tools.flags import SuiteFlags
@@ -43,6 +44,9 @@ def suite_environment(base: dict[str, str] | None = None, processes: int = 1) ->
     - Each process's CPU thread pools hold cores // `processes` threads (at least one). Each
       pool otherwise sizes itself to every core, and its idle threads spin on cores the other
       processes are using. One process alone keeps the default.
+    - Each process knows how many share the GPUs (`mps.SHARING_PROCESSES`, read by
+      samplecheck.harness.big_buffers): `processes`, unless `base` names more (the gate's suite
+      and kill table run at once).
     - Where `base` forbids writing byte-code and names no folder for it, the byte-code goes to
       samplecheck's byte-code folder (samplecheck.tools.bytecode.redirect)."""
     environment = dict(os.environ if base is None else base)
@@ -51,6 +55,7 @@ def suite_environment(base: dict[str, str] | None = None, processes: int = 1) ->
     if processes > 1:
         for name in THREAD_VARIABLES:
             environment.setdefault(name, str(max(1, (os.cpu_count() or 1) // processes)))
+        environment.setdefault(SHARING_PROCESSES, str(processes))
     bytecode.redirect(environment)
     return environment
 

@@ -4,12 +4,15 @@ holder of big buffers waits for free memory first. torch.cuda is stood in for, s
 without a GPU."""
 
 import fcntl
+import os
 import types
 
 import pytest
 import torch
 
 from samplecheck.harness import big_buffers
+from samplecheck.harness.mps import SHARING_PROCESSES
+from samplecheck.tools import gate
 
 GIB = 2**30
 GPU = torch.device("cuda", 0)
@@ -39,6 +42,7 @@ def gpu(tmp_path, monkeypatch):
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (stand_in.free, stand_in.total))
     monkeypatch.setattr(torch.cuda, "empty_cache", stand_in.empty_cache)
     monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "16")
+    monkeypatch.delenv(SHARING_PROCESSES, raising=False)
     big_buffers.cache_share.cache_clear()
     yield stand_in
     big_buffers.cache_share.cache_clear()
@@ -53,6 +57,24 @@ def test_a_worker_caches_its_share_of_the_gpu(gpu):
     gpu.reserved += 1
     big_buffers.release_cache(GPU)
     assert gpu.emptied == 1 and gpu.reserved == 0
+
+
+@pytest.mark.cpu_subject
+def test_the_share_counts_every_process_samplecheck_runs_on_the_gpus(gpu, monkeypatch):
+    monkeypatch.setenv(SHARING_PROCESSES, "24")  # a gate: 16 suite workers and 8 mutant hunts
+    assert big_buffers.cache_share(GPU) == int(big_buffers.CACHES_SHARE * 80 * GIB) // 24
+
+
+@pytest.mark.cpu_subject
+def test_the_gate_names_its_processes_for_its_block_alone(monkeypatch):
+    monkeypatch.delenv(SHARING_PROCESSES, raising=False)
+    with gate.sharing_gpus(24):
+        assert os.environ[SHARING_PROCESSES] == "24"
+    assert SHARING_PROCESSES not in os.environ
+    monkeypatch.setenv(SHARING_PROCESSES, "40")  # the caller's count stays
+    with gate.sharing_gpus(24):
+        assert os.environ[SHARING_PROCESSES] == "40"
+    assert os.environ[SHARING_PROCESSES] == "40"
 
 
 @pytest.mark.cpu_subject

@@ -131,6 +131,15 @@ def test_processes_sharing_the_cores_share_them_out(monkeypatch, cores, processe
     assert not set(suite.THREAD_VARIABLES) & set(suite.suite_environment({}, 1)), "one process alone: the default"
 
 
+def test_processes_know_how_many_share_the_gpus():
+    """Each process's share of a GPU's memory (samplecheck.harness.big_buffers) counts them all."""
+    from samplecheck.harness.mps import SHARING_PROCESSES
+
+    assert suite.suite_environment({}, 16)[SHARING_PROCESSES] == "16"
+    assert suite.suite_environment({SHARING_PROCESSES: "24"}, 8)[SHARING_PROCESSES] == "24", "the gate's count"
+    assert SHARING_PROCESSES not in suite.suite_environment({}, 1)
+
+
 def test_each_command_counts_the_processes_it_runs(monkeypatch):
     monkeypatch.setattr(suite.os, "cpu_count", lambda: 16)
     assert [suite.processes_of(w) for w in ("auto", "0", "1", "8")] == [16, 1, 1, 8]
