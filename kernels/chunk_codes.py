@@ -106,11 +106,11 @@ def store_largest(codes, out_ptr, n, AS_COLUMNS: tl.constexpr):
 
 
 @triton.jit
-def list_chunk(codes, keys, live, level, list_ptr, slots, K_MAX: tl.constexpr):
-    """Store the `live` codes with key > `level` (fewer than `slots`), then those with key ==
+def list_chunk(codes, keys, live, level, list_ptr, K_MAX: tl.constexpr):
+    """Store the `live` codes with key > `level` (fewer than K_MAX), then those with key ==
     `level`, each kind in tile order ([G, 8] tiles of `group_columns`: the lowest column first),
-    at list_ptr[:slots] (int64), as many as fit, and the smallest int64 in the slots left
-    (slots <= K_MAX); returns whether an entry at `level` was left out."""
+    at list_ptr[:K_MAX] (int64), as many as fit, and the smallest int64 in the slots left;
+    returns whether an entry at `level` was left out."""
     above = live & (keys > level)
     tie = live & (keys == level)
     # One scan counts both kinds: those above in the high 16 bits, the ties in the low 16.
@@ -120,22 +120,21 @@ def list_chunk(codes, keys, live, level, list_ptr, slots, K_MAX: tl.constexpr):
     total = tl.sum(group, axis=0)
     n_above = total >> 16
     slot = tl.where(above, (through >> 16) - 1, n_above + (through & 65535) - 1)
-    tl.store(list_ptr + slot, codes.to(tl.int64), mask=(above | tie) & (slot < slots))
+    tl.store(list_ptr + slot, codes.to(tl.int64), mask=(above | tie) & (slot < K_MAX))
     listed = tl.arange(0, K_MAX)
-    tl.store(list_ptr + listed, INT64_MIN_JIT, mask=(listed >= n_above + (total & 65535)) & (listed < slots))
-    return n_above + (total & 65535) > slots
+    tl.store(list_ptr + listed, INT64_MIN_JIT, mask=listed >= n_above + (total & 65535))
+    return n_above + (total & 65535) > K_MAX
 
 
 @triton.jit
-def rank_listed(codes, keys, live, level, list_ptr, slots, K_MAX: tl.constexpr):
-    """List the codes as `list_chunk` does at list_ptr[:slots], then return the listed codes in
-    K_MAX lanes (the smallest int64 past `slots`) and each one's rank: how many of them are
-    larger, so the listed codes, distinct, take ranks 0, 1, ... largest first. The slots may
-    be stored over on return."""
-    list_chunk(codes, keys, live, level, list_ptr, slots, K_MAX)
+def rank_listed(codes, keys, live, level, list_ptr, K_MAX: tl.constexpr):
+    """List the codes as `list_chunk` does at list_ptr[:K_MAX], then return the listed codes
+    and each one's rank: how many of them are larger, so the listed codes, distinct, take
+    ranks 0, 1, ... largest first. The slots may be stored over on return."""
+    list_chunk(codes, keys, live, level, list_ptr, K_MAX)
     tl.debug_barrier()
     lane = tl.arange(0, K_MAX)
-    listed = tl.load(list_ptr + lane, mask=lane < slots, other=INT64_MIN_JIT, cache_modifier=".cg")
+    listed = tl.load(list_ptr + lane, cache_modifier=".cg")
     rank = tl.sum((listed[None, :] > listed[:, None]).to(tl.int32), axis=1)
     tl.debug_barrier()
     return listed, rank

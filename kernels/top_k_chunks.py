@@ -107,7 +107,7 @@ def top_k_list(lists_ptr, top_ptr, S, level, k, K_MAX: tl.constexpr, COL_BITS: t
     `level` fill the list does not matter: they share its value (up to the sign of a zero)."""
     keys, real, column = listed_keys(lists_ptr, S, K_MAX, COL_BITS, KEY_BITS, MERGE)
     codes = (keys.to(tl.int64) << 32) | (column * -1 + INT32_MAX_JIT)
-    listed, rank = rank_listed(codes, keys, real, level, top_ptr, K_MAX, K_MAX)
+    listed, rank = rank_listed(codes, keys, real, level, top_ptr, K_MAX)
     tl.store(top_ptr + rank, listed, mask=listed != INT64_MIN_JIT)
     tl.debug_barrier()
     return tl.max(tl.where(rank == k - 1, listed, INT64_MIN_JIT), axis=0)
@@ -227,7 +227,7 @@ def _top_k_chunks_kernel(logits_ptr, row_stride, k_ptr, p_ptr, buffer_ptr, B, V,
             keys = codes >> COL_BITS
             level = kth_largest_key(keys, live, k, KEY_BITS, DIGIT_BITS)
             store_neg_inf(row_ptr + first + local, live & (keys < level))
-            overflowed = list_chunk(codes, keys, live, level, lists_ptr + split * K_MAX, K_MAX, K_MAX)
+            overflowed = list_chunk(codes, keys, live, level, lists_ptr + split * K_MAX, K_MAX)
             tl.store(levels_ptr + split, level.to(tl.int64) * 2 + overflowed.to(tl.int64))
         tl.debug_barrier()
         if tl.atomic_add(count_ptr, 1) == S - 1:

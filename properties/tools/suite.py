@@ -45,8 +45,8 @@ def suite_environment(base: dict[str, str] | None = None, processes: int = 1) ->
       pool otherwise sizes itself to every core, and its idle threads spin on cores the other
       processes are using. One process alone keeps the default.
     - Each process knows how many share the GPUs (`mps.SHARING_PROCESSES`, read by
-      samplecheck.harness.big_buffers): `processes`, unless `base` names more (the gate's suite
-      and kill table run at once).
+      samplecheck.harness.big_buffers): `processes`, unless `base` names the count already (the
+      gate names its suite's and kill table's processes together: they run at once).
     - Where `base` forbids writing byte-code and names no folder for it, the byte-code goes to
       samplecheck's byte-code folder (samplecheck.tools.bytecode.redirect)."""
     environment = dict(os.environ if base is None else base)
