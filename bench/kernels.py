@@ -14,6 +14,7 @@ says where results go.
 
 import argparse
 import datetime
+import gc
 import importlib
 import platform
 import shlex
@@ -80,9 +81,13 @@ def device_name(device: str) -> str:
     return f"CPU {platform.machine()} (Triton interpreter)"
 
 
-def measure(call, copy_us: float, timer, copy_gpu_us: float | None) -> dict | None:
+def measure(call, copy_us: float, timer, copy_gpu_us: float | None, refused: dict, size: str) -> dict | None:
     """The JSON cell of one implementation (None: no matching call). On CUDA (`copy_gpu_us`, the
-    restore's replay time, given) also whether the call captures and its replay's time."""
+    restore's replay time, given) also whether the call captures and its replay's time.
+    `refused` maps a call whose capture raised to its verdict and size: that call is not
+    captured again at a later size, since torch (2.11, the device's) keeps a failed capture's
+    memory pool until the process ends (pytorch/pytorch#190348), and the sizes' leaks add up to
+    an out-of-memory error (session 35's bench at 256 x 32000)."""
     if call is None:
         return None
     if call.fn is None:
@@ -93,13 +98,20 @@ def measure(call, copy_us: float, timer, copy_gpu_us: float | None) -> dict | No
         return report.cell(call.name, error=f"{type(error).__name__}: {error}"[:300])
     if copy_gpu_us is None:
         return report.cell(call.name, us=us)
+    if call.name in refused:
+        return report.cell(call.name, us=us, graph=refused[call.name])
     captured, graph = timing.capture(call.fn)
-    gpu_us = None if graph is None else timing.replay_median_us(graph) - copy_gpu_us
+    if graph is None:
+        refused[call.name] = f"{captured} (at {size}; not tried again)"
+        gc.collect()
+        return report.cell(call.name, us=us, graph=captured)
+    gpu_us = timing.replay_median_us(graph) - copy_gpu_us
     return report.cell(call.name, us=us, graph=captured, gpu_us=gpu_us)
 
 
-def measure_size(batch: int, vocab: int, device: str, *, keys, seed: int, fi, timer, dtype: str) -> list[dict]:
-    """The rows of one size, one per selected op."""
+def measure_size(batch: int, vocab: int, device: str, *, keys, seed: int, fi, timer, dtype: str,
+                 refused: dict) -> list[dict]:
+    """The rows of one size, one per selected op (`refused`: `measure`'s)."""
     from bench.ops import make_inputs, operations  # imports the kernels: after use_device
 
     inputs = make_inputs(batch, vocab, device, seed=seed, dtype=LOGIT_DTYPES[dtype])
@@ -116,7 +128,7 @@ def measure_size(batch: int, vocab: int, device: str, *, keys, seed: int, fi, ti
         row = {"op": op.key, "label": op.label, "size": f"{batch}x{vocab}", "copy_us": copy_us,
                "copy_gpu_us": copy_gpu_us}
         for impl in report.IMPLEMENTATIONS:
-            row[impl] = measure(getattr(op, impl), copy_us, timer, copy_gpu_us)
+            row[impl] = measure(getattr(op, impl), copy_us, timer, copy_gpu_us, refused, row["size"])
         print(f"{row['size']:>12} {op.key:<20} " + "  ".join(
             f"{impl} {report.time_text(row[impl])}" for impl in report.IMPLEMENTATIONS), file=sys.stderr, flush=True)
         rows.append(row)
@@ -131,10 +143,12 @@ def main(argv: list[str] | None = None) -> int:
     keys = None if args.ops is None else set(args.ops.split(","))
     fi, fi_version = flashinfer_sampling(device)
     timer = timing.cuda_median_us if device == "cuda" else timing.wall_median_us
-    rows = []
+    rows, refused = [], {}
     for batch, vocab in sizes:
-        rows += measure_size(batch, vocab, device, keys=keys, seed=args.seed, fi=fi, timer=timer, dtype=args.dtype)
+        rows += measure_size(batch, vocab, device, keys=keys, seed=args.seed, fi=fi, timer=timer, dtype=args.dtype,
+                             refused=refused)
         if device == "cuda":
+            gc.collect()  # a failed call's tensors held by reference cycles (tracebacks), then the cache
             torch.cuda.empty_cache()
     result = {"schema": report.SCHEMA, "meta": {
         "device": device_name(device), "backend": device, "torch": torch.__version__, "triton": triton.__version__,

@@ -104,7 +104,7 @@ def sweep(setting: str, values: list, keys: set[str], sizes, device: str, dtype:
             for value in values:
                 with setting_value(setting, value):
                     out = _bits(op.ours.fn())
-                    cell = measure(op.ours, copy_us, timer, copy_gpu_us)
+                    cell = measure(op.ours, copy_us, timer, copy_gpu_us, {}, f"{batch}x{vocab}")  # a failure ends the sweep
                 if cell["status"] != "ok":
                     raise SystemExit(f"{op.key} at {batch}x{vocab} with {setting} = {value!r}: {cell['error']}")
                 first = out if first is None else first
