@@ -25,7 +25,9 @@ splits stays near TARGET_PROGRAMS), then `_min_p_kernel`'s programs each take th
 the row's chunk maxima (a max, so exact whatever the order) and mask their own chunk, walking
 the chunks in the reverse order of the first launch, so the chunks read last (still in L2) are
 masked first. Larger batches take one launch of at most ROW_PROGRAMS programs, each looping
-over rows (row r, r + programs, ...): the row max, then the masking pass, one row at a time.
+over rows (row r, r + programs, ...): the row max, then the masking pass, one row at a time,
+its blocks in the reverse order of the max's pass (the blocks read last are the likeliest to
+be in L2 still).
 The masking pass writes each block of entries back whole: -inf where an entry is dropped, the
 entry's own loaded bits elsewhere (so kept entries end bitwise unchanged). One unmasked vector
 store per block: a store masked per entry is split into 2-byte stores of partial sectors,
@@ -116,9 +118,11 @@ def _min_p_kernel(logits_ptr, row_stride, min_p_ptr, B, V, maxima_ptr, chunk, sp
                 row_max = _chunk_max(row_ptr, lo, hi, BLOCK)  # the chunk is the whole row
             log_min_p = tl.where(min_p >= 1.0, 0.0, tl.minimum(tl.log(min_p), 0.0))
             threshold = row_max + log_min_p
-            # -inf below the threshold and at NaN; every other entry stored back as loaded.
-            for start in range(lo, hi, BLOCK):
-                idx = start + tl.arange(0, BLOCK)
+            # -inf below the threshold and at NaN; every other entry stored back as loaded. The
+            # blocks in the reverse order of the max's pass: those read last are still in L2.
+            blocks = tl.cdiv(hi - lo, BLOCK)
+            for back in range(0, blocks):
+                idx = lo + (blocks - 1 - back) * BLOCK + tl.arange(0, BLOCK)
                 in_row = idx < hi
                 loaded = tl.load(row_ptr + idx, mask=in_row, other=float("-inf"))
                 x = to_fp32(loaded)
