@@ -12,6 +12,7 @@ After each test, `release_cache` gives a worker's cached memory back while anoth
 holds the lock, or when the worker caches more than its share (`cache_share`): so the caches
 of a gate's 24 processes on an 80 GiB GPU (1.7 GiB each) leave room for the largest buffers
 (35 GiB, far id lists).
+A block that declares its peak (`need_bytes`) is skipped on a GPU with less memory in all.
 On a CPU `big_buffers` only clears the failure's frames.
 """
 
@@ -25,6 +26,7 @@ import time
 import traceback
 from pathlib import Path
 
+import pytest
 import torch
 
 from samplecheck.harness.mps import SHARING_PROCESSES
@@ -38,20 +40,30 @@ BIG_WAIT_S = 120.0
 CACHES_SHARE = 0.5
 
 
+def _index(device: torch.device) -> int:
+    """The index of the GPU `device` names (the current device when it has none)."""
+    return device.index if device.index is not None else torch.cuda.current_device()
+
+
 def gpu_lock(device: torch.device) -> Path:
     """The lock file of the GPU `device` names (its current device when it has no index)."""
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    uuid = torch.cuda.get_device_properties(index).uuid
+    uuid = torch.cuda.get_device_properties(_index(device)).uuid
     return Path(tempfile.gettempdir()) / f"samplecheck-large-offsets-{uuid}.lock"
 
 
 @contextlib.contextmanager
-def big_buffers(device: torch.device):
+def big_buffers(device: torch.device, need_bytes: int = 0, what: str = "the test"):
     """Run the block as the only holder of big buffers on `device` (module docstring). The
     buffers must live in frames the block calls (its callees), whose failure frames this
-    clears; the block's own locals stay until it returns."""
+    clears; the block's own locals stay until it returns. `need_bytes`: the block's peak of
+    device memory; on a GPU with less memory in all, the test is skipped, naming `what` and
+    both sizes (a card too small for a property's buffers is no finding)."""
     with contextlib.ExitStack() as stack:
         if device.type == "cuda":
+            total = torch.cuda.get_device_properties(_index(device)).total_memory
+            if total < need_bytes:
+                pytest.skip(f"{what} needs {need_bytes / 2**30:.1f} GiB of GPU memory; this GPU has "
+                            f"{total / 2**30:.1f} GiB in all")
             lock = stack.enter_context(gpu_lock(device).open("w"))
             fcntl.flock(lock, fcntl.LOCK_EX)
             stack.callback(torch.cuda.empty_cache)
@@ -92,10 +104,9 @@ def cache_share(device: torch.device) -> int:
     """The bytes a worker may keep cached on `device` between tests: CACHES_SHARE of the GPU
     over the processes that share it: those samplecheck runs at once (`mps.SHARING_PROCESSES`),
     else the run's xdist workers, spread over the visible GPUs."""
-    index = device.index if device.index is not None else torch.cuda.current_device()
     processes = int(os.environ.get(SHARING_PROCESSES) or os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
     sharing = math.ceil(processes / max(1, torch.cuda.device_count()))
-    return int(CACHES_SHARE * torch.cuda.get_device_properties(index).total_memory) // sharing
+    return int(CACHES_SHARE * torch.cuda.get_device_properties(_index(device)).total_memory) // sharing
 
 
 def release_cache(device: torch.device) -> None:

@@ -1,6 +1,7 @@
 """GPU memory shared by the workers of a run (samplecheck.harness.big_buffers): a worker gives
 its cache back past its share of the GPU, or while another worker holds big buffers, and a
-holder of big buffers waits for free memory first. torch.cuda is stood in for, so this runs
+holder of big buffers waits for free memory first; a GPU smaller in all than a holder's
+declared need skips the test. torch.cuda is stood in for, so this runs
 without a GPU."""
 
 import fcntl
@@ -110,3 +111,16 @@ def test_a_holder_goes_on_after_its_longest_wait(gpu, monkeypatch):
     monkeypatch.setattr(big_buffers.time, "sleep", lambda seconds: clock.__setitem__(0, clock[0] + seconds))
     with big_buffers.big_buffers(GPU):
         assert clock[0] >= big_buffers.BIG_WAIT_S
+
+
+@pytest.mark.cpu_subject
+def test_a_gpu_too_small_for_the_buffers_skips_naming_both_sizes(gpu):
+    gpu.total = gpu.free = 48 * GIB
+    with pytest.raises(pytest.skip.Exception, match=r"a far list needs 50\.0 GiB of GPU memory; "
+                                                    r"this GPU has 48\.0 GiB in all"):
+        with big_buffers.big_buffers(GPU, 50 * GIB, "a far list"):
+            raise AssertionError("the block ran")
+    assert gpu.emptied == 0  # skipped before it took the lock and gave its cache back
+    with big_buffers.big_buffers(GPU, 48 * GIB, "a far list"):
+        ran = True
+    assert ran and gpu.emptied > 0
