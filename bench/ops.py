@@ -33,6 +33,7 @@ from samplecheck.kernels.sampling_torch import min_p_sample_torch, multinomial_r
 from samplecheck.kernels.temperature import apply_temperature, apply_temperature_torch
 from samplecheck.kernels.top_k_top_p import apply_top_k_top_p
 from samplecheck.kernels.top_k_top_p_torch import apply_top_k_top_p_torch
+from samplecheck.kernels.top_p_sample import top_p_sample
 
 TEMPERATURE, MIN_P, TOP_K, TOP_P = 0.7, 0.05, 50, 0.9
 PROMPT_IDS, OUTPUT_IDS, BIAS_IDS, BAD_WORDS, NUM_LOGPROBS = 512, 256, 16, 4, 20
@@ -199,7 +200,7 @@ def operations(x: Inputs, fi=None) -> list[Op]:
            call("top_k_top_p_sample_torch(k)", lambda: top_k_top_p_sample_torch(w, k=k, seed=0)),
            fis["top_k_sample"]),
         Op("top_p_sample", "top-p sample",
-           call("apply_top_k_top_p(p) + gumbel_sample", lambda: then_sample(apply_top_k_top_p(w, None, p))),
+           call("top_p_sample", lambda: top_p_sample(w, p, seeds=x.seeds, positions=x.positions)),
            call("top_k_top_p_sample_torch(p)", lambda: top_k_top_p_sample_torch(w, p=p, seed=0)),
            fis["top_p_sample"]),
         Op("top_k_top_p_sample", "top-k + top-p sample",

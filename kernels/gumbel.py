@@ -124,6 +124,29 @@ def _order_key(score):
     return tl.where(bits < 0, bits ^ 0x7FFFFFFF, bits)
 
 
+@triton.jit
+def row_noise_key(seeds_ptr, positions_ptr, rows, in_batch, HASH_SEED: tl.constexpr):
+    """The noise key of each of `rows` (module docstring), from its seed and position."""
+    seed = tl.load(seeds_ptr + rows, mask=in_batch, other=0)
+    position = tl.load(positions_ptr + rows, mask=in_batch, other=0)
+    return _row_key(seed, position, HASH_SEED)
+
+
+@triton.jit
+def gumbel_noise(key, cols):
+    """The Gumbel noise g of token ids `cols` under row noise key `key` (module docstring)."""
+    h = _fmix32(key ^ (cols.to(tl.uint32) * 0x9E3779B9))
+    u = (((h >> 9) << 1) | 1).to(tl.float32) * 5.9604644775390625e-08  # (2k + 1) / 2**24
+    return -tl.log(-tl.log(u))
+
+
+@triton.jit
+def packed_winners(score, ids):
+    """(~score key << 32 | id) as int64: the minimum of these holds the largest score and,
+    among equal scores, the lowest id (module docstring); `score` has no NaN."""
+    return ((~_order_key(score)).to(tl.int64) << 32) | ids.to(tl.int64)
+
+
 @jit(do_not_specialize=["row_stride", "B", "V", "chunk", "guard_ptr"])
 def _gumbel_kernel(logits_ptr, row_stride, seeds_ptr, positions_ptr, temperature_ptr, slots_ptr, B, V, chunk,
                    guard_ptr, check, GUARDED: tl.constexpr, HAS_TEMPERATURE: tl.constexpr, DIVIDE: tl.constexpr,
@@ -143,15 +166,13 @@ def _gumbel_kernel(logits_ptr, row_stride, seeds_ptr, positions_ptr, temperature
                                                  CHECK_BLOCK), 0, 2)
             record_failed(guard_ptr, failed)
     in_batch = rows < B
-    seed = tl.load(seeds_ptr + rows, mask=in_batch, other=0)
-    position = tl.load(positions_ptr + rows, mask=in_batch, other=0)
     if HAS_TEMPERATURE:
         t = tl.load(temperature_ptr + rows, mask=in_batch, other=1.0)
     else:
         t = tl.full([BLOCK_B], 1.0, tl.float32)
     greedy = (t == 0.0)[:, None]
     divisor = tl.broadcast_to(tl.where(t == 0.0, 1.0, t)[:, None], [BLOCK_B, BLOCK_V])
-    key = _row_key(seed, position, HASH_SEED)[:, None]
+    key = row_noise_key(seeds_ptr, positions_ptr, rows, in_batch, HASH_SEED)[:, None]
 
     row_ptr = logits_ptr + rows[:, None] * row_stride
     lo = split * chunk
@@ -170,9 +191,7 @@ def _gumbel_kernel(logits_ptr, row_stride, seeds_ptr, positions_ptr, temperature
             scaled = tl.where(live, tl.math.div_rn(tl.where(live, x, 1.0), divisor), x)
         else:
             scaled = x
-        h = _fmix32(key ^ (cols.to(tl.uint32) * 0x9E3779B9))
-        u = (((h >> 9) << 1) | 1).to(tl.float32) * 5.9604644775390625e-08  # (2k + 1) / 2**24
-        g = -tl.log(-tl.log(u))
+        g = gumbel_noise(key, cols)
         noisy = tl.where(greedy, scaled, scaled + g)
         # NaN never wins; -inf + g stays -inf.
         score = tl.where(scaled > float("-inf"), noisy, float("-inf"))
@@ -180,10 +199,8 @@ def _gumbel_kernel(logits_ptr, row_stride, seeds_ptr, positions_ptr, temperature
         better = score > best_score
         best_score = tl.where(better, score, best_score)
         best_id = tl.where(better, cols, best_id)
-    # Largest score first, then lowest id: the minimum of (~key << 32 | id). Lanes past the
-    # chunk keep -inf and an id >= lo, so they never beat a real entry of the chunk.
-    packed = ((~_order_key(best_score)).to(tl.int64) << 32) | best_id.to(tl.int64)
-    tl.atomic_min(slots_ptr + rows, tl.min(packed, axis=1), mask=in_batch)
+    # Lanes past the chunk keep -inf and an id >= lo, so they never beat a real entry of the chunk.
+    tl.atomic_min(slots_ptr + rows, tl.min(packed_winners(best_score, best_id), axis=1), mask=in_batch)
 
 
 def plan(batch: int, vocab: int, device_type: str, *, block_v: int | None = None,

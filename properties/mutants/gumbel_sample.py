@@ -26,7 +26,7 @@ MUTANTS = (
     Mutant(
         name="gumbel_seed_ignores_position", kernel="gumbel_sample", module=_MODULE, entry=_ENTRY,
         find="position = tl.load(positions_ptr + rows, mask=in_batch, other=0)",
-        replace="position = tl.zeros([BLOCK_B], tl.int64)",
+        replace="position = tl.zeros_like(seed)",
         description="noise keyed by the seed alone: every decoding step of a request reuses the same noise",
         ref="MRV2 keys the noise by (seed, position) (vllm/v1/worker/gpu/sample/gumbel.py); cf. vllm#50440 (one "
             "seed broadcast to many prompts gives identical noise)",
