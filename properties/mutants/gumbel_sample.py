@@ -35,7 +35,7 @@ MUTANTS = (
         name="gumbel_greedy_ties_highest", kernel="gumbel_sample", module=_MODULE, entry=_ENTRY,
         find="better = score > best_score",
         replace="better = score >= best_score",
-        then=(("| best_id.to(tl.int64)", "| (ID_MASK - best_id.to(tl.int64))"),
+        then=(("| ids.to(tl.int64)", "| (4294967295 - ids.to(tl.int64))"),
               ("return slots.bitwise_and_(ID_MASK)", "return ID_MASK - slots.bitwise_and_(ID_MASK)")),
         description="tied maxima resolved to the highest id instead of the lowest id",
         ref="tie policy: MRV2 and torch.argmax take the first (lowest) maximum (docs/backends.md, 'gumbel_sample', "
