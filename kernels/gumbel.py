@@ -49,6 +49,7 @@ import torch
 import triton
 import triton.language as tl
 
+from samplecheck.kernels.cut_search import order_key
 from samplecheck.kernels.rounding import to_fp32
 from samplecheck.kernels.launching import jit
 from samplecheck.kernels.runtime import cdiv, check_launchable, device_kind, first_fitting, is_interpreted
@@ -118,13 +119,6 @@ def _row_key(seed, position, HASH_SEED: tl.constexpr):
 
 
 @triton.jit
-def _order_key(score):
-    """An int32 that orders like the fp32 `score` (no NaN); -0.0 and +0.0 get one key."""
-    bits = tl.where(score == 0.0, 0.0, score).to(tl.int32, bitcast=True)
-    return tl.where(bits < 0, bits ^ 0x7FFFFFFF, bits)
-
-
-@triton.jit
 def row_noise_key(seeds_ptr, positions_ptr, rows, in_batch, HASH_SEED: tl.constexpr):
     """The noise key of each of `rows` (module docstring), from its seed and position."""
     seed = tl.load(seeds_ptr + rows, mask=in_batch, other=0)
@@ -144,7 +138,7 @@ def gumbel_noise(key, cols):
 def packed_winners(score, ids):
     """(~score key << 32 | id) as int64: the minimum of these holds the largest score and,
     among equal scores, the lowest id (module docstring); `score` has no NaN."""
-    return ((~_order_key(score)).to(tl.int64) << 32) | ids.to(tl.int64)
+    return ((~order_key(score)).to(tl.int64) << 32) | ids.to(tl.int64)
 
 
 @jit(do_not_specialize=["row_stride", "B", "V", "chunk", "guard_ptr"])

@@ -62,8 +62,8 @@ NUM_WARPS = {"cuda": 8, "cpu": 4}
 def _winners_above(row_ptr, in_batch, V, key, floor, row_max, WEIGH: tl.constexpr, BLOCK_B: tl.constexpr,
                    BLOCK_V: tl.constexpr):
     """One pass over the rows: per row, the Gumbel winner's id among the entries whose key is
-    above `floor`, the row's max (NaN read as -inf), and with WEIGH the mass of those entries
-    and of the whole row (`weight` from `row_max`; else 0s)."""
+    above `floor`, then with WEIGH the mass of those entries and of the whole row (`weight`
+    from `row_max`), else the row's max (NaN read as -inf); what is not computed is -inf or 0."""
     lanes = tl.arange(0, BLOCK_V)[None, :]
     best_score = tl.full([BLOCK_B, BLOCK_V], float("-inf"), tl.float32)
     best_id = tl.zeros([BLOCK_B, BLOCK_V], tl.int32) + lanes
@@ -79,7 +79,8 @@ def _winners_above(row_ptr, in_batch, V, key, floor, row_max, WEIGH: tl.constexp
             mass = tl.where(live, weight(x, row_max[:, None]), 0)
             total += mass
             above += tl.where(eligible, mass, 0)
-        lane_max = tl.maximum(lane_max, x)
+        else:
+            lane_max = tl.maximum(lane_max, x)
         score = tl.where(eligible, x + gumbel_noise(key, cols), float("-inf"))
         better = score > best_score  # strict: on a tie the lane's lower id stays
         best_score = tl.where(better, score, best_score)
@@ -112,8 +113,8 @@ def _top_p_sample_kernel(logits_ptr, row_stride, p_ptr, seeds_ptr, positions_ptr
     while tl.sum((~done).to(tl.int32), axis=0) > 0:
         floor = order_key(load_row(row_base + candidate, ~done))
         # The done rows read nothing; their max (perhaps +-inf) is not subtracted from -inf. (Not
-        # `_` for the max read again: a name assigned before the loop is loop-carried, one type.)
-        winner, _max_again, above, total = _winners_above(row_base[:, None], ~done, V, key, floor,
+        # `_` for the unread max: a name assigned before the loop is loop-carried, of one type.)
+        winner, _no_max, above, total = _winners_above(row_base[:, None], ~done, V, key, floor,
                                                           tl.where(done, 0.0, row_max), True, BLOCK_B, BLOCK_V)
         kept = above.to(tl.float32) < p * total.to(tl.float32)
         # Nothing above a dropped candidate: only an unchecked p gets here (the max is kept).
@@ -146,7 +147,6 @@ def top_p_sample(logits: torch.Tensor, p: torch.Tensor, *, seeds: torch.Tensor,
     kind = device_kind(logits)
     block_b, block_v = plan(batch, vocab, kind)
     _top_p_sample_kernel[(cdiv(batch, block_b),)](
-            logits, logits.stride(0), p, seeds, positions, out, batch, vocab, flag, guard.on_device,
-            GUARDED=flag is not None, HASH_SEED=HASH_SEED, BLOCK_B=block_b, BLOCK_V=block_v,
-            num_warps=NUM_WARPS[kind])
+        logits, logits.stride(0), p, seeds, positions, out, batch, vocab, flag, guard.on_device,
+        GUARDED=flag is not None, HASH_SEED=HASH_SEED, BLOCK_B=block_b, BLOCK_V=block_v, num_warps=NUM_WARPS[kind])
     return out
