@@ -71,12 +71,16 @@ from samplecheck.kernels.runtime import cdiv
 # On an H100 (docs/gpu-runs.md, session 34; bf16, k = 50, p = 0.9; GPU time of a graph
 # replay, this path against one program a row): DIGIT_BITS 4 is the fastest at 1 x 151936
 # (top-k 34.1 / 19.7 / 23.2 us at 1 / 4 / 8 bits; top-k + top-p 61.4 / 33.2 / 39.4); MAX_ROWS
-# 16: at 16 rows top-k 100.3 -> 57.9 us and top-k + top-p 109.2 -> 75.3, at 8 rows 100.6 ->
-# 40.4, at 64 rows 105.4 -> 180.9 (measured at 8 bits). On the CPU, every vocab and small
-# chunks and K_MAX, so that most of the suite's top-k calls on at most MAX_ROWS rows take this
-# path, over one or several chunks, with k <= K_MAX and with the row search.
+# 32 (session 36, DIGIT_BITS 4, against one program a row): bf16 top-k at 16 / 32 / 64 rows
+# 99.8 -> 38.8, 100.7 -> 67.6, 104.4 -> 111.7 us; top-k + top-p 108.9 -> 59.7, 109.1 -> 96.7,
+# 112.8 -> 165.2; fp16 top-k at 32 rows 98.1 -> 78.1. COL_BITS 13-15 (bf16 codes fit 15) are
+# slower than 12 for top-k at 16-256 rows; 13 is a little faster for top-k + top-p (57.7 us at
+# 16 rows, 87.4 at 32), and both lose to one program a row from 64 rows. On the CPU, every
+# vocab and small chunks and K_MAX, so that most of the suite's top-k calls on at most
+# MAX_ROWS rows take this path, over one or several chunks, with k <= K_MAX and with the row
+# search.
 CHUNKS_CONFIG = {
-    "cuda": dict(MAX_ROWS=16, MIN_VOCAB=8192, COL_BITS=12, K_MAX=64, MAX_MERGE=4096, DIGIT_BITS=4, WITH_P=True,
+    "cuda": dict(MAX_ROWS=32, MIN_VOCAB=8192, COL_BITS=12, K_MAX=64, MAX_MERGE=4096, DIGIT_BITS=4, WITH_P=True,
                  num_warps=8),
     "cpu": dict(MAX_ROWS=4, MIN_VOCAB=1, COL_BITS=8, K_MAX=32, MAX_MERGE=2048, DIGIT_BITS=8, WITH_P=True,
                 num_warps=4),

@@ -10,13 +10,15 @@ entries one tile apart), every logits dtype, a strided view. Bad values raise th
 naming the parameter and change nothing.
 """
 
+import math
+
 import pytest
 import torch
 
 from samplecheck.kernels.gumbel import gumbel_sample
 from samplecheck.kernels.top_k_top_p import apply_top_k_top_p
-from samplecheck.kernels.top_p_sample import BLOCK_V, top_p_sample
-from samplecheck.kernels.validation import LOGIT_DTYPES
+from samplecheck.kernels.top_p_sample import CHUNK, LISTED, top_p_sample
+from samplecheck.kernels.validation import LOGIT_DTYPES, raise_pending
 
 pytestmark = pytest.mark.interpreter
 
@@ -85,6 +87,25 @@ def test_every_draw_of_a_row_as_composed(device):
     _assert_samples_as_composed(logits, p, seeds, positions, "128 draws")
 
 
+def test_a_chunk_list_that_misses_the_winner_above_a_dropped_candidate(device):
+    """Two chunks, each with one high entry among low ones, at a p that keeps the high ones
+    alone: the row's winner is mostly a low entry (dropped), and a chunk's listed best often
+    holds only low entries while its high entry outscores the other chunk's. Its high entry
+    is then the result, though no list names it."""
+    chunk, listed = CHUNK[device.type], LISTED[device.type]
+    high = math.log(chunk / listed)
+    row = torch.zeros(2 * chunk)
+    row[[chunk // 3, chunk + chunk // 2]] = high
+    share = 2 * math.exp(high) / (2 * math.exp(high) + 2 * chunk - 2)
+    draws = 256
+    logits = row.repeat(draws, 1).to(device)
+    p = torch.full((draws,), share / 2, device=device)
+    seeds = torch.arange(draws, dtype=torch.int64, device=device)
+    positions = torch.zeros(draws, dtype=torch.int64, device=device)
+    _assert_samples_as_composed(logits, p, seeds, positions, f"{draws} draws of a two-level row")
+    assert set(top_p_sample(logits, p, seeds=seeds, positions=positions).tolist()) == {chunk // 3, chunk + chunk // 2}
+
+
 def test_mass_exactly_at_the_limit_drops_the_level(device):
     """A row whose mass above its lower level is exactly p times its total in fp32 (the max's
     weight 2**40 against 2**40 + 2 * trunc(exp(ln 0.5) * 2**40), which rounds to 2**41): the
@@ -101,7 +122,7 @@ def test_mass_exactly_at_the_limit_drops_the_level(device):
 def test_strided_rows_and_a_vocab_past_one_tile(device):
     """Rows wider than one tile, so one lane reads several columns: +inf entries one tile
     apart (the lower id wins their tie), and finite rows."""
-    width = BLOCK_V[device.type]
+    width = CHUNK[device.type]
     vocab = width + 5
     gen = torch.Generator().manual_seed(3)
     wide = torch.randn(4, vocab + 9, generator=gen).to(torch.bfloat16)
@@ -134,4 +155,5 @@ def test_bad_values_raise_naming_the_parameter(bad, match, device):
     with pytest.raises((ValueError, TypeError), match=match):
         top_p_sample(logits, p, seeds=torch.zeros(2, dtype=torch.int64, device=device),
                      positions=torch.tensor(args["positions"], device=device))
+        raise_pending()  # a value checked on the device raises here
     assert torch.equal(logits, before)
