@@ -25,19 +25,21 @@ any set that holds the nucleus is the nucleus's argmax as soon as it lies in the
 So the result is the first kept entry of the chain c1, c2, ...: c1 the Gumbel winner of the
 row, c(j+1) the winner among the entries whose key is above c(j)'s (each key higher, so the
 chain ends at the row max, which is kept). The chain depends on the noise alone, the masses
-decide where it stops. Three launches, the first two over a [B, S] grid of chunks of CHUNK
-columns:
+decide where it stops. Four launches, the first and third over a [B, S] grid of chunks of
+CHUNK columns:
 1. `_chunk_lists_kernel`: each chunk's max, and its LISTED best entries by score (scores are
    `packed_winners` codes, distinct: score, then lowest id), with their keys. The noise is
    computed here only, once per entry.
-2. `_chain_masses_kernel`: every program derives the row's chain from the lists, CHAIN
+2. `_chain_kernel`, one program per BLOCK_B rows: the row's chain from the lists, CHAIN
    links at most: c1 is the least listed code; c(j+1) the least listed code with key above
    c(j)'s, valid while it is below the last listed code of every chunk whose list may miss
    an entry above that key (a chunk with more than LISTED entries, none of them listed
    above the key, and its max above it; a chunk whose max is not above it has no such
-   entry). Then over its chunk: the total mass and the mass above each link's key (the
-   row max from the chunk maxes). Program (row, 0) stores the chain.
-3. `_pick_kernel`, one program per BLOCK_B rows: sums the chunks' masses and takes the
+   entry); and the row max, from the chunk maxes. Once a row, not in every chunk program:
+   that repeated derivation took half the call's time on an H100 at 1024 x 151936
+   (docs/benchmarks.md, session 36).
+3. `_masses_kernel`: over its chunk, the total mass and the mass above each link's key.
+4. `_pick_kernel`, one program per BLOCK_B rows: sums the chunks' masses and takes the
    first link that passes the predicate (or has no mass above it). A row with p >= 1, or
    whose max is +inf (the +inf entries hold all the mass and are kept) or -inf (nothing to
    draw), takes c1. A row whose valid links all fail goes on from its last link by rounds
@@ -45,8 +47,8 @@ columns:
    its key, as in the chain (rare at p = 0.9: a link fails with probability <= 1 - p).
 So a row is read twice (the noise once, the masses once), where the mask then the sampler
 read it five times or more. No host synchronisation: the call captures in a CUDA graph.
-Extra memory (`extra_bytes`): one int64 buffer [B, 2 S LISTED + S + S (CHAIN + 1) + CHAIN +
-1] (lists, their keys, chunk maxes, masses, chain) and the 8 * B bytes of the result.
+Extra memory (`extra_bytes`): one int64 buffer [B, 2 S LISTED + S + S (CHAIN + 1) + 2 CHAIN
++ 2] (lists, their keys, chunk maxes, masses, chain) and the 8 * B bytes of the result.
 """
 
 import torch
@@ -79,8 +81,9 @@ NUM_WARPS = {"cuda": 8, "cpu": 4}
 @triton.jit
 def _buffer_rows(buffer_ptr, rows, S, LISTED: tl.constexpr, CHAIN: tl.constexpr):
     """Pointers to each of `rows`' parts of the buffer (module docstring): codes, keys, chunk
-    max keys, masses [S, CHAIN + 1], chain [CHAIN + 1] (the links' codes, then their count)."""
-    codes = buffer_ptr + rows * (2 * S * LISTED + S * (CHAIN + 2) + CHAIN + 1)
+    max keys, masses [S, CHAIN + 1], chain [2 CHAIN + 2] (the links' codes, their count, the
+    links' keys, the row max key)."""
+    codes = buffer_ptr + rows * (2 * S * LISTED + S * (CHAIN + 2) + 2 * CHAIN + 2)
     keys = codes + S * LISTED
     maxima = keys + S * LISTED
     masses = maxima + S
@@ -153,17 +156,31 @@ def _row_chain(codes_ptr, keys_ptr, maxima_ptr, in_batch, V, S, BLOCK_B: tl.cons
 
 
 @jit(do_not_specialize=["B", "S"])
-def _chain_masses_kernel(logits_ptr, row_stride, buffer_ptr, B, V, S, BLOCK_B: tl.constexpr, CHUNK: tl.constexpr,
-                         LISTED: tl.constexpr, CHAIN: tl.constexpr, LISTS: tl.constexpr):
-    """Program (block of rows, chunk): the row's chain, then the chunk's total mass and its
-    mass above each link's key; program (rows, 0) stores the chain."""
+def _chain_kernel(buffer_ptr, B, V, S, BLOCK_B: tl.constexpr, CHUNK: tl.constexpr, LISTED: tl.constexpr,
+                  CHAIN: tl.constexpr, LISTS: tl.constexpr):
+    """Program (block of rows): each row's chain, its links' keys and its max key."""
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_B + tl.arange(0, BLOCK_B)
+    in_batch = rows < B
+    codes_ptr, keys_ptr, maxima_ptr, _, chain_ptr = _buffer_rows(buffer_ptr, rows, S, LISTED, CHAIN)
+    chain, chain_keys, count, max_key = _row_chain(codes_ptr, keys_ptr, maxima_ptr, in_batch, V, S, BLOCK_B, CHUNK,
+                                                   LISTED, CHAIN, LISTS)
+    links = tl.arange(0, CHAIN)[None, :]
+    tl.store(chain_ptr[:, None] + links, chain, mask=in_batch[:, None])
+    tl.store(chain_ptr + CHAIN, count.to(tl.int64), mask=in_batch)
+    tl.store(chain_ptr[:, None] + CHAIN + 1 + links, chain_keys.to(tl.int64), mask=in_batch[:, None])
+    tl.store(chain_ptr + 2 * CHAIN + 1, max_key.to(tl.int64), mask=in_batch)
+
+
+@jit(do_not_specialize=["B", "S"])
+def _masses_kernel(logits_ptr, row_stride, buffer_ptr, B, V, S, BLOCK_B: tl.constexpr, CHUNK: tl.constexpr,
+                   LISTED: tl.constexpr, CHAIN: tl.constexpr):
+    """Program (block of rows, chunk): the chunk's total mass and its mass above each link's
+    key."""
     rows = tl.program_id(0).to(tl.int64) * BLOCK_B + tl.arange(0, BLOCK_B)
     chunk = tl.program_id(1)
     in_batch = rows < B
-    codes_ptr, keys_ptr, maxima_ptr, masses_ptr, chain_ptr = _buffer_rows(buffer_ptr, rows, S, LISTED, CHAIN)
-    chain, chain_keys, count, max_key = _row_chain(codes_ptr, keys_ptr, maxima_ptr, in_batch, V, S, BLOCK_B, CHUNK,
-                                                   LISTED, CHAIN, LISTS)
-    row_max = key_value(max_key)
+    _, _, _, masses_ptr, chain_ptr = _buffer_rows(buffer_ptr, rows, S, LISTED, CHAIN)
+    row_max = key_value(tl.load(chain_ptr + 2 * CHAIN + 1, mask=in_batch, other=0).to(tl.int32))
     finite = in_batch & (row_max > float("-inf")) & (row_max < float("inf"))
     cols = chunk * CHUNK + tl.arange(0, CHUNK)[None, :]
     x = load_row(logits_ptr + rows[:, None] * row_stride + cols, finite[:, None] & (cols < V))
@@ -172,11 +189,8 @@ def _chain_masses_kernel(logits_ptr, row_stride, buffer_ptr, B, V, S, BLOCK_B: t
     tl.store(masses_ptr + CHAIN, tl.sum(mass, axis=1), mask=in_batch)
     key = order_key(x)
     for link in tl.static_range(CHAIN):
-        link_key = tl.sum(tl.where(tl.arange(0, CHAIN)[None, :] == link, chain_keys, 0), axis=1)
+        link_key = tl.load(chain_ptr + CHAIN + 1 + link, mask=in_batch, other=0).to(tl.int32)
         tl.store(masses_ptr + link, tl.sum(tl.where(key > link_key[:, None], mass, 0), axis=1), mask=in_batch)
-    if chunk == 0:
-        tl.store(chain_ptr[:, None] + tl.arange(0, CHAIN)[None, :], chain, mask=in_batch[:, None])
-        tl.store(chain_ptr + CHAIN, count.to(tl.int64), mask=in_batch)
 
 
 @triton.jit
@@ -211,11 +225,10 @@ def _pick_kernel(logits_ptr, row_stride, p_ptr, seeds_ptr, positions_ptr, buffer
     """Program (block of rows): the first kept link, else rounds from the last one."""
     rows = tl.program_id(0).to(tl.int64) * BLOCK_B + tl.arange(0, BLOCK_B)
     in_batch = rows < B
-    _, _, maxima_ptr, masses_ptr, chain_ptr = _buffer_rows(buffer_ptr, rows, S, LISTED, CHAIN)
+    _, _, _, masses_ptr, chain_ptr = _buffer_rows(buffer_ptr, rows, S, LISTED, CHAIN)
     chunks = tl.arange(0, CHUNKS)[None, :]
     on = in_batch[:, None] & (chunks < S)
-    row_max = key_value(tl.max(tl.load(maxima_ptr[:, None] + chunks, mask=on, other=INT32_MIN_JIT).to(tl.int32),
-                               axis=1))
+    row_max = key_value(tl.load(chain_ptr + 2 * CHAIN + 1, mask=in_batch, other=0).to(tl.int32))
     total = tl.sum(tl.load(masses_ptr[:, None] + chunks * (CHAIN + 1) + CHAIN, mask=on, other=0), axis=1)
     p = tl.load(p_ptr + rows, mask=in_batch, other=1.0)
     count = tl.load(chain_ptr + CHAIN, mask=in_batch, other=1)
@@ -251,7 +264,7 @@ def plan(batch: int, vocab: int, device_type: str) -> tuple[int, int, int]:
 
 def _row_words(splits: int, device_type: str) -> int:
     """The int64 words of a row's part of the buffer (`_buffer_rows`)."""
-    return 2 * splits * LISTED[device_type] + splits * (CHAIN[device_type] + 2) + CHAIN[device_type] + 1
+    return 2 * splits * LISTED[device_type] + splits * (CHAIN[device_type] + 2) + 2 * CHAIN[device_type] + 2
 
 
 def extra_bytes(batch: int, vocab: int, device_type: str) -> int:
@@ -280,8 +293,9 @@ def top_p_sample(logits: torch.Tensor, p: torch.Tensor, *, seeds: torch.Tensor,
     grid = (cdiv(batch, rows), splits)
     _chunk_lists_kernel[grid](logits, logits.stride(0), p, seeds, positions, buffer, batch, vocab, splits, flag,
                               guard.on_device, GUARDED=flag is not None, HASH_SEED=HASH_SEED, CHUNK=chunk, **shape)
-    _chain_masses_kernel[grid](logits, logits.stride(0), buffer, batch, vocab, splits, CHUNK=chunk,
-                               LISTS=next_power_of_2(splits * LISTED[kind]), **shape)
+    _chain_kernel[(grid[0],)](buffer, batch, vocab, splits, CHUNK=chunk, LISTS=next_power_of_2(splits * LISTED[kind]),
+                              **shape)
+    _masses_kernel[grid](logits, logits.stride(0), buffer, batch, vocab, splits, CHUNK=chunk, **shape)
     _pick_kernel[(grid[0],)](logits, logits.stride(0), p, seeds, positions, buffer, out, batch, vocab, splits,
                              HASH_SEED=HASH_SEED, CHUNKS=next_power_of_2(splits),
                              BLOCK_V=min(BLOCK_V[kind], next_power_of_2(vocab)), **shape)
