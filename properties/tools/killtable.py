@@ -16,8 +16,10 @@ profile, in two rounds; the first failing test of a mutant is its killer:
    in a process of its own (its known killer first, then the exact properties, then the rest),
    WORKERS at once, the memory-faulting ones alongside round 1; its time to kill is that
    process's wall time, start-up included.
-Mutants whose patch only changes behaviour on another device are listed as not run. Exits 1
-if any mutant that ran survived.
+Mutants whose patch only changes behaviour on another device are listed as not run. A mutant
+whose patch does not apply once to its module's source (`Mutant.patched_source` raises) is
+never hunted: its tests would fail on the import, not on the mutation, and read as a kill; it
+is listed as "PATCH FAILS" and counts as a survivor. Exits 1 if any mutant that ran survived.
 """
 
 import argparse
@@ -40,6 +42,7 @@ from samplecheck.registry import catalog
 from samplecheck.tools import flags
 from samplecheck.tools.suite import suite_environment
 
+PATCH_FAILS = "patch does not apply: "  # the output of a mutant not hunted for its broken patch
 POLL_S = 0.25  # how often the shared round looks for the kills it still waits for
 STOP_GRACE_S = 10.0  # how long a stopped round's processes get to exit before they are killed
 
@@ -76,6 +79,9 @@ def hunt(name: str, device: str, profile: str, timeout: float = 1800, tests: lis
     the mutant kills it: any other failure makes the hunt an error, never a kill."""
     if device not in MUTANTS[name].devices:
         return Hunt(name, False, False, None, 0.0, f"changes behaviour only on {', '.join(MUTANTS[name].devices)}")
+    broken = patch_failure(name)
+    if broken is not None:
+        return broken
     cover = suite_path()
     known = f"{MUTANTS[name].killed_by}.py"
     rest = sorted(f.name for f in cover.glob("test_*.py") if f.name not in FIRST + (known,))
@@ -95,6 +101,15 @@ def hunt(name: str, device: str, profile: str, timeout: float = 1800, tests: lis
         killer = f"crash (signal {-result.returncode})"
     return Hunt(name, True, killer is not None, killer, seconds,
                 result.stdout[-3000:] + result.stderr[-2000:], result.returncode)
+
+
+def patch_failure(name: str) -> Hunt | None:
+    """The hunt of mutant `name` when its patch does not apply (survived, never run); else None."""
+    try:
+        MUTANTS[name].patched_source()
+    except ValueError as error:
+        return Hunt(name, True, False, None, 0.0, f"{PATCH_FAILS}{error}")
+    return None
 
 
 def _pytest(selection: list[str], mutants: list[str], device: str, profile: str) -> list[str]:
@@ -170,7 +185,8 @@ def hunt_shared(names: list[str], device: str, profile: str, workers: int, timeo
 def hunt_all(names: list[str], device: str, profile: str, workers: int, log: Path | None = None) -> list[Hunt]:
     """Every mutant of `names` hunted in the two rounds of this module's docstring, in order
     (`log`: the shared round's output, as `hunt_shared` writes it)."""
-    shared = [n for n in names if device in MUTANTS[n].devices and not MUTANTS[n].faults_memory]
+    shared = [n for n in names if device in MUTANTS[n].devices and not MUTANTS[n].faults_memory
+              and patch_failure(n) is None]
     with ThreadPoolExecutor(workers + 1) as pool:
         alone = {n: pool.submit(hunt, n, device, profile, processes=workers) for n in names if n not in shared}
         found = hunt_shared(shared, device, profile, workers, log=log) if shared else {}
@@ -184,8 +200,11 @@ def table(hunts: list[Hunt]) -> str:
              "|---|---|---|---|---|---|"]
     for h in hunts:
         m = MUTANTS[h.name]
-        verdict = "yes" if h.killed else ("SURVIVED" if h.ran else "not run")
-        killer = h.killer.split("::", 1)[-1] if h.killer else ("-" if h.ran else h.output)
+        if h.output.startswith(PATCH_FAILS):
+            verdict, killer = "PATCH FAILS", h.output[len(PATCH_FAILS):]
+        else:
+            verdict = "yes" if h.killed else ("SURVIVED" if h.ran else "not run")
+            killer = h.killer.split("::", 1)[-1] if h.killer else ("-" if h.ran else h.output)
         lines.append(f"| {h.name} | {m.kernel} | {verdict} | {killer} | {h.seconds:.0f} s | "
                      f"{m.description} ({m.ref}) |")
     return "\n".join(lines)

@@ -3,6 +3,8 @@ beside the time of its last kill, and its shared round's pytest output in a log 
 round's wall time, with pytest's slowest tests (where a round outlasting its kills spent its
 time). The hunts are stand-ins here: no pytest run, no GPU."""
 
+import dataclasses
+
 from samplecheck.tools import killtable
 
 
@@ -32,3 +34,18 @@ def test_the_table_gives_its_wall_beside_its_last_kill(monkeypatch):
     text, status = killtable.run(names, "cpu", "ci", 2)
     assert status == 0
     assert "2 of 2 run killed, 0 not run on this device; 0 s wall (the last kill at 32 s), 2 at once" in text
+
+
+def test_a_mutant_whose_patch_does_not_apply_is_a_survivor_never_hunted(monkeypatch):
+    """A stale patch target would make the mutant's tests fail on its import and read as a
+    kill: the table names it, hunts nothing and exits 1."""
+    live = next(n for n, m in killtable.MUTANTS.items() if "cpu" in m.devices and not m.faults_memory)
+    stale = dataclasses.replace(killtable.MUTANTS[live], name="stale_patch", find="no such line in the kernel")
+    monkeypatch.setitem(killtable.MUTANTS, "stale_patch", stale)
+    ran = []
+    monkeypatch.setattr(killtable, "run_until_done", lambda *args: ran.append(args) or ("", "", 0))
+    monkeypatch.setattr(killtable.subprocess, "run", lambda *args, **kwargs: ran.append(args))
+    text, status = killtable.run(["stale_patch"], "cpu", "ci", 2)
+    assert status == 1 and ran == [], "nothing hunted, and the table fails"
+    assert "0 of 1 run killed" in text
+    assert "| stale_patch | " in text and "| PATCH FAILS | mutant stale_patch: patch target occurs 0 times" in text
