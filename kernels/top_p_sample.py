@@ -240,10 +240,14 @@ def _pick_kernel(logits_ptr, row_stride, p_ptr, seeds_ptr, positions_ptr, buffer
                              candidate)
         above = tl.sum(tl.load(masses_ptr[:, None] + chunks * (CHAIN + 1) + link, mask=on, other=0), axis=1)
         done = done | (pending & ((above.to(tl.float32) < p * total.to(tl.float32)) | (above == 0)))
-    # Rows whose valid links all failed: rounds over the whole row from the last link.
+    # Rows whose valid links all failed: rounds over the whole row from the last link. Each
+    # round raises a row's candidate key, so V rounds bound them; the bound only turns a
+    # defect that never ends them into a wrong id instead of a hang.
     row_base = logits_ptr + rows * row_stride
     key = row_noise_key(seeds_ptr, positions_ptr, rows, in_batch, HASH_SEED)[:, None]
-    while tl.sum((~done).to(tl.int32), axis=0) > 0:
+    rounds = 0
+    while (tl.sum((~done).to(tl.int32), axis=0) > 0) & (rounds < V):
+        rounds += 1
         floor = order_key(load_row(row_base + candidate, ~done))
         winner, above, total = _winners_above(row_base[:, None], ~done, V, key, floor, tl.where(done, 0.0, row_max),
                                               BLOCK_B, BLOCK_V)

@@ -18,7 +18,7 @@ import torch
 from samplecheck.kernels.gumbel import gumbel_sample
 from samplecheck.kernels.top_k_top_p import apply_top_k_top_p
 from samplecheck.kernels.top_p_sample import CHUNK, LISTED, top_p_sample
-from samplecheck.kernels.validation import LOGIT_DTYPES, raise_pending
+from samplecheck.kernels.validation import LOGIT_DTYPES, raise_pending, unchecked_values
 
 pytestmark = pytest.mark.interpreter
 
@@ -157,3 +157,17 @@ def test_bad_values_raise_naming_the_parameter(bad, match, device):
                      positions=torch.tensor(args["positions"], device=device))
         raise_pending()  # a value checked on the device raises here
     assert torch.equal(logits, before)
+
+
+def test_unchecked_p_outside_its_range_gives_an_id_in_range(device):
+    """With the value checks off, p <= 0 or NaN keeps no candidate: the chain, then the
+    rounds past it, climb to where nothing lies above the candidate (the row max), and every
+    id is in [0, V). Gentle ramps, so that the climb outlasts the chain."""
+    vocab = 3 * CHUNK[device.type] + 1
+    logits = (torch.arange(vocab) * 1e-3 + torch.arange(4)[:, None]).to(device)
+    p = torch.tensor([0.0, -1.0, float("nan"), 0.5], device=device)
+    seeds = torch.arange(4, dtype=torch.int64, device=device)
+    with unchecked_values():
+        ids = top_p_sample(logits, p, seeds=seeds, positions=torch.zeros(4, dtype=torch.int64, device=device))
+    assert ((ids >= 0) & (ids < vocab)).all(), ids.tolist()
+    assert ids[:3].tolist() == logits[:3].argmax(dim=1).tolist(), "nothing kept but the row max"
