@@ -141,6 +141,12 @@ def packed_winners(score, ids):
     return ((~order_key(score)).to(tl.int64) << 32) | ids.to(tl.int64)
 
 
+@triton.jit
+def packed_id(packed):
+    """The id of a `packed_winners` code (its low 32 bits), as an int32."""
+    return (packed & 0xFFFFFFFF).to(tl.int32)
+
+
 @jit(do_not_specialize=["row_stride", "B", "V", "chunk", "guard_ptr"])
 def _gumbel_kernel(logits_ptr, row_stride, seeds_ptr, positions_ptr, temperature_ptr, slots_ptr, B, V, chunk,
                    guard_ptr, check, GUARDED: tl.constexpr, HAS_TEMPERATURE: tl.constexpr, DIVIDE: tl.constexpr,

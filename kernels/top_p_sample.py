@@ -47,7 +47,7 @@ CHUNK columns:
    its key, as in the chain (rare at p = 0.9: a link fails with probability <= 1 - p).
 So a row is read twice (the noise once, the masses once), where the mask then the sampler
 read it five times or more. No host synchronisation: the call captures in a CUDA graph.
-Extra memory (`extra_bytes`): one int64 buffer [B, 2 S LISTED + S + S (CHAIN + 1) + 2 CHAIN
+Extra memory: one int64 buffer [B, 2 S LISTED + S + S (CHAIN + 1) + 2 CHAIN
 + 2] (lists, their keys, chunk maxes, masses, chain) and the 8 * B bytes of the result.
 """
 
@@ -57,7 +57,8 @@ import triton.language as tl
 
 from samplecheck.kernels.cut_search import INT32_MIN_JIT, key_value, load_row, order_key, weight
 from samplecheck.kernels.guard import CHECK_BLOCK, INT64_MAX_JIT, ValueGuard, record_failed, rows_in_range
-from samplecheck.kernels.gumbel import HASH_SEED, check_gumbel, gumbel_noise, packed_winners, row_noise_key
+from samplecheck.kernels.gumbel import (HASH_SEED, check_gumbel, gumbel_noise, packed_id, packed_winners,
+                                        row_noise_key)
 from samplecheck.kernels.launching import jit
 from samplecheck.kernels.runtime import cdiv, check_launchable, device_kind, next_power_of_2
 from samplecheck.kernels.validation import check_top_k_top_p
@@ -79,20 +80,20 @@ NUM_WARPS = {"cuda": 8, "cpu": 4}
 
 
 @triton.jit
-def _buffer_rows(buffer_ptr, rows, S, LISTED: tl.constexpr, CHAIN: tl.constexpr):
-    """Pointers to each of `rows`' parts of the buffer (module docstring): codes, keys, chunk
-    max keys, masses [S, CHAIN + 1], chain [2 CHAIN + 2] (the links' codes, their count, the
-    links' keys, the row max key)."""
-    codes = buffer_ptr + rows * (2 * S * LISTED + S * (CHAIN + 2) + 2 * CHAIN + 2)
+def _buffer_rows(buffer_ptr, rows, words, S, LISTED: tl.constexpr, CHAIN: tl.constexpr):
+    """Pointers to each of `rows`' parts of the buffer (module docstring; `words` a row,
+    `_row_words`): codes, keys, chunk max keys, masses [S, CHAIN + 1], chain [2 CHAIN + 2] (the
+    links' codes, their count, the links' keys, the row max key)."""
+    codes = buffer_ptr + rows * words
     keys = codes + S * LISTED
     maxima = keys + S * LISTED
     masses = maxima + S
     return codes, keys, maxima, masses, masses + S * (CHAIN + 1)
 
 
-@jit(do_not_specialize=["B", "S", "guard_ptr"])
-def _chunk_lists_kernel(logits_ptr, row_stride, p_ptr, seeds_ptr, positions_ptr, buffer_ptr, B, V, S, guard_ptr,
-                        check, GUARDED: tl.constexpr, HASH_SEED: tl.constexpr, BLOCK_B: tl.constexpr,
+@jit(do_not_specialize=["words", "B", "S", "guard_ptr"])
+def _chunk_lists_kernel(logits_ptr, row_stride, p_ptr, seeds_ptr, positions_ptr, buffer_ptr, words, B, V, S,
+                        guard_ptr, check, GUARDED: tl.constexpr, HASH_SEED: tl.constexpr, BLOCK_B: tl.constexpr,
                         CHUNK: tl.constexpr, LISTED: tl.constexpr, CHAIN: tl.constexpr):
     """Program (block of rows, chunk): the chunk's max key and its LISTED least codes, least
     first (the largest int64 past its entries), with their keys."""
@@ -110,12 +111,12 @@ def _chunk_lists_kernel(logits_ptr, row_stride, p_ptr, seeds_ptr, positions_ptr,
     x = load_row(logits_ptr + rows[:, None] * row_stride + cols, real)
     score = tl.where(x > float("-inf"), x + gumbel_noise(key, cols), float("-inf"))
     codes = tl.where(real, packed_winners(score, cols), INT64_MAX_JIT)
-    codes_ptr, keys_ptr, maxima_ptr, _, _ = _buffer_rows(buffer_ptr, rows, S, LISTED, CHAIN)
+    codes_ptr, keys_ptr, maxima_ptr, _, _ = _buffer_rows(buffer_ptr, rows, words, S, LISTED, CHAIN)
     tl.store(maxima_ptr + chunk, order_key(tl.max(x, axis=1)).to(tl.int64), mask=in_batch)
     for slot in tl.static_range(LISTED):
         least = tl.min(codes, axis=1)
         listed = least != INT64_MAX_JIT
-        column = (least & 0xFFFFFFFF).to(tl.int32)
+        column = packed_id(least)
         value = load_row(logits_ptr + rows * row_stride + column, in_batch & listed)
         tl.store(codes_ptr + chunk * LISTED + slot, least, mask=in_batch)
         tl.store(keys_ptr + chunk * LISTED + slot, tl.where(listed, order_key(value), INT32_MIN_JIT).to(tl.int64),
@@ -155,13 +156,13 @@ def _row_chain(codes_ptr, keys_ptr, maxima_ptr, in_batch, V, S, BLOCK_B: tl.cons
     return chain, chain_keys, count, tl.max(maxima, axis=1)
 
 
-@jit(do_not_specialize=["B", "S"])
-def _chain_kernel(buffer_ptr, B, V, S, BLOCK_B: tl.constexpr, CHUNK: tl.constexpr, LISTED: tl.constexpr,
+@jit(do_not_specialize=["words", "B", "S"])
+def _chain_kernel(buffer_ptr, words, B, V, S, BLOCK_B: tl.constexpr, CHUNK: tl.constexpr, LISTED: tl.constexpr,
                   CHAIN: tl.constexpr, LISTS: tl.constexpr):
     """Program (block of rows): each row's chain, its links' keys and its max key."""
     rows = tl.program_id(0).to(tl.int64) * BLOCK_B + tl.arange(0, BLOCK_B)
     in_batch = rows < B
-    codes_ptr, keys_ptr, maxima_ptr, _, chain_ptr = _buffer_rows(buffer_ptr, rows, S, LISTED, CHAIN)
+    codes_ptr, keys_ptr, maxima_ptr, _, chain_ptr = _buffer_rows(buffer_ptr, rows, words, S, LISTED, CHAIN)
     chain, chain_keys, count, max_key = _row_chain(codes_ptr, keys_ptr, maxima_ptr, in_batch, V, S, BLOCK_B, CHUNK,
                                                    LISTED, CHAIN, LISTS)
     links = tl.arange(0, CHAIN)[None, :]
@@ -171,15 +172,15 @@ def _chain_kernel(buffer_ptr, B, V, S, BLOCK_B: tl.constexpr, CHUNK: tl.constexp
     tl.store(chain_ptr + 2 * CHAIN + 1, max_key.to(tl.int64), mask=in_batch)
 
 
-@jit(do_not_specialize=["B", "S"])
-def _masses_kernel(logits_ptr, row_stride, buffer_ptr, B, V, S, BLOCK_B: tl.constexpr, CHUNK: tl.constexpr,
+@jit(do_not_specialize=["words", "B", "S"])
+def _masses_kernel(logits_ptr, row_stride, buffer_ptr, words, B, V, S, BLOCK_B: tl.constexpr, CHUNK: tl.constexpr,
                    LISTED: tl.constexpr, CHAIN: tl.constexpr):
     """Program (block of rows, chunk): the chunk's total mass and its mass above each link's
     key."""
     rows = tl.program_id(0).to(tl.int64) * BLOCK_B + tl.arange(0, BLOCK_B)
     chunk = tl.program_id(1)
     in_batch = rows < B
-    _, _, _, masses_ptr, chain_ptr = _buffer_rows(buffer_ptr, rows, S, LISTED, CHAIN)
+    _, _, _, masses_ptr, chain_ptr = _buffer_rows(buffer_ptr, rows, words, S, LISTED, CHAIN)
     row_max = key_value(tl.load(chain_ptr + 2 * CHAIN + 1, mask=in_batch, other=0).to(tl.int32))
     finite = in_batch & (row_max > float("-inf")) & (row_max < float("inf"))
     cols = chunk * CHUNK + tl.arange(0, CHUNK)[None, :]
@@ -214,32 +215,39 @@ def _winners_above(row_ptr, in_batch, V, key, floor, row_max, BLOCK_B: tl.conste
         better = score > best_score  # strict: on a tie the lane's lower id stays
         best_score = tl.where(better, score, best_score)
         best_id = tl.where(better, cols, best_id)
-    winner = tl.min(packed_winners(best_score, best_id), axis=1).to(tl.int32)  # the low half: the id
+    winner = packed_id(tl.min(packed_winners(best_score, best_id), axis=1))
     return winner, tl.sum(above, axis=1), tl.sum(total, axis=1)
 
 
-@jit(do_not_specialize=["B", "S"])
-def _pick_kernel(logits_ptr, row_stride, p_ptr, seeds_ptr, positions_ptr, buffer_ptr, out_ptr, B, V, S,
+@triton.jit
+def _kept(above, total, p):
+    """Whether a candidate with mass `above` above its key is kept, of a row of mass `total`:
+    the cut's predicate, or nothing above it (the row max; with an unchecked p <= 0 or NaN,
+    where nothing passes the predicate, the candidates end there)."""
+    return (above.to(tl.float32) < p * total.to(tl.float32)) | (above == 0)
+
+
+@jit(do_not_specialize=["words", "B", "S"])
+def _pick_kernel(logits_ptr, row_stride, p_ptr, seeds_ptr, positions_ptr, buffer_ptr, words, out_ptr, B, V, S,
                  HASH_SEED: tl.constexpr, BLOCK_B: tl.constexpr, LISTED: tl.constexpr, CHAIN: tl.constexpr,
                  CHUNKS: tl.constexpr, BLOCK_V: tl.constexpr):
     """Program (block of rows): the first kept link, else rounds from the last one."""
     rows = tl.program_id(0).to(tl.int64) * BLOCK_B + tl.arange(0, BLOCK_B)
     in_batch = rows < B
-    _, _, _, masses_ptr, chain_ptr = _buffer_rows(buffer_ptr, rows, S, LISTED, CHAIN)
+    _, _, _, masses_ptr, chain_ptr = _buffer_rows(buffer_ptr, rows, words, S, LISTED, CHAIN)
     chunks = tl.arange(0, CHUNKS)[None, :]
     on = in_batch[:, None] & (chunks < S)
     row_max = key_value(tl.load(chain_ptr + 2 * CHAIN + 1, mask=in_batch, other=0).to(tl.int32))
     total = tl.sum(tl.load(masses_ptr[:, None] + chunks * (CHAIN + 1) + CHAIN, mask=on, other=0), axis=1)
     p = tl.load(p_ptr + rows, mask=in_batch, other=1.0)
     count = tl.load(chain_ptr + CHAIN, mask=in_batch, other=1)
-    candidate = (tl.load(chain_ptr, mask=in_batch, other=0) & 0xFFFFFFFF).to(tl.int32)
+    candidate = packed_id(tl.load(chain_ptr, mask=in_batch, other=0))
     done = ~in_batch | (p >= 1.0) | (row_max == float("inf")) | (row_max == float("-inf"))
     for link in tl.static_range(CHAIN):
         pending = ~done & (link < count)
-        candidate = tl.where(pending, (tl.load(chain_ptr + link, mask=pending, other=0) & 0xFFFFFFFF).to(tl.int32),
-                             candidate)
+        candidate = tl.where(pending, packed_id(tl.load(chain_ptr + link, mask=pending, other=0)), candidate)
         above = tl.sum(tl.load(masses_ptr[:, None] + chunks * (CHAIN + 1) + link, mask=on, other=0), axis=1)
-        done = done | (pending & ((above.to(tl.float32) < p * total.to(tl.float32)) | (above == 0)))
+        done = done | (pending & _kept(above, total, p))
     # Rows whose valid links all failed: rounds over the whole row from the last link. Each
     # round raises a row's candidate key, so V rounds bound them; the bound only turns a
     # defect that never ends them into a wrong id instead of a hang.
@@ -251,9 +259,7 @@ def _pick_kernel(logits_ptr, row_stride, p_ptr, seeds_ptr, positions_ptr, buffer
         floor = order_key(load_row(row_base + candidate, ~done))
         winner, above, total = _winners_above(row_base[:, None], ~done, V, key, floor, tl.where(done, 0.0, row_max),
                                               BLOCK_B, BLOCK_V)
-        kept = above.to(tl.float32) < p * total.to(tl.float32)
-        # Nothing above a dropped candidate: only an unchecked p gets here (the max is kept).
-        done = done | kept | (above == 0)
+        done = done | _kept(above, total, p)
         candidate = tl.where(done, candidate, winner)
     tl.store(out_ptr + rows, candidate.to(tl.int64), mask=in_batch)
 
@@ -269,11 +275,6 @@ def plan(batch: int, vocab: int, device_type: str) -> tuple[int, int, int]:
 def _row_words(splits: int, device_type: str) -> int:
     """The int64 words of a row's part of the buffer (`_buffer_rows`)."""
     return 2 * splits * LISTED[device_type] + splits * (CHAIN[device_type] + 2) + 2 * CHAIN[device_type] + 2
-
-
-def extra_bytes(batch: int, vocab: int, device_type: str) -> int:
-    """Bytes a call allocates: its buffer and its result (module docstring)."""
-    return 8 * batch * (_row_words(plan(batch, vocab, device_type)[2], device_type) + 1)
 
 
 def top_p_sample(logits: torch.Tensor, p: torch.Tensor, *, seeds: torch.Tensor,
@@ -292,15 +293,17 @@ def top_p_sample(logits: torch.Tensor, p: torch.Tensor, *, seeds: torch.Tensor,
     check_launchable(_chunk_lists_kernel, logits)
     kind = device_kind(logits)
     rows, chunk, splits = plan(batch, vocab, kind)
-    buffer = torch.empty((batch, _row_words(splits, kind)), dtype=torch.int64, device=logits.device)
+    words = _row_words(splits, kind)
+    buffer = torch.empty((batch, words), dtype=torch.int64, device=logits.device)
     shape = dict(BLOCK_B=rows, LISTED=LISTED[kind], CHAIN=CHAIN[kind], num_warps=NUM_WARPS[kind])
     grid = (cdiv(batch, rows), splits)
-    _chunk_lists_kernel[grid](logits, logits.stride(0), p, seeds, positions, buffer, batch, vocab, splits, flag,
-                              guard.on_device, GUARDED=flag is not None, HASH_SEED=HASH_SEED, CHUNK=chunk, **shape)
-    _chain_kernel[(grid[0],)](buffer, batch, vocab, splits, CHUNK=chunk, LISTS=next_power_of_2(splits * LISTED[kind]),
+    _chunk_lists_kernel[grid](logits, logits.stride(0), p, seeds, positions, buffer, words, batch, vocab, splits,
+                              flag, guard.on_device, GUARDED=flag is not None, HASH_SEED=HASH_SEED, CHUNK=chunk,
                               **shape)
-    _masses_kernel[grid](logits, logits.stride(0), buffer, batch, vocab, splits, CHUNK=chunk, **shape)
-    _pick_kernel[(grid[0],)](logits, logits.stride(0), p, seeds, positions, buffer, out, batch, vocab, splits,
+    _chain_kernel[(grid[0],)](buffer, words, batch, vocab, splits, CHUNK=chunk,
+                              LISTS=next_power_of_2(splits * LISTED[kind]), **shape)
+    _masses_kernel[grid](logits, logits.stride(0), buffer, words, batch, vocab, splits, CHUNK=chunk, **shape)
+    _pick_kernel[(grid[0],)](logits, logits.stride(0), p, seeds, positions, buffer, words, out, batch, vocab, splits,
                              HASH_SEED=HASH_SEED, CHUNKS=next_power_of_2(splits),
                              BLOCK_V=min(BLOCK_V[kind], next_power_of_2(vocab)), **shape)
     return out
