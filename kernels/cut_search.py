@@ -233,17 +233,23 @@ def compact_positions(take):
 
 @triton.jit
 def in_bracket(ptrs, mask, lo, hi):
-    """Entries at `ptrs` (`load_row`), their keys, and 1 where the key is in [lo, hi] (int32)."""
-    x = load_row(ptrs, mask)
+    """Entries at `ptrs` (as `load_row` reads them: NaN as -inf), their keys, 1 where the key is
+    in [lo, hi] (int32), and where the entry is NaN."""
+    raw = to_fp32(tl.load(ptrs, mask=mask, other=float("-inf")))
+    nan = raw != raw
+    x = tl.where(nan, float("-inf"), raw)
     key = order_key(x)
-    return x, key, (mask & (key >= lo) & (key <= hi)).to(tl.int32)
+    return x, key, (mask & (key >= lo) & (key <= hi)).to(tl.int32), nan
 
 
 @triton.jit
 def collect(row_ptr, V, lo, hi, scratch_ptr, row_max, mass_floor, WITH_MASS: tl.constexpr,
-            CAP: tl.constexpr, BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr):
+            CAP: tl.constexpr, BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr, DROP: tl.constexpr):
     """One pass: copy the entries with key in [lo, hi] to scratch in column order (the
-    first CAP of them) and count them; WITH_MASS, also sum the mass of key >= mass_floor."""
+    first CAP of them) and count them; WITH_MASS, also sum the mass of key >= mass_floor.
+    DROP (lo at or below the row's cut): also write -inf at the entries with key below lo and
+    at NaN, and store each copied entry's column (int32 bits) CAP entries after it, so that
+    `write_cut` finishes the row from the scratch."""
     groups = group_columns(BLOCK)
     n = tl.zeros([], dtype=tl.int32)
     lane_mass = tl.zeros([BLOCK // 8, 8], dtype=tl.int64)  # reduced once, after the pass
@@ -251,15 +257,35 @@ def collect(row_ptr, V, lo, hi, scratch_ptr, row_max, mass_floor, WITH_MASS: tl.
     for start in tl.range(0, V, BLOCK, num_stages=NUM_STAGES):
         idx = start + groups
         in_row = idx < V
-        x, key, take = in_bracket(row_ptr + idx, in_row, lo, hi)
+        x, key, take, nan = in_bracket(row_ptr + idx, in_row, lo, hi)
         pos, taken = compact_positions(take)
         pos += n
         tl.store(scratch_ptr + pos, x, mask=(take == 1) & (pos < CAP))
+        if DROP:
+            tl.store(scratch_ptr + CAP + pos, idx.to(tl.float32, bitcast=True), mask=(take == 1) & (pos < CAP))
+            store_neg_inf(row_ptr + idx, in_row & ((key < lo) | nan))
         n += taken
         if WITH_MASS:
             lane_mass += tl.where(in_row & (key >= mass_floor), weight(x, row_max), 0)
     tl.debug_barrier()  # the scratch is written before any thread reads it
     return n, tl.sum(tl.sum(lane_mass, axis=1), axis=0)
+
+
+@triton.jit
+def collect_chunk(row_ptr, start, end, lo, hi, counter_ptr, scratch_ptr, CAP: tl.constexpr, BLOCK: tl.constexpr,
+                  NUM_STAGES: tl.constexpr):
+    """One pass over columns [start, end) of a row split over programs: copy the entries with
+    key in [lo, hi] to the row's scratch (CAP entries) at positions reserved by an atomic add
+    at `counter_ptr` (int64), which ends at the population of [lo, hi] over every program;
+    entries past CAP are counted, not stored. The scratch's order varies from run to run."""
+    groups = group_columns(BLOCK)
+    for first in tl.range(start, end, BLOCK, num_stages=NUM_STAGES):
+        idx = first + groups
+        x, _, take, _ = in_bracket(row_ptr + idx, idx < end, lo, hi)
+        pos, taken = compact_positions(take)
+        if taken > 0:
+            pos += tl.atomic_add(counter_ptr, taken.to(tl.int64)).to(tl.int32)
+            tl.store(scratch_ptr + pos, x, mask=(take == 1) & (pos < CAP))
 
 
 @triton.jit
@@ -313,7 +339,7 @@ def find_cut(row_ptr, V, scratch_ptr, lo, hi, n, count_hi, mass_hi, row_max, k, 
                                                      NUM_STAGES)
         collected = lo < hi  # else the cut is lo
         if collected:
-            n, _ = collect(row_ptr, V, lo, hi, scratch_ptr, row_max, lo, False, CAP, BLOCK, NUM_STAGES)
+            n, _ = collect(row_ptr, V, lo, hi, scratch_ptr, row_max, lo, False, CAP, BLOCK, NUM_STAGES, False)
     cut = lo
     if collected:
         cut = rank_cut(scratch_ptr, 0, RANK_ROWS, n, lo, hi, count_hi, mass_hi, row_max, k,
@@ -366,33 +392,42 @@ def top_p_first_step(row_ptr, V, mass_floor, key_hi, row_max, p, CAP: tl.constex
 @triton.jit
 def top_k_cut(row_ptr, V, k, scratch_ptr, lane_max, row_max, key_lo, key_hi, BLOCK: tl.constexpr,
               NUM_STAGES: tl.constexpr, LANES: tl.constexpr, BOUND_STEPS: tl.constexpr, TILE: tl.constexpr,
-              NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, RANK_ROWS: tl.constexpr, RANK_COLS: tl.constexpr):
+              NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, RANK_ROWS: tl.constexpr, RANK_COLS: tl.constexpr,
+              DROP: tl.constexpr):
     """The top-k cut of a row with 0 < k < V, from its `row_extremes`, as `find_cut` returns it
-    (cut, candidates in the scratch, whether they hold every survivor): the bracket raised to
-    the k-th largest lane maximum's bound where k <= LANES, candidates collected when that
-    bound applies or the row fits the scratch, then searched."""
+    (cut, candidates in the scratch, whether they hold every survivor), and the scratch's
+    entries `write_cut` may finish the row from (-1: none): the bracket raised to the k-th
+    largest lane maximum's bound where k <= LANES, candidates collected (`collect`, with DROP)
+    when that bound applies or the row fits the scratch, then searched."""
     zero_mass = tl.zeros([], dtype=tl.int64)
     n = tl.zeros([], dtype=tl.int32) + V
+    listed = tl.zeros([], dtype=tl.int32) - 1
     lo = key_lo
     if (k <= LANES) | (V <= CAP):
         if k <= LANES:
             lanes = tl.reshape(order_key(lane_max), [LANES, BLOCK // LANES])
             lanes = tl.max(lanes, axis=1)
             lo = kth_largest_bound(lanes, k, tl.min(lanes, axis=0), key_hi, BOUND_STEPS, NUM_PIVOTS)
-        n, _ = collect(row_ptr, V, lo, key_hi, scratch_ptr, row_max, lo, False, CAP, BLOCK, NUM_STAGES)
-    return find_cut(row_ptr, V, scratch_ptr, lo, key_hi, n, tl.zeros([], dtype=tl.int32), zero_mass, row_max, k, 1.0,
-                    zero_mass, key_lo, spread_pivots(lo, key_hi, NUM_PIVOTS), False, CAP, BLOCK, TILE, NUM_PIVOTS,
-                    RANK_ROWS, RANK_COLS, NUM_STAGES)
+        n, _ = collect(row_ptr, V, lo, key_hi, scratch_ptr, row_max, lo, False, CAP, BLOCK, NUM_STAGES, DROP)
+        if DROP:
+            listed = tl.where(n <= CAP, n, -1)  # more: find_cut collects a narrower bracket over them
+    cut, n, covered = find_cut(row_ptr, V, scratch_ptr, lo, key_hi, n, tl.zeros([], dtype=tl.int32), zero_mass,
+                               row_max, k, 1.0, zero_mass, key_lo, spread_pivots(lo, key_hi, NUM_PIVOTS), False, CAP,
+                               BLOCK, TILE, NUM_PIVOTS, RANK_ROWS, RANK_COLS, NUM_STAGES)
+    return cut, n, covered, listed
 
 
 @triton.jit
 def row_cut(row_ptr, V, k, p, scratch_ptr, HAS_K: tl.constexpr, HAS_P: tl.constexpr, BLOCK: tl.constexpr,
             NUM_STAGES: tl.constexpr, LANES: tl.constexpr, BOUND_STEPS: tl.constexpr, TILE: tl.constexpr,
             NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, RANK_ROWS: tl.constexpr, RANK_COLS: tl.constexpr,
-            SAMPLE: tl.constexpr):
+            SAMPLE: tl.constexpr, DROP: tl.constexpr):
     """The cut of a row with top-k or top-p on (k < V or p < 1; `row_k_p`), found by one
-    program with a CAP-entry fp32 scratch: the algorithm `samplecheck.kernels.top_k_top_p`'s
-    module docstring states (pass 1, the top-k cut, then the top-p cut over its survivors)."""
+    program with a CAP-entry fp32 scratch (2 * CAP entries with DROP): the algorithm
+    `samplecheck.kernels.top_k_top_p`'s module docstring states (pass 1, the top-k cut, then
+    the top-p cut over its survivors). Returns the cut and what `write_cut` needs: DROP, the
+    top-k stage's collect may write -inf below its bracket and at NaN, and then the number of
+    scratch entries that list the rest of the row (-1 where it did not: nothing written)."""
     zero_count = tl.zeros([], dtype=tl.int32)
     zero_mass = tl.zeros([], dtype=tl.int64)
     # Pass 1: the row max, the min key and the lane maxima.
@@ -400,11 +435,12 @@ def row_cut(row_ptr, V, k, p, scratch_ptr, HAS_K: tl.constexpr, HAS_P: tl.conste
     cut = key_lo
     n = tl.zeros([], dtype=tl.int32) + V
     covered = tl.zeros([], dtype=tl.int1)
+    listed = tl.zeros([], dtype=tl.int32) - 1
     if HAS_K:
         if k < V:
-            cut, n, covered = top_k_cut(row_ptr, V, k, scratch_ptr, lane_max, row_max, key_lo, key_hi, BLOCK,
-                                        NUM_STAGES, LANES, BOUND_STEPS, TILE, NUM_PIVOTS, CAP, RANK_ROWS,
-                                        RANK_COLS)
+            cut, n, covered, listed = top_k_cut(row_ptr, V, k, scratch_ptr, lane_max, row_max, key_lo, key_hi,
+                                                BLOCK, NUM_STAGES, LANES, BOUND_STEPS, TILE, NUM_PIVOTS, CAP,
+                                                RANK_ROWS, RANK_COLS, DROP)
     if HAS_P:
         if (p < 1.0) & (row_max == float("inf")):
             cut = key_hi  # +inf survivors hold all the mass: only they are kept
@@ -429,8 +465,28 @@ def row_cut(row_ptr, V, k, p, scratch_ptr, HAS_K: tl.constexpr, HAS_P: tl.conste
                     n = tl.zeros([], dtype=tl.int32) + V
                 else:
                     n, mass = collect(row_ptr, V, lo, key_hi, scratch_ptr, row_max, cut, True, CAP, BLOCK,
-                                      NUM_STAGES)
+                                      NUM_STAGES, False)
+                listed = tl.zeros([], dtype=tl.int32) - 1  # the scratch now holds this bracket
             cut, _, _ = find_cut(row_ptr, V, scratch_ptr, lo, key_hi, n, zero_count, zero_mass, row_max, k, p,
                                  mass, cut, pivots, True, CAP, BLOCK, TILE, NUM_PIVOTS, RANK_ROWS, RANK_COLS,
                                  NUM_STAGES)
-    return cut
+    return cut, listed
+
+
+@triton.jit
+def write_cut(row_ptr, V, cut, scratch_ptr, listed, CAP: tl.constexpr, BLOCK: tl.constexpr,
+              NUM_STAGES: tl.constexpr):
+    """-inf at every entry with key below cut and at NaN, nothing else, after `row_cut`: where
+    `listed` >= 0, its collect wrote the entries below its bracket and NaN, and the scratch's
+    first `listed` entries (their columns CAP entries after them) are the rest of the row, so
+    only those are written; else one pass over the row (`write_below_cut`)."""
+    if listed >= 0:
+        neg_inf = tl.full([BLOCK], float("-inf"), tl.float32).to(row_ptr.dtype.element_ty)
+        for start in range(0, listed, BLOCK):
+            i = start + tl.arange(0, BLOCK)
+            live = i < listed
+            x = tl.load(scratch_ptr + i, mask=live, other=0.0)
+            column = tl.load(scratch_ptr + CAP + i, mask=live, other=0.0).to(tl.int32, bitcast=True)
+            tl.store(row_ptr + column, neg_inf, mask=live & (order_key(x) < cut))
+    else:
+        write_below_cut(row_ptr, 0, V, cut, BLOCK, NUM_STAGES)

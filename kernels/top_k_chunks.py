@@ -249,7 +249,7 @@ def _top_k_chunks_kernel(logits_ptr, row_stride, k_ptr, p_ptr, buffer_ptr, B, V,
             else:
                 cut = row_cut(row_ptr, V, k, p, scratch_ptr.to(tl.pointer_type(tl.float32), bitcast=True), True,
                               HAS_P, BLOCK, NUM_STAGES, LANES, BOUND_STEPS, TILE, NUM_PIVOTS, CAP, RANK_ROWS,
-                              RANK_COLS, SAMPLE)
+                              RANK_COLS, SAMPLE, False)[0]
                 write_below_cut(row_ptr, 0, V, cut, BLOCK, NUM_STAGES)
 
 

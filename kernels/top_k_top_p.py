@@ -17,13 +17,15 @@ Contract (the oracle `samplecheck.oracles.top_k_top_p` states the semantics in f
   bad value anywhere makes every row write nothing; program 0 sets the guard flag's bits):
   one launch per call. Unchecked, k < -1 acts as off and p outside (0, 1] gives an
   unspecified mask of the row (never out of bounds).
-- Scratch: each call allocates a [B, CAP] fp32 buffer (CAP from LAUNCH_CONFIG: 4 KiB a
-  row on a GPU) for the candidates described below, or the split or chunk path's one buffer
-  (`scratch_bytes`); nothing is cached between calls.
+- Scratch: each call allocates a [B, 2 * CAP] fp32 buffer (CAP from LAUNCH_CONFIG: 8 KiB a
+  row on a GPU) for the candidates described below and their columns, or the one buffer of
+  the path the call takes (`scratch_bytes`); nothing is cached between calls.
 - Paths: a small batch with p and no k (`samplecheck.kernels.top_k_top_p_split.split_plan`)
   splits each row over several programs and four launches; a small batch with k (with or
   without p; `samplecheck.kernels.top_k_chunks.chunks_plan`) splits each row over chunk
-  programs in one launch; every other call is one launch, one program per row, as described
+  programs in one launch; a larger batch with k and no p
+  (`samplecheck.kernels.top_k_split.k_split_plan`) splits each row over chunk programs and five
+  launches; every other call is one launch, one program per row, as described
   below (`samplecheck.kernels.cut_search.row_cut`). All find the same cut, so the masks are
   equal.
 
@@ -41,8 +43,9 @@ Each cut lies in a bracket [lo, hi] of keys, hi = the row max's key:
    max - ln(V / (1 - p)) - 1 hold less than (1 - p) of the survivors' mass, so they are
    all masked.
 3. Candidates: one pass copies the entries with key in [lo, hi] to the row's scratch in
-   column order (positions from cumsums) and counts them; the top-p stage's pass also
-   weighs the survivors. If more than CAP fall in the bracket, search steps over the whole
+   column order (positions from cumsums) and counts them; the top-k stage's pass also
+   writes -inf at the entries below lo and at NaN (the cut is at or above lo) and stores the
+   candidates' columns; the top-p stage's pass weighs the survivors instead. If more than CAP fall in the bracket, search steps over the whole
    row (one pass each, counting and weighing the entries above NUM_PIVOTS pivots in
    [NUM_PIVOTS, TILE] compare tiles, and summing the survivors' mass) shrink it until it
    is one key or holds at most CAP entries, which are then copied.
@@ -56,10 +59,13 @@ Each cut lies in a bracket [lo, hi] of keys, hi = the row max's key:
 4. The cut is the smallest candidate key at which the predicate holds: the count and mass
    above every candidate come from [RANK_ROWS, RANK_COLS] compare tiles over the scratch.
    Top-p reuses the top-k candidates when they hold every top-k survivor.
-5. A last pass writes -inf below the cut.
-With k = 50, or a top-p whose bound is tight, that is three passes over the row (max,
-candidates, write) and a few hundred compares per candidate; top-p on a flat row takes a
-search step and a candidate pass more (a second step when the sample's guess misses).
+5. Where the top-k stage's candidates fit the scratch (and no later pass replaced them),
+   -inf is written at the candidates below the cut, by their columns; else a last pass
+   writes -inf below the cut and at NaN.
+With k = 50 that is two passes over the row (max; candidates and -inf below lo) and a few
+hundred compares per candidate; top-p alone with a tight bound takes three (max,
+candidates, write); on a flat row a search step and a candidate pass more (a second step
+when the sample's guess misses).
 
 Exactness and determinism: masses are sums of exp(x - max) in 2**-40 fixed point (int64).
 Integer sums are exact in any order, so the cut depends neither on the summation order
@@ -74,10 +80,11 @@ not specialized.
 import torch
 import triton.language as tl
 
-from samplecheck.kernels.cut_search import may_write, row_cut, row_k_p, write_below_cut
+from samplecheck.kernels.cut_search import may_write, row_cut, row_k_p, write_cut
 from samplecheck.kernels.launching import jit
 from samplecheck.kernels.runtime import check_launchable, device_kind
 from samplecheck.kernels.top_k_chunks import chunks_buffer_bytes, chunks_plan, launch_chunks
+from samplecheck.kernels.top_k_split import k_split_buffer_bytes, k_split_plan, launch_k_split
 from samplecheck.kernels.top_k_top_p_split import launch_split, split_buffer_bytes, split_plan
 from samplecheck.kernels.validation import check_top_k_top_p
 
@@ -113,16 +120,15 @@ def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, B, V,
     """One program per row; the module docstring states the algorithm."""
     row = tl.program_id(0).to(tl.int64)
     row_ptr = logits_ptr + row * row_stride
-    scratch_ptr += row * CAP
+    scratch_ptr += row * 2 * CAP
     k, p = row_k_p(k_ptr, p_ptr, row, V, HAS_K, HAS_P)
     # The call's value checks, made by every program over all B rows, so a bad value anywhere
     # makes every row write nothing.
     clear = may_write(k_ptr, p_ptr, B, guard_ptr, check, GUARDED, HAS_K, HAS_P)
     if ((k < V) | (p < 1.0)) & clear:
-        cut = row_cut(row_ptr, V, k, p, scratch_ptr, HAS_K, HAS_P, BLOCK, NUM_STAGES, LANES, BOUND_STEPS, TILE,
-                      NUM_PIVOTS, CAP, RANK_ROWS, RANK_COLS, SAMPLE)
-        # Final pass: write -inf below the cut, nothing else.
-        write_below_cut(row_ptr, 0, V, cut, BLOCK, NUM_STAGES)
+        cut, listed = row_cut(row_ptr, V, k, p, scratch_ptr, HAS_K, HAS_P, BLOCK, NUM_STAGES, LANES, BOUND_STEPS,
+                              TILE, NUM_PIVOTS, CAP, RANK_ROWS, RANK_COLS, SAMPLE, True)
+        write_cut(row_ptr, V, cut, scratch_ptr, listed, CAP, BLOCK, NUM_STAGES)
 
 
 def apply_top_k_top_p(logits: torch.Tensor, k: torch.Tensor | None = None,
@@ -152,10 +158,14 @@ def launch_top_k_top_p(logits: torch.Tensor, k: torch.Tensor | None, p: torch.Te
     if chunks is not None:
         launch_chunks(logits, k, p, chunks, device, config, flag, check)
         return logits
+    k_splits = k_split_plan(batch, vocab, device, k is not None, p is not None)
+    if k_splits is not None:
+        launch_k_split(logits, k, k_splits, device, flag, check)
+        return logits
     wide = WIDE_TOP_P[device]
     if k is None and wide is not None and batch <= wide["rows"]:
         config = {**config, "TILE": wide["TILE"], "num_warps": wide["num_warps"]}
-    scratch = torch.empty((batch, config["CAP"]), dtype=torch.float32, device=logits.device)
+    scratch = torch.empty((batch, 2 * config["CAP"]), dtype=torch.float32, device=logits.device)
     _top_k_top_p_kernel[(batch,)](
         logits, logits.stride(0), k, p, scratch, batch, vocab, flag, check, GUARDED=flag is not None,
         HAS_K=k is not None, HAS_P=p is not None, **config,
@@ -165,11 +175,14 @@ def launch_top_k_top_p(logits: torch.Tensor, k: torch.Tensor | None, p: torch.Te
 
 def scratch_bytes(batch: int, vocab: int, device: str, has_k: bool, has_p: bool) -> int:
     """Bytes a call allocates beyond the logits: the one-program path's [B, CAP] fp32 scratch,
-    or the split path's one buffer (`samplecheck.kernels.top_k_top_p_split`)."""
+    or the one buffer of the path the call takes."""
     plan = split_plan(batch, vocab, device, has_k, has_p)
     if plan is not None:
         return split_buffer_bytes(batch, plan, device)
     chunks = chunks_plan(batch, vocab, device, has_k, has_p)
     if chunks is not None:
         return chunks_buffer_bytes(batch, chunks, device, LAUNCH_CONFIG[device]["CAP"])
-    return batch * LAUNCH_CONFIG[device]["CAP"] * 4
+    k_splits = k_split_plan(batch, vocab, device, has_k, has_p)
+    if k_splits is not None:
+        return k_split_buffer_bytes(batch, k_splits, device)
+    return batch * 2 * LAUNCH_CONFIG[device]["CAP"] * 4

@@ -39,10 +39,9 @@ import torch
 import triton
 import triton.language as tl
 
-from samplecheck.kernels.cut_search import (INT32_MAX_JIT, INT32_MIN_JIT, compact_positions, failed_value_checks,
-                                            find_cut, in_bracket, key_value, lane_extremes, narrow_step, order_key,
+from samplecheck.kernels.cut_search import (INT32_MAX_JIT, INT32_MIN_JIT, collect_chunk, failed_value_checks,
+                                            find_cut, key_value, lane_extremes, narrow_step, order_key,
                                             rank_cut, spread_pivots, tally_above, top_p_first_step, write_below_cut)
-from samplecheck.kernels.drop_store import group_columns
 from samplecheck.kernels.guard import record_failed
 from samplecheck.kernels.launching import jit
 from samplecheck.kernels.runtime import cdiv
@@ -81,7 +80,7 @@ PIVOTS = tl.constexpr(9)
 
 
 @triton.jit
-def _row_keys(keys_ptr, row, S, MAX_SPLITS: tl.constexpr):
+def row_keys(keys_ptr, row, S, MAX_SPLITS: tl.constexpr):
     """The row's smallest and largest keys, and its max (0.0 for a row of -inf), from its
     chunks' keys."""
     s = tl.arange(0, MAX_SPLITS)
@@ -99,7 +98,7 @@ def _row_p(p_ptr, row):
 
 
 @triton.jit
-def _chunk_columns(CHUNK, V):
+def chunk_columns(CHUNK, V):
     """The columns [start, end) of this program's chunk (program id 1)."""
     start = tl.program_id(1) * CHUNK
     return start, tl.minimum(start + CHUNK, V)
@@ -115,7 +114,7 @@ def _stats_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, B, V, CHUNK, S, guard
         if check & (row == 0) & (chunk == 0):
             record_failed(guard_ptr, failed_value_checks(None, p_ptr, B, False, True))
     if _row_p(p_ptr, row) < 1.0:
-        start, end = _chunk_columns(CHUNK, V)
+        start, end = chunk_columns(CHUNK, V)
         lane_max, lane_min = lane_extremes(logits_ptr + row * row_stride, start, end, BLOCK, NUM_STAGES)
         out = keys_ptr + (row * S + chunk) * 2
         tl.store(out, order_key(tl.min(lane_min, axis=0)))
@@ -131,7 +130,7 @@ def _tally_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, tally_ptr,
     chunk = tl.program_id(1)
     p = _row_p(p_ptr, row)
     if p < 1.0:
-        key_lo, key_hi, row_max = _row_keys(keys_ptr, row, S, MAX_SPLITS)
+        key_lo, key_hi, row_max = row_keys(keys_ptr, row, S, MAX_SPLITS)
         if row_max < float("inf"):
             state_ptr += row * STATE
             row_ptr = logits_ptr + row * row_stride
@@ -139,7 +138,7 @@ def _tally_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, tally_ptr,
             # The smallest pivot is the bracket's lo, so that the step always yields its population.
             pivots = tl.minimum(tl.maximum(pivots, lo), key_hi)
             pivots = tl.where(pivots == tl.min(pivots, axis=0), lo, pivots)
-            start, end = _chunk_columns(CHUNK, V)
+            start, end = chunk_columns(CHUNK, V)
             count, mass, total = tally_above(row_ptr, start, end, pivots, row_max, key_lo,
                                              True, TILE, NUM_PIVOTS, NUM_STAGES)
             out = tally_ptr + (row * S + chunk) * (2 * NUM_PIVOTS + 1)
@@ -176,7 +175,7 @@ def _collect_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, tally_pt
     p = _row_p(p_ptr, row)
     if p < 1.0:
         state_ptr += row * STATE
-        key_lo, key_hi, row_max = _row_keys(keys_ptr, row, S, MAX_SPLITS)
+        key_lo, key_hi, row_max = row_keys(keys_ptr, row, S, MAX_SPLITS)
         lo = key_hi
         hi = key_hi
         pop = tl.zeros([], dtype=tl.int32)
@@ -199,17 +198,9 @@ def _collect_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, tally_pt
             tl.store(state_ptr + CUT, hi.to(tl.int64))
             tl.store(state_ptr + RANKED, 0)
         if (lo < hi) & (pop <= CAP):
-            row_ptr = logits_ptr + row * row_stride
-            groups = group_columns(BLOCK)
-            start, end = _chunk_columns(CHUNK, V)
-            for first in tl.range(start, end, BLOCK, num_stages=NUM_STAGES):
-                idx = first + groups
-                in_chunk = idx < end
-                x, _, take = in_bracket(row_ptr + idx, in_chunk, lo, hi)
-                pos, taken = compact_positions(take)
-                if taken > 0:
-                    pos += tl.atomic_add(state_ptr + COUNTER, taken.to(tl.int64)).to(tl.int32)
-                    tl.store(scratch_ptr + row * CAP + pos, x, mask=(take == 1) & (pos < CAP))
+            start, end = chunk_columns(CHUNK, V)
+            collect_chunk(logits_ptr + row * row_stride, start, end, lo, hi, state_ptr + COUNTER,
+                          scratch_ptr + row * CAP, CAP, BLOCK, NUM_STAGES)
 
 
 @jit(do_not_specialize=["p_ptr", "S", "guard_ptr"])
@@ -228,7 +219,7 @@ def _rank_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, scratch_ptr
         lo = tl.load(state_ptr + LO).to(tl.int32)
         hi = tl.load(state_ptr + HI).to(tl.int32)
         if lo < hi:
-            key_lo, key_hi, row_max = _row_keys(keys_ptr, row, S, MAX_SPLITS)
+            key_lo, key_hi, row_max = row_keys(keys_ptr, row, S, MAX_SPLITS)
             n = tl.load(state_ptr + COUNTER).to(tl.int32)
             pop = tl.load(state_ptr + POP).to(tl.int32)
             count_hi = tl.load(state_ptr + COUNT_HI).to(tl.int32)

@@ -77,6 +77,28 @@ GPU_CHUNK_REGIME = (
                                    (40,), (0.38, 0.42, 0.46, 0.4)),
                       dtypes=ALL_DTYPES, layouts=("contig",), tests=catalog.EXACT_TESTS),
 )
+# Top-k alone on a batch the k-split path takes (`samplecheck.kernels.top_k_split`: on the CPU 5-9
+# rows, on a GPU 33-128 rows from 8192 columns), k from 2 to 100 beside each other, so that a
+# row's bracket holds more candidates than one rank program takes. Sized for the CPU's launch
+# config (256 columns a chunk) and a GPU's (4096); on the other device each takes another path.
+K_SPLIT_REGIME = (
+    RegressionExample("top-k alone, a batch the k-split path takes",
+                      TopKTopPCase(LogitsRecipe(batch=6, vocab=1500, family="randn", scale=2.0, seed=9),
+                                   (12, 14, 10, 20, 16, 30), None),
+                      dtypes=ALL_DTYPES, layouts=("contig", "padded64")),
+    RegressionExample("top-k alone, a GPU's k-split batch",
+                      TopKTopPCase(LogitsRecipe(batch=40, vocab=9000, family="randn", scale=2.0, seed=9),
+                                   (50, 2, 100, 12, 30, 7, 64, 20) * 5, None),
+                      dtypes=(torch.bfloat16,), layouts=("contig",), tests=(catalog.ORACLE_EQUIVALENCE,)),
+)
+# Flat rows of a block or more with top-k and top-p, past the chunk path's batch: every lane
+# maximum is the row max, so the one-program search's top-k bound is the cut itself, and its
+# candidate pass, which drops what lies below the bound, must keep what lies at it.
+FLAT_ROWS_AT_THE_BOUND = RegressionExample("top-k + top-p on flat rows, the bound at the cut",
+                                           TopKTopPCase(LogitsRecipe(batch=5, vocab=4096, family="flat"),
+                                                        (1, 50, 7, 2, 100), (0.9, 0.5, 0.99, 0.3, 1.0)),
+                                           dtypes=(torch.float32,), layouts=("contig",),
+                                           tests=(catalog.ORACLE_EQUIVALENCE,))
 # Top-p alone on a small batch, the regime split over several programs a row
 # (`samplecheck.kernels.top_k_top_p_split`: on the CPU from 2 rows), with candidates enough for
 # every rank program of a row.
@@ -139,8 +161,8 @@ TOP_K_TOP_P = register(MaskingInfo(
     tolerance={torch.float32: 1e-5, torch.bfloat16: 1e-5, torch.float16: 1e-5},
     semantics={"tie_policy": "keep_all_ties", "top_p_mass": "renormalised after top-k"},
     error_inputs=TOP_K_TOP_P_ERRORS,
-    examples=SEED_REGRESSIONS + (SMALL_K_ALONE, *SMALL_K_WITH_P, *GPU_CHUNK_REGIME, TOP_P_ALONE_SMALL_BATCH,
-                                 P_OFF_FLAT_ROWS, DOMINANT_ROWS_17)
+    examples=SEED_REGRESSIONS + (SMALL_K_ALONE, *SMALL_K_WITH_P, *GPU_CHUNK_REGIME, *K_SPLIT_REGIME,
+                                 FLAT_ROWS_AT_THE_BOUND, TOP_P_ALONE_SMALL_BATCH, P_OFF_FLAT_ROWS, DOMINANT_ROWS_17)
     + P_ONE_BESIDE_TOP_P,
     targets=top_k_top_p_targets,
     extra_memory=top_k_top_p_scratch,

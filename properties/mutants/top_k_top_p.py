@@ -8,6 +8,8 @@ _SPLIT_PATH = dict(kernel="top_k_top_p", module="samplecheck.kernels.top_k_top_p
                    via=("samplecheck.kernels.top_k_top_p",), entry="apply_top_k_top_p")
 _CHUNK_PATH = dict(kernel="top_k_top_p", module="samplecheck.kernels.top_k_chunks",
                    via=("samplecheck.kernels.top_k_top_p",), entry="apply_top_k_top_p")
+_K_SPLIT_PATH = dict(kernel="top_k_top_p", module="samplecheck.kernels.top_k_split",
+                     via=("samplecheck.kernels.top_k_top_p",), entry="apply_top_k_top_p")
 
 MUTANTS = (
     Mutant(
@@ -82,9 +84,10 @@ MUTANTS = (
         ref="fault class: a per-CTA partial (max) used where the row's combined value is needed",
     ),
     Mutant(
-        name="top_p_split_candidates_overwrite", **_SPLIT_PATH,
-        find="pos += tl.atomic_add(state_ptr + COUNTER, taken.to(tl.int64)).to(tl.int32)",
-        replace="tl.atomic_add(state_ptr + COUNTER, taken.to(tl.int64))",
+        name="top_p_split_candidates_overwrite", kernel="top_k_top_p", module="samplecheck.kernels.cut_search",
+        via=("samplecheck.kernels.top_k_top_p_split", "samplecheck.kernels.top_k_top_p"), entry="apply_top_k_top_p",
+        find="pos += tl.atomic_add(counter_ptr, taken.to(tl.int64)).to(tl.int32)",
+        replace="tl.atomic_add(counter_ptr, taken.to(tl.int64))",
         description="the split top-p path's chunks copy their candidates from position 0 of the row's scratch "
                     "(the count still adds up): they overwrite each other and leave unwritten slots ranked",
         ref="fault class: a compaction into a shared buffer without the global offset (a missing atomic "
@@ -169,5 +172,38 @@ MUTANTS = (
         description="the chunk path's top-p counts each listed entry's own weight in the mass above it: the "
                     "crossing value is dropped (a cumulative mass taken inclusive instead of exclusive)",
         ref="off-by-one at the top-p boundary (fi#2202)",
+    ),
+    Mutant(
+        name="top_k_split_bound_one_rank_high", **_K_SPLIT_PATH,
+        find="lo = kth_largest_bound(lanes, k, lanes_lo, key_hi, BOUND_STEPS, NUM_PIVOTS)",
+        replace="lo = kth_largest_bound(lanes, k - 1, lanes_lo, key_hi, BOUND_STEPS, NUM_PIVOTS)",
+        description="the k-split top-k path bounds the cut by the (k - 1)-th largest lane maximum: the bound "
+                    "can sit above the k-th largest entry, which is then never a candidate",
+        ref="fault class: a 0- vs 1-based rank in a top-k threshold",
+    ),
+    Mutant(
+        name="top_k_split_rank_programs_overwrite_the_cut", **_K_SPLIT_PATH,
+        find="tl.atomic_min(state_ptr + CUT, cut.to(tl.int64))", replace="tl.store(state_ptr + CUT, cut.to(tl.int64))",
+        description="the k-split top-k path's rank programs store their own smallest holding key instead of the "
+                    "minimum over them: whichever writes last sets the row's cut",
+        ref="fault class: a cross-CTA reduction by plain stores instead of an atomic (a race on the result)",
+    ),
+    Mutant(
+        name="top_k_drop_floor_inclusive", kernel="top_k_top_p", module="samplecheck.kernels.cut_search",
+        via=("samplecheck.kernels.top_k_top_p",), entry="apply_top_k_top_p",
+        find="store_neg_inf(row_ptr + idx, in_row & ((key < lo) | nan))",
+        replace="store_neg_inf(row_ptr + idx, in_row & ((key <= lo) | nan))",
+        description="the one-program top-k path's candidate pass also writes -inf at the entries equal to its "
+                    "bracket's lower bound, which the cut may keep",
+        ref="off-by-one at a threshold (a strict compare made inclusive)",
+    ),
+    Mutant(
+        name="top_k_listed_write_at_the_cut", kernel="top_k_top_p", module="samplecheck.kernels.cut_search",
+        via=("samplecheck.kernels.top_k_top_p",), entry="apply_top_k_top_p",
+        find="tl.store(row_ptr + column, neg_inf, mask=live & (order_key(x) < cut))",
+        replace="tl.store(row_ptr + column, neg_inf, mask=live & (order_key(x) <= cut))",
+        description="the one-program path drops its candidates at the cut too, not only below it: the k-th "
+                    "largest entry and its ties are masked",
+        ref="off-by-one at a threshold (a strict compare made inclusive)",
     ),
 )

@@ -11,7 +11,7 @@ import samplecheck.kernels.top_k_top_p_split as split
 from samplecheck.mutants import MUTANTS, load
 
 pytestmark = pytest.mark.interpreter
-NAME = "top_p_split_candidates_overwrite"
+NAME = "top_p_split_written_before_last_rank"
 
 
 def test_via_binds_the_patched_module_and_leaves_the_real_ones():
