@@ -32,6 +32,14 @@ def cell(call: str, *, us=None, graph=None, gpu_us=None, error=None, available=T
     return {"call": call, "status": status, "us": us, "graph": graph, "gpu_us": gpu_us, "error": error}
 
 
+def emit(text: str, out: Path | None) -> None:
+    """A report's markdown to `out`, or to stdout without one."""
+    if out:
+        out.write_text(text)
+    else:
+        print(text)
+
+
 def write_json(path: Path, result: dict) -> None:
     path.write_text(json.dumps(result, indent=1) + "\n")
 

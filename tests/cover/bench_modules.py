@@ -2,6 +2,7 @@
 beside tests/, and an installed copy of the suite has none (its tests are then skipped)."""
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,3 +22,15 @@ def load(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def loaded_on_cpu(name: str, device, why: str):
+    """For a module-scoped fixture (`yield from`): bench/NAME.py loaded with bench/'s parent on
+    sys.path (its own imports of bench.*) for the fixture's scope; skipped on a GPU (`why`)."""
+    if device.type != "cpu":
+        pytest.skip(why)
+    sys.path.insert(0, str(BENCH.parent))
+    try:
+        yield load(name)
+    finally:
+        sys.path.remove(str(BENCH.parent))

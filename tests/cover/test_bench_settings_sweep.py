@@ -10,20 +10,15 @@ import pytest
 import torch
 
 from samplecheck.kernels import top_k_chunks
-from samplecheck.tests.cover.bench_modules import BENCH, in_checkout, load
+from samplecheck.tests.cover.bench_modules import in_checkout, loaded_on_cpu
 
 pytestmark = [pytest.mark.interpreter, in_checkout("settings_sweep")]
 
 
 @pytest.fixture(scope="module")
 def sweep(device):
-    if device.type != "cpu":
-        pytest.skip("a smoke test of the interpreter's path; on a GPU, run the sweep itself")
-    sys.path.insert(0, str(BENCH.parent))  # its own imports: bench.timing, bench.kernels, bench.ops
-    try:
-        yield load("settings_sweep")
-    finally:
-        sys.path.remove(str(BENCH.parent))
+    yield from loaded_on_cpu("settings_sweep", device,
+                             "a smoke test of the interpreter's path; on a GPU, run the sweep itself")
 
 
 def test_each_value_in_turn_and_restored(sweep, tmp_path):
@@ -54,3 +49,32 @@ def test_logits_of_the_dtype_asked_for(sweep, tmp_path, monkeypatch):
 def test_a_setting_that_names_nothing_is_refused(sweep, setting):
     with pytest.raises(SystemExit, match="setting must be module:NAME"):
         sweep.main([setting, "1", "--device", "cpu", "--ops", "top_k"])
+
+
+def test_a_setting_held_with_the_sweep_and_restored(sweep, tmp_path, monkeypatch):
+    """`--with` holds another setting for the whole sweep: the k-split path's smallest batch at 1,
+    so that the chunk path's batch limit at 0 sends a 2-row call there (and at 4 to the chunk
+    path); the held setting is restored at the end."""
+    from samplecheck.kernels import top_k_split, top_k_top_p
+
+    launched = []
+    real = top_k_top_p.launch_k_split
+    monkeypatch.setattr(top_k_top_p, "launch_k_split", lambda *a, **kw: launched.append(a[0].shape) or real(*a, **kw))
+    before = top_k_split.K_SPLIT_CONFIG["cpu"]["MIN_ROWS"]
+    out = tmp_path / "sweep.md"
+    assert sweep.main(["samplecheck.kernels.top_k_chunks:CHUNKS_CONFIG.cpu.MAX_ROWS", "0,4", "--device", "cpu",
+                       "--with", "samplecheck.kernels.top_k_split:K_SPLIT_CONFIG.cpu.MIN_ROWS=1", "--sizes", "2x700",
+                       "--ops", "top_k", "--out", str(out)]) == 0
+    assert launched and set(launched) == {(2, 700)}
+    assert top_k_split.K_SPLIT_CONFIG["cpu"]["MIN_ROWS"] == before
+    (row,) = [line for line in out.read_text().splitlines() if line.startswith("| top_k | 2x700 |")]
+    assert row.count(" =") == 2, row
+
+
+@pytest.mark.parametrize("held", ["samplecheck.kernels.top_k_split:K_SPLIT_CONFIG.cpu.MIN_ROWS",
+                                  "samplecheck.kernels.top_k_split:K_SPLIT_CONFIG.cpu.MIN_ROWS=not_a_literal"])
+def test_a_held_setting_without_a_literal_is_refused(sweep, held, capsys):
+    with pytest.raises(SystemExit):
+        sweep.main(["samplecheck.kernels.top_k_chunks:CHUNKS_CONFIG.cpu.MAX_ROWS", "1", "--device", "cpu",
+                    "--with", held, "--ops", "top_k"])
+    assert "--with must be SETTING=VALUE" in capsys.readouterr().err
