@@ -85,18 +85,19 @@ def steps(keys: set[str], sizes, device: str, dtype: str) -> list[dict]:
                     raise SystemExit(f"{op.key} at {batch}x{vocab}: {failed[0]['error']}")
                 rows.append({"op": op.key, "size": f"{batch}x{vocab}", "kernels": kernels,
                              "us": [c["us"] for c in cells], "gpu_us": [c.get("gpu_us") for c in cells]})
-                print(f"{batch}x{vocab} {op.key}: " + "  ".join(f"{k} {us:.1f}" for k, us in zip(kernels, rows[-1]["us"])),
-                      file=sys.stderr, flush=True)
+                steps_text = "  ".join(f"{k} {us:.1f}" for k, us in zip(kernels, rows[-1]["us"]))
+                print(f"{batch}x{vocab} {op.key}: {steps_text}", file=sys.stderr, flush=True)
     return rows
 
 
 def markdown(rows: list[dict], device: str, dtype: str, command: str) -> str:
     """A table per (op, size): each launch, the time with the launches up to it, and its step."""
     method = timing.CUDA_METHOD if device == "cuda" else timing.CPU_METHOD
+    measured = "GPU time alone, a graph replay" if device == "cuda" else "wall"
     lines = ["# Launch by launch", "", f"{device_name(device)} · torch {torch.__version__} · {dtype} logits from "
              f"randn · command: `{command}`", "",
-             f"Method: {method}; µs net of the restore copy ({'GPU time alone, a graph replay' if device == 'cuda' else 'wall'});"
-             " the first i launches made, the later ones skipped (bench/launches.py, its docstring).", ""]
+             f"Method: {method}; µs net of the restore copy ({measured}); the first i launches made, the later "
+             "ones skipped (bench/launches.py, its docstring).", ""]
     for row in rows:
         times = row["gpu_us"] if device == "cuda" else row["us"]
         lines += [f"## {row['op']} at {row['size']}", "", "| # | kernel | first i launches (µs) | step (µs) |",

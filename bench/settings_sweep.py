@@ -13,8 +13,9 @@ SETTING is `module:NAME` (a module global) or `module:NAME.key[.key...]` (an ent
 global); VALUES are Python literals, comma-separated. The kernels read these settings at each
 call, so each value is set in the running process in turn, and the setting's own value is
 restored at the end; each `--with SETTING=VALUE` holds another setting at a value for the whole
-sweep (a route's other limit, so that the swept one decides between two paths). Inputs and timing are the benchmark's (bench.ops, bench.timing): our call
-of each op, net of the restore copy, and on CUDA its GPU time alone (a CUDA graph's replay).
+sweep (a route's other limit, so that the swept one decides between two paths). Inputs and
+timing are the benchmark's (bench.ops, bench.timing): our call of each op, net of the restore
+copy, and on CUDA its GPU time alone (a CUDA graph's replay).
 Each value's output is compared with the first value's, bitwise: a setting that only changes
 how the work is done (every route and tile here) gives "=" wherever the op's contract fixes
 the output; "DIFFERS" is a finding, unless the contract leaves that choice open (logprobs' ids

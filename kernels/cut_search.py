@@ -63,6 +63,13 @@ def lane_extremes(row_ptr, start, end, BLOCK: tl.constexpr, NUM_STAGES: tl.const
 
 
 @triton.jit
+def merged_lanes(lane_max, LANES: tl.constexpr, BLOCK: tl.constexpr):
+    """The keys of `lane_extremes`' BLOCK lane maxima merged into LANES lanes of adjacent
+    lanes: each still the max of distinct entries (-inf's key for a lane with no column)."""
+    return tl.max(tl.reshape(order_key(lane_max), [LANES, BLOCK // LANES]), axis=1)
+
+
+@triton.jit
 def row_extremes(row_ptr, V, BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr):
     """One pass over the row (`lane_extremes`): (the lane maxima, the row max, 0 for a row of
     -inf and NaN only, the keys of the row's min and max)."""
@@ -260,9 +267,10 @@ def collect(row_ptr, V, lo, hi, scratch_ptr, row_max, mass_floor, WITH_MASS: tl.
         x, key, take, nan = in_bracket(row_ptr + idx, in_row, lo, hi)
         pos, taken = compact_positions(take)
         pos += n
-        tl.store(scratch_ptr + pos, x, mask=(take == 1) & (pos < CAP))
+        stored = (take == 1) & (pos < CAP)
+        tl.store(scratch_ptr + pos, x, mask=stored)
         if DROP:
-            tl.store(scratch_ptr + CAP + pos, idx.to(tl.float32, bitcast=True), mask=(take == 1) & (pos < CAP))
+            tl.store(scratch_ptr + CAP + pos, idx.to(tl.float32, bitcast=True), mask=stored)
             store_neg_inf(row_ptr + idx, in_row & ((key < lo) | nan))
         n += taken
         if WITH_MASS:
@@ -405,8 +413,7 @@ def top_k_cut(row_ptr, V, k, scratch_ptr, lane_max, row_max, key_lo, key_hi, BLO
     lo = key_lo
     if (k <= LANES) | (V <= CAP):
         if k <= LANES:
-            lanes = tl.reshape(order_key(lane_max), [LANES, BLOCK // LANES])
-            lanes = tl.max(lanes, axis=1)
+            lanes = merged_lanes(lane_max, LANES, BLOCK)
             lo = kth_largest_bound(lanes, k, tl.min(lanes, axis=0), key_hi, BOUND_STEPS, NUM_PIVOTS)
         n, _ = collect(row_ptr, V, lo, key_hi, scratch_ptr, row_max, lo, False, CAP, BLOCK, NUM_STAGES, DROP)
         if DROP:

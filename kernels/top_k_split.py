@@ -40,7 +40,7 @@ import triton
 import triton.language as tl
 
 from samplecheck.kernels.cut_search import (collect_chunk, failed_value_checks, find_cut, kth_largest_bound,
-                                            lane_extremes, order_key, rank_cut, row_k_p, spread_pivots,
+                                            lane_extremes, merged_lanes, order_key, rank_cut, row_k_p, spread_pivots,
                                             write_below_cut)
 from samplecheck.kernels.guard import record_failed
 from samplecheck.kernels.launching import jit
@@ -90,8 +90,7 @@ def _lanes_kernel(logits_ptr, row_stride, k_ptr, keys_ptr, lanes_ptr, B, V, CHUN
         out = keys_ptr + (row * S + chunk) * 2
         tl.store(out, order_key(tl.min(lane_min, axis=0)))
         tl.store(out + 1, order_key(tl.max(lane_max, axis=0)))
-        lanes = tl.max(tl.reshape(order_key(lane_max), [LANES, BLOCK // LANES]), axis=1)
-        tl.store(lanes_ptr + (row * S + chunk) * LANES + tl.arange(0, LANES), lanes)
+        tl.store(lanes_ptr + (row * S + chunk) * LANES + tl.arange(0, LANES), merged_lanes(lane_max, LANES, BLOCK))
 
 
 @jit(do_not_specialize=["k_ptr", "S"])

@@ -45,10 +45,11 @@ Each cut lies in a bracket [lo, hi] of keys, hi = the row max's key:
 3. Candidates: one pass copies the entries with key in [lo, hi] to the row's scratch in
    column order (positions from cumsums) and counts them; the top-k stage's pass also
    writes -inf at the entries below lo and at NaN (the cut is at or above lo) and stores the
-   candidates' columns; the top-p stage's pass weighs the survivors instead. If more than CAP fall in the bracket, search steps over the whole
-   row (one pass each, counting and weighing the entries above NUM_PIVOTS pivots in
-   [NUM_PIVOTS, TILE] compare tiles, and summing the survivors' mass) shrink it until it
-   is one key or holds at most CAP entries, which are then copied.
+   candidates' columns; the top-p stage's pass weighs the survivors instead. If more than
+   CAP fall in the bracket, search steps over the whole row (one pass each, counting and
+   weighing the entries above NUM_PIVOTS pivots in [NUM_PIVOTS, TILE] compare tiles, and
+   summing the survivors' mass) shrink it until it is one key or holds at most CAP
+   entries, which are then copied.
    The top-p stage reads SAMPLE entries first (columns (i * V) // SAMPLE). When more than
    CAP / 2 of the row's entries lie in its bracket by the sample's count, it skips the
    candidate pass and its first search step takes its pivots from the sample, sorted in
@@ -174,8 +175,8 @@ def launch_top_k_top_p(logits: torch.Tensor, k: torch.Tensor | None, p: torch.Te
 
 
 def scratch_bytes(batch: int, vocab: int, device: str, has_k: bool, has_p: bool) -> int:
-    """Bytes a call allocates beyond the logits: the one-program path's [B, CAP] fp32 scratch,
-    or the one buffer of the path the call takes."""
+    """Bytes a call allocates beyond the logits: the one-program path's [B, 2 * CAP] fp32
+    scratch, or the one buffer of the path the call takes."""
     plan = split_plan(batch, vocab, device, has_k, has_p)
     if plan is not None:
         return split_buffer_bytes(batch, plan, device)

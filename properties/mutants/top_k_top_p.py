@@ -8,6 +8,10 @@ _SPLIT_PATH = dict(kernel="top_k_top_p", module="samplecheck.kernels.top_k_top_p
                    via=("samplecheck.kernels.top_k_top_p",), entry="apply_top_k_top_p")
 _CHUNK_PATH = dict(kernel="top_k_top_p", module="samplecheck.kernels.top_k_chunks",
                    via=("samplecheck.kernels.top_k_top_p",), entry="apply_top_k_top_p")
+# The one-program kernel's search helpers (`cut_search`), reached through the op's module alone:
+# the other paths keep the real helpers.
+_ONE_PROGRAM_SEARCH = dict(kernel="top_k_top_p", module="samplecheck.kernels.cut_search",
+                           via=("samplecheck.kernels.top_k_top_p",), entry="apply_top_k_top_p")
 _K_SPLIT_PATH = dict(kernel="top_k_top_p", module="samplecheck.kernels.top_k_split",
                      via=("samplecheck.kernels.top_k_top_p",), entry="apply_top_k_top_p")
 
@@ -189,8 +193,7 @@ MUTANTS = (
         ref="fault class: a cross-CTA reduction by plain stores instead of an atomic (a race on the result)",
     ),
     Mutant(
-        name="top_k_drop_floor_inclusive", kernel="top_k_top_p", module="samplecheck.kernels.cut_search",
-        via=("samplecheck.kernels.top_k_top_p",), entry="apply_top_k_top_p",
+        name="top_k_drop_floor_inclusive", **_ONE_PROGRAM_SEARCH,
         find="store_neg_inf(row_ptr + idx, in_row & ((key < lo) | nan))",
         replace="store_neg_inf(row_ptr + idx, in_row & ((key <= lo) | nan))",
         description="the one-program top-k path's candidate pass also writes -inf at the entries equal to its "
@@ -198,8 +201,7 @@ MUTANTS = (
         ref="off-by-one at a threshold (a strict compare made inclusive)",
     ),
     Mutant(
-        name="top_k_listed_write_at_the_cut", kernel="top_k_top_p", module="samplecheck.kernels.cut_search",
-        via=("samplecheck.kernels.top_k_top_p",), entry="apply_top_k_top_p",
+        name="top_k_listed_write_at_the_cut", **_ONE_PROGRAM_SEARCH,
         find="tl.store(row_ptr + column, neg_inf, mask=live & (order_key(x) < cut))",
         replace="tl.store(row_ptr + column, neg_inf, mask=live & (order_key(x) <= cut))",
         description="the one-program path drops its candidates at the cut too, not only below it: the k-th "

@@ -11,7 +11,8 @@ pytestmark = [pytest.mark.interpreter, in_checkout("launches")]
 
 @pytest.fixture(scope="module")
 def launches(device):
-    yield from loaded_on_cpu("launches", device, "a smoke test of the interpreter's path; on a GPU, run the tool itself")
+    yield from loaded_on_cpu("launches", device,
+                             "a smoke test of the interpreter's path; on a GPU, run the tool itself")
 
 
 class _Kernel:
