@@ -330,16 +330,18 @@ def rank_cut(scratch_ptr, first, stride, n, lo, hi, count_hi, mass_hi, row_max, 
 
 @triton.jit
 def find_cut(row_ptr, V, scratch_ptr, lo, hi, n, count_hi, mass_hi, row_max, k, p, total, mass_floor, pivots,
-             BY_MASS: tl.constexpr, CAP: tl.constexpr, BLOCK: tl.constexpr, TILE: tl.constexpr,
+             listed, BY_MASS: tl.constexpr, CAP: tl.constexpr, BLOCK: tl.constexpr, TILE: tl.constexpr,
              NUM_PIVOTS: tl.constexpr, RANK_ROWS: tl.constexpr, RANK_COLS: tl.constexpr,
-             NUM_STAGES: tl.constexpr):
+             NUM_STAGES: tl.constexpr, DROP: tl.constexpr):
     """The cut in [lo, hi] (count_hi/mass_hi: count and mass above hi), by one program.
     n <= CAP: the scratch holds n entries, every entry with key in [lo, hi] and maybe some
     below lo, and `total` is the mass of key >= mass_floor (BY_MASS). n > CAP: it does not
     (n is the bracket's population or V); full-row search steps (first pivots: `pivots`)
-    shrink the bracket and sum `total` first, and the bracket's entries are collected then.
-    Returns the cut, the scratch's entry count and whether the scratch holds every entry
-    from the cut up."""
+    shrink the bracket and sum `total` first, and the bracket's entries are collected then
+    (`collect`, with DROP: lo is at or below the row's cut). Returns the cut, the scratch's
+    entry count, whether the scratch holds every entry from the cut up, and the entries
+    `write_cut` may finish the row from: the caller's `listed` (-1 where n > CAP), or the
+    narrowed bracket's count where it was collected with DROP."""
     collected = n <= CAP
     if n > CAP:
         lo, hi, n, count_hi, mass_hi, total = narrow(row_ptr, V, lo, hi, n, CAP, count_hi, mass_hi, row_max, k, p,
@@ -347,12 +349,14 @@ def find_cut(row_ptr, V, scratch_ptr, lo, hi, n, count_hi, mass_hi, row_max, k, 
                                                      NUM_STAGES)
         collected = lo < hi  # else the cut is lo
         if collected:
-            n, _ = collect(row_ptr, V, lo, hi, scratch_ptr, row_max, lo, False, CAP, BLOCK, NUM_STAGES, False)
+            n, _ = collect(row_ptr, V, lo, hi, scratch_ptr, row_max, lo, False, CAP, BLOCK, NUM_STAGES, DROP)
+            if DROP:
+                listed = n  # at most CAP: the narrowed bracket's population
     cut = lo
     if collected:
         cut = rank_cut(scratch_ptr, 0, RANK_ROWS, n, lo, hi, count_hi, mass_hi, row_max, k,
                        p * total.to(tl.float32), BY_MASS, RANK_ROWS, RANK_COLS)
-    return cut, n, collected & (count_hi == 0)
+    return cut, n, collected & (count_hi == 0), listed
 
 
 @triton.jit
@@ -417,11 +421,10 @@ def top_k_cut(row_ptr, V, k, scratch_ptr, lane_max, row_max, key_lo, key_hi, BLO
             lo = kth_largest_bound(lanes, k, tl.min(lanes, axis=0), key_hi, BOUND_STEPS, NUM_PIVOTS)
         n, _ = collect(row_ptr, V, lo, key_hi, scratch_ptr, row_max, lo, False, CAP, BLOCK, NUM_STAGES, DROP)
         if DROP:
-            listed = tl.where(n <= CAP, n, -1)  # more: find_cut collects a narrower bracket over them
-    cut, n, covered = find_cut(row_ptr, V, scratch_ptr, lo, key_hi, n, tl.zeros([], dtype=tl.int32), zero_mass,
-                               row_max, k, 1.0, zero_mass, key_lo, spread_pivots(lo, key_hi, NUM_PIVOTS), False, CAP,
-                               BLOCK, TILE, NUM_PIVOTS, RANK_ROWS, RANK_COLS, NUM_STAGES)
-    return cut, n, covered, listed
+            listed = tl.where(n <= CAP, n, -1)
+    return find_cut(row_ptr, V, scratch_ptr, lo, key_hi, n, tl.zeros([], dtype=tl.int32), zero_mass, row_max, k,
+                    1.0, zero_mass, key_lo, spread_pivots(lo, key_hi, NUM_PIVOTS), listed, False, CAP, BLOCK, TILE,
+                    NUM_PIVOTS, RANK_ROWS, RANK_COLS, NUM_STAGES, DROP)
 
 
 @triton.jit
@@ -432,9 +435,10 @@ def row_cut(row_ptr, V, k, p, scratch_ptr, HAS_K: tl.constexpr, HAS_P: tl.conste
     """The cut of a row with top-k or top-p on (k < V or p < 1; `row_k_p`), found by one
     program with a CAP-entry fp32 scratch (2 * CAP entries with DROP): the algorithm
     `samplecheck.kernels.top_k_top_p`'s module docstring states (pass 1, the top-k cut, then
-    the top-p cut over its survivors). Returns the cut and what `write_cut` needs: DROP, the
-    top-k stage's collect may write -inf below its bracket and at NaN, and then the number of
-    scratch entries that list the rest of the row (-1 where it did not: nothing written)."""
+    the top-p cut over its survivors). Returns the cut and what `write_cut` needs: with DROP,
+    each candidate pass writes -inf below its bracket (at or below the cut) and at NaN and
+    lists its candidates' columns, and `listed` is the number of scratch entries that list
+    every entry the row still has below the cut (-1: none do, and `write_cut` makes a pass)."""
     zero_count = tl.zeros([], dtype=tl.int32)
     zero_mass = tl.zeros([], dtype=tl.int64)
     # Pass 1: the row max, the min key and the lane maxima.
@@ -451,6 +455,7 @@ def row_cut(row_ptr, V, k, p, scratch_ptr, HAS_K: tl.constexpr, HAS_P: tl.conste
     if HAS_P:
         if (p < 1.0) & (row_max == float("inf")):
             cut = key_hi  # +inf survivors hold all the mass: only they are kept
+            listed = tl.where(covered, listed, -1)  # a narrowed top-k bracket may end below key_hi
         elif p < 1.0:
             if covered:
                 # The scratch holds every top-k survivor: weigh them there.
@@ -468,15 +473,17 @@ def row_cut(row_ptr, V, k, p, scratch_ptr, HAS_K: tl.constexpr, HAS_P: tl.conste
                 lo, pivots, sampled = top_p_first_step(row_ptr, V, cut, key_hi, row_max, p, CAP, SAMPLE,
                                                        NUM_PIVOTS)
                 mass = zero_mass
+                listed = tl.zeros([], dtype=tl.int32) - 1  # the scratch is rewritten below
                 if sampled:
                     n = tl.zeros([], dtype=tl.int32) + V
                 else:
                     n, mass = collect(row_ptr, V, lo, key_hi, scratch_ptr, row_max, cut, True, CAP, BLOCK,
-                                      NUM_STAGES, False)
-                listed = tl.zeros([], dtype=tl.int32) - 1  # the scratch now holds this bracket
-            cut, _, _ = find_cut(row_ptr, V, scratch_ptr, lo, key_hi, n, zero_count, zero_mass, row_max, k, p,
-                                 mass, cut, pivots, True, CAP, BLOCK, TILE, NUM_PIVOTS, RANK_ROWS, RANK_COLS,
-                                 NUM_STAGES)
+                                      NUM_STAGES, DROP)
+                    if DROP:
+                        listed = tl.where(n <= CAP, n, -1)
+            cut, _, _, listed = find_cut(row_ptr, V, scratch_ptr, lo, key_hi, n, zero_count, zero_mass, row_max, k,
+                                         p, mass, cut, pivots, listed, True, CAP, BLOCK, TILE, NUM_PIVOTS, RANK_ROWS,
+                                         RANK_COLS, NUM_STAGES, DROP)
     return cut, listed
 
 

@@ -43,9 +43,9 @@ Each cut lies in a bracket [lo, hi] of keys, hi = the row max's key:
    max - ln(V / (1 - p)) - 1 hold less than (1 - p) of the survivors' mass, so they are
    all masked.
 3. Candidates: one pass copies the entries with key in [lo, hi] to the row's scratch in
-   column order (positions from cumsums) and counts them; the top-k stage's pass also
-   writes -inf at the entries below lo and at NaN (the cut is at or above lo) and stores the
-   candidates' columns; the top-p stage's pass weighs the survivors instead. If more than
+   column order (positions from cumsums) and counts them, writes -inf at the entries below
+   lo and at NaN (the cut is at or above lo) and stores the candidates' columns; the top-p
+   stage's pass also weighs the survivors. If more than
    CAP fall in the bracket, search steps over the whole row (one pass each, counting and
    weighing the entries above NUM_PIVOTS pivots in [NUM_PIVOTS, TILE] compare tiles, and
    summing the survivors' mass) shrink it until it is one key or holds at most CAP
@@ -60,13 +60,13 @@ Each cut lies in a bracket [lo, hi] of keys, hi = the row max's key:
 4. The cut is the smallest candidate key at which the predicate holds: the count and mass
    above every candidate come from [RANK_ROWS, RANK_COLS] compare tiles over the scratch.
    Top-p reuses the top-k candidates when they hold every top-k survivor.
-5. Where the top-k stage's candidates fit the scratch (and no later pass replaced them),
-   -inf is written at the candidates below the cut, by their columns; else a last pass
-   writes -inf below the cut and at NaN.
+5. Where the last candidate pass's candidates fit the scratch and reach above the cut (its
+   bracket held every entry from the cut up, or its hi is the cut's stage's own), -inf is
+   written at the candidates below the cut, by their columns; else a last pass writes -inf
+   below the cut and at NaN.
 With k = 50 that is two passes over the row (max; candidates and -inf below lo) and a few
-hundred compares per candidate; top-p alone with a tight bound takes three (max,
-candidates, write); on a flat row a search step and a candidate pass more (a second step
-when the sample's guess misses).
+hundred compares per candidate; top-p alone with a tight bound takes two as well; on a flat
+row a search step more (a second step when the sample's guess misses).
 
 Exactness and determinism: masses are sums of exp(x - max) in 2**-40 fixed point (int64).
 Integer sums are exact in any order, so the cut depends neither on the summation order

@@ -99,6 +99,15 @@ FLAT_ROWS_AT_THE_BOUND = RegressionExample("top-k + top-p on flat rows, the boun
                                                         (1, 50, 7, 2, 100), (0.9, 0.5, 0.99, 0.3, 1.0)),
                                            dtypes=(torch.float32,), layouts=("contig",),
                                            tests=(catalog.ORACLE_EQUIVALENCE,))
+# Top-k + top-p where the top-k stage's bracket overflows the scratch (k past a CPU's CAP of
+# 256, past a GPU's LANES of 512) and is narrowed below the row's max, so its candidates list
+# only part of what the top-p cut may mask; with an +inf entry at the max (the fixed edge rows)
+# that cut is the max itself. One-program path on either device.
+NARROWED_TOP_K_THEN_TOP_P = RegressionExample(
+    "top-k + top-p, a narrowed top-k bracket",
+    TopKTopPCase(LogitsRecipe(batch=5, vocab=3000, family="randn", scale=2.0, seed=11), (600, 1200, 2000, 700, 300),
+                 (0.9, 0.8, 0.95, 0.5, 0.99)),
+    dtypes=(torch.float32,), layouts=("contig",), tests=(catalog.EDGE_VALUES,))
 # Top-p alone on a small batch, the regime split over several programs a row
 # (`samplecheck.kernels.top_k_top_p_split`: on the CPU from 2 rows), with candidates enough for
 # every rank program of a row.
@@ -162,7 +171,8 @@ TOP_K_TOP_P = register(MaskingInfo(
     semantics={"tie_policy": "keep_all_ties", "top_p_mass": "renormalised after top-k"},
     error_inputs=TOP_K_TOP_P_ERRORS,
     examples=SEED_REGRESSIONS + (SMALL_K_ALONE, *SMALL_K_WITH_P, *GPU_CHUNK_REGIME, *K_SPLIT_REGIME,
-                                 FLAT_ROWS_AT_THE_BOUND, TOP_P_ALONE_SMALL_BATCH, P_OFF_FLAT_ROWS, DOMINANT_ROWS_17)
+                                 FLAT_ROWS_AT_THE_BOUND, NARROWED_TOP_K_THEN_TOP_P, TOP_P_ALONE_SMALL_BATCH,
+                                 P_OFF_FLAT_ROWS, DOMINANT_ROWS_17)
     + P_ONE_BESIDE_TOP_P,
     targets=top_k_top_p_targets,
     extra_memory=top_k_top_p_scratch,

@@ -201,6 +201,17 @@ MUTANTS = (
         ref="off-by-one at a threshold (a strict compare made inclusive)",
     ),
     Mutant(
+        name="top_p_inf_cut_from_a_narrowed_listing", **_ONE_PROGRAM_SEARCH,
+        find="listed = tl.where(covered, listed, -1)  # a narrowed top-k bracket may end below key_hi",
+        replace="pass",
+        description="where +inf entries make the top-p cut the row's max key, the one-program path still "
+                    "finishes the row from the top-k stage's candidates, whose narrowed bracket may end below "
+                    "it: finite entries above that bracket keep their values",
+        ref="fault class: a buffer's contents reused after the invariant they were built under changed "
+            "(a stale candidate list)",
+        killed_by=catalog.EDGE_VALUES,
+    ),
+    Mutant(
         name="top_k_listed_write_at_the_cut", **_ONE_PROGRAM_SEARCH,
         find="tl.store(row_ptr + column, neg_inf, mask=live & (order_key(x) < cut))",
         replace="tl.store(row_ptr + column, neg_inf, mask=live & (order_key(x) <= cut))",
