@@ -27,7 +27,7 @@ import torch
 import triton
 import triton.language as tl
 
-from samplecheck.kernels.cut_search import INT32_MAX_JIT, INT32_MIN_JIT, order_key
+from samplecheck.kernels.cut_keys import INT32_MAX_JIT, INT32_MIN_JIT, order_key
 from samplecheck.kernels.rounding import to_fp32
 
 INT64_MIN_JIT = tl.constexpr(-2**63)

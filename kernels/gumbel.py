@@ -49,7 +49,7 @@ import torch
 import triton
 import triton.language as tl
 
-from samplecheck.kernels.cut_search import order_key
+from samplecheck.kernels.cut_keys import order_key
 from samplecheck.kernels.rounding import to_fp32
 from samplecheck.kernels.launching import jit
 from samplecheck.kernels.runtime import cdiv, check_launchable, device_kind, first_fitting, is_interpreted

@@ -38,9 +38,9 @@ import torch
 import triton
 import triton.language as tl
 
-from samplecheck.kernels.cut_search import (collect_chunk, failed_value_checks, find_cut, kth_largest_bound,
-                                            lane_extremes, merged_lanes, order_key, row_k_p, spread_pivots,
-                                            write_cut)
+from samplecheck.kernels.cut_keys import lane_extremes, merged_lanes, order_key
+from samplecheck.kernels.cut_search import (collect_chunk, failed_value_checks, find_cut, kth_largest_bound, row_k_p,
+                                            spread_pivots, write_cut)
 from samplecheck.kernels.guard import record_failed
 from samplecheck.kernels.launching import jit
 from samplecheck.kernels.runtime import cdiv

@@ -19,7 +19,7 @@ Contract:
 
 Algorithm, per row, by rejection with fixed noise: the kept set {key >= cut} is the nucleus,
 and an entry with key c is kept iff mass(key > c) < p * total (the cut's own predicate, on
-the same 2**-40 fixed-point masses: `samplecheck.kernels.cut_search.weight`), since the
+the same 2**-40 fixed-point masses: `samplecheck.kernels.cut_keys.weight`), since the
 predicate is monotone in c. The noise of each id is fixed, so the argmax of the scores over
 any set that holds the nucleus is the nucleus's argmax as soon as it lies in the nucleus.
 So the result is the first kept entry of the chain c1, c2, ...: c1 the Gumbel winner of the
@@ -55,7 +55,7 @@ import torch
 import triton
 import triton.language as tl
 
-from samplecheck.kernels.cut_search import INT32_MIN_JIT, key_value, load_row, order_key, weight
+from samplecheck.kernels.cut_keys import INT32_MIN_JIT, key_value, load_row, order_key, weight
 from samplecheck.kernels.guard import CHECK_BLOCK, INT64_MAX_JIT, ValueGuard, record_failed, rows_in_range
 from samplecheck.kernels.gumbel import (HASH_SEED, check_gumbel, gumbel_noise, packed_id, packed_winners,
                                         row_noise_key)
