@@ -80,14 +80,14 @@ GPU_CHUNK_REGIME = (
 # Top-k alone on a batch the k-split path takes (`samplecheck.kernels.top_k_split`: on the CPU 5-9
 # rows, on a GPU 33-128 rows from 8192 columns), k from 2 to 100 beside each other, so that a
 # row's bracket holds more candidates than one rank program takes. Sized for the CPU's launch
-# config (256 columns a chunk) and a GPU's (4096); on the other device each takes another path.
+# config (256 columns a chunk) and a GPU's (8192); on the other device each takes another path.
 K_SPLIT_REGIME = (
     RegressionExample("top-k alone, a batch the k-split path takes",
                       TopKTopPCase(LogitsRecipe(batch=6, vocab=1500, family="randn", scale=2.0, seed=9),
                                    (12, 14, 10, 20, 16, 30), None),
                       dtypes=ALL_DTYPES, layouts=("contig", "padded64")),
     RegressionExample("top-k alone, a GPU's k-split batch",
-                      TopKTopPCase(LogitsRecipe(batch=40, vocab=9000, family="randn", scale=2.0, seed=9),
+                      TopKTopPCase(LogitsRecipe(batch=40, vocab=20000, family="randn", scale=2.0, seed=9),
                                    (50, 2, 100, 12, 30, 7, 64, 20) * 5, None),
                       dtypes=(torch.bfloat16,), layouts=("contig",), tests=(catalog.ORACLE_EQUIVALENCE,)),
 )

@@ -186,12 +186,11 @@ MUTANTS = (
         ref="fault class: a 0- vs 1-based rank in a top-k threshold",
     ),
     Mutant(
-        name="top_k_split_cut_found_one_arrival_early", **_K_SPLIT_PATH,
-        find="== S - 1) & (lo < hi)", replace="== S - 2) & (lo < hi)",
-        description="in the k-split top-k path the row's second-to-last chunk program to finish finds the cut, "
-                    "before the last chunk's candidates are in the scratch, and the last one finds none",
-        ref="fault class: an off-by-one in a last-block-done counter (a cross-CTA reduction that starts one "
-            "arrival early)",
+        name="top_k_split_rank_programs_overwrite_the_cut", **_K_SPLIT_PATH,
+        find="tl.atomic_min(state_ptr + CUT, cut.to(tl.int64))", replace="tl.store(state_ptr + CUT, cut.to(tl.int64))",
+        description="the k-split top-k path's rank programs store their own smallest holding key instead of the "
+                    "minimum over them: whichever writes last sets the row's cut",
+        ref="fault class: a cross-CTA reduction by plain stores instead of an atomic (a race on the result)",
     ),
     Mutant(
         name="top_k_drop_floor_inclusive", **_ONE_PROGRAM_SEARCH,

@@ -1,4 +1,4 @@
-"""`samplecheck.kernels.top_k_split`: which calls split their rows over chunk programs and two
+"""`samplecheck.kernels.top_k_split`: which calls split their rows over chunk programs and five
 launches, and that such a call masks every row bit for bit as the one-program kernel does (the
 same cut), on rows that take each branch: k within the lanes and past them, brackets that fit
 the scratch and brackets that overflow it (ties at the k-th value), k off beside k on, NaN, +inf
@@ -143,19 +143,18 @@ def launch_args(monkeypatch):
 
 def test_the_tests_reach_every_branch(device, config, launch_args):
     """Rows of the kinds above reach each branch: a bracket ranked from the scratch (k within
-    the lanes), one that overflows it (three levels), k past the lanes (the row's min key as lo:
-    every entry in the bracket)."""
+    the lanes), one that overflows it (three levels), k past the lanes (the row's min key as lo)."""
     vocab = 3 * config["CHUNK"]
     k = torch.tensor([7, 7, 3 * config["LANES"] + 1, 0], device=device)
     logits = torch.cat([_rows("randn", 1, vocab, torch.Generator().manual_seed(1)),
                         _rows("three_levels", 1, vocab, torch.Generator().manual_seed(2)),
                         _rows("randn", 2, vocab, torch.Generator().manual_seed(3))]).to(device)
     apply_top_k_top_p(logits, k, None)
-    state = launch_args["_select_kernel"][5].view(4, top_k_split.STATE.value).cpu()
-    counter, finished = state[:, top_k_split.COUNTER.value], state[:, top_k_split.FINISHED.value]
+    state = launch_args["_bound_kernel"][3].view(4, top_k_split.STATE.value).cpu()
+    keys = launch_args["_lanes_kernel"][3].view(4, 3, 2).cpu()
+    lo, counter = state[:, top_k_split.LO.value], state[:, top_k_split.COUNTER.value]
     assert counter[0] <= config["CAP"] < counter[1], counter
-    assert counter[2] == vocab, "k past the lanes: the bracket holds the whole row"
-    assert finished[:3].tolist() == [3, 3, 3], "every chunk program of a row with k on counted itself finished"
+    assert lo[2] == keys[2, :, 0].min(), "k past the lanes: lo is the row's min key"
 
 
 def test_buffer_bytes_match_the_allocation(device, config, launch_args):
@@ -163,9 +162,9 @@ def test_buffer_bytes_match_the_allocation(device, config, launch_args):
     apply_top_k_top_p(logits, torch.tensor([3, 40, 1], device=device), None)
     expected = scratch_bytes(3, logits.size(1), device.type, True, False)
     assert expected == top_k_split.k_split_buffer_bytes(3, 4, device.type)
-    buffer = launch_args["_select_kernel"][5].untyped_storage()
+    buffer = launch_args["_bound_kernel"][3].untyped_storage()
     assert buffer.nbytes() == expected
-    for name, at in (("_lanes_kernel", 3), ("_lanes_kernel", 4), ("_select_kernel", 6)):
+    for name, at in (("_lanes_kernel", 3), ("_lanes_kernel", 4), ("_collect_kernel", 4)):
         assert launch_args[name][at].untyped_storage().data_ptr() == buffer.data_ptr(), "not in the call's one buffer"
 
 
