@@ -257,19 +257,23 @@ def rank_cut(scratch_ptr, first, stride, n, lo, hi, count_hi, mass_hi, row_max, 
 
 @triton.jit
 def find_cut(row_ptr, V, scratch_ptr, lo, hi, n, count_hi, mass_hi, row_max, k, p, total, mass_floor, pivots,
-             listed, BY_MASS: tl.constexpr, CAP: tl.constexpr, BLOCK: tl.constexpr, TILE: tl.constexpr,
+             BY_MASS: tl.constexpr, CAP: tl.constexpr, BLOCK: tl.constexpr, TILE: tl.constexpr,
              NUM_PIVOTS: tl.constexpr, RANK_ROWS: tl.constexpr, RANK_COLS: tl.constexpr,
              NUM_STAGES: tl.constexpr, DROP: tl.constexpr):
     """The cut in [lo, hi] (count_hi/mass_hi: count and mass above hi), by one program.
     n <= CAP: the scratch holds n entries, every entry with key in [lo, hi] and maybe some
     below lo, and `total` is the mass of key >= mass_floor (BY_MASS). n > CAP: it does not
     (n is the bracket's population or V); full-row search steps (first pivots: `pivots`)
-    shrink the bracket and sum `total` first, and the bracket's entries are collected then
-    (`collect`, with DROP: lo is at or below the row's cut). Returns the cut, the scratch's
-    entry count, whether the scratch holds every entry from the cut up, and the entries
-    `write_cut` may finish the row from: the caller's `listed` (-1 where n > CAP), or the
-    narrowed bracket's count where it was collected with DROP."""
+    shrink the bracket and sum `total` first, and the bracket's entries are collected then.
+    DROP: lo is at or below the row's cut, and every pass that filled the scratch was a
+    `collect` with DROP (so is this one's). Returns the cut, the scratch's entry count,
+    whether the scratch holds every entry from the cut up, and the number of scratch entries
+    `write_cut` may finish the row from: with DROP, that count where the scratch holds the
+    whole bracket; else -1."""
     collected = n <= CAP
+    listed = tl.zeros([], dtype=tl.int32) - 1
+    if DROP:
+        listed = tl.where(collected, n, -1)
     if n > CAP:
         lo, hi, n, count_hi, mass_hi, total = narrow(row_ptr, V, lo, hi, n, CAP, count_hi, mass_hi, row_max, k, p,
                                                      total, mass_floor, pivots, BY_MASS, TILE, NUM_PIVOTS,
@@ -340,17 +344,14 @@ def top_k_cut(row_ptr, V, k, scratch_ptr, lane_max, row_max, key_lo, key_hi, BLO
     when that bound applies or the row fits the scratch, then searched."""
     zero_mass = tl.zeros([], dtype=tl.int64)
     n = tl.zeros([], dtype=tl.int32) + V
-    listed = tl.zeros([], dtype=tl.int32) - 1
     lo = key_lo
     if (k <= LANES) | (V <= CAP):
         if k <= LANES:
             lanes = merged_lanes(lane_max, LANES, BLOCK)
             lo = kth_largest_bound(lanes, k, tl.min(lanes, axis=0), key_hi, BOUND_STEPS, NUM_PIVOTS)
         n, _ = collect(row_ptr, V, lo, key_hi, scratch_ptr, row_max, lo, False, CAP, BLOCK, NUM_STAGES, DROP)
-        if DROP:
-            listed = tl.where(n <= CAP, n, -1)
     return find_cut(row_ptr, V, scratch_ptr, lo, key_hi, n, tl.zeros([], dtype=tl.int32), zero_mass, row_max, k,
-                    1.0, zero_mass, key_lo, spread_pivots(lo, key_hi, NUM_PIVOTS), listed, False, CAP, BLOCK, TILE,
+                    1.0, zero_mass, key_lo, spread_pivots(lo, key_hi, NUM_PIVOTS), False, CAP, BLOCK, TILE,
                     NUM_PIVOTS, RANK_ROWS, RANK_COLS, NUM_STAGES, DROP)
 
 
@@ -400,16 +401,13 @@ def row_cut(row_ptr, V, k, p, scratch_ptr, HAS_K: tl.constexpr, HAS_P: tl.conste
                 lo, pivots, sampled = top_p_first_step(row_ptr, V, cut, key_hi, row_max, p, CAP, SAMPLE,
                                                        NUM_PIVOTS)
                 mass = zero_mass
-                listed = tl.zeros([], dtype=tl.int32) - 1  # the scratch is rewritten below
                 if sampled:
                     n = tl.zeros([], dtype=tl.int32) + V
                 else:
                     n, mass = collect(row_ptr, V, lo, key_hi, scratch_ptr, row_max, cut, True, CAP, BLOCK,
                                       NUM_STAGES, DROP)
-                    if DROP:
-                        listed = tl.where(n <= CAP, n, -1)
             cut, _, _, listed = find_cut(row_ptr, V, scratch_ptr, lo, key_hi, n, zero_count, zero_mass, row_max, k,
-                                         p, mass, cut, pivots, listed, True, CAP, BLOCK, TILE, NUM_PIVOTS, RANK_ROWS,
+                                         p, mass, cut, pivots, True, CAP, BLOCK, TILE, NUM_PIVOTS, RANK_ROWS,
                                          RANK_COLS, NUM_STAGES, DROP)
     return cut, listed
 
