@@ -13,14 +13,15 @@ cut is the smallest key at which a monotone predicate holds:
 Integer sums are exact in any order, so a cut depends on neither the summation order nor the
 way a row is split over programs. A bracket [lo, hi] holds the cut; search steps count (and
 weigh) the entries above pivots to shrink it, and once at most CAP entries lie in it they
-are copied to a scratch and ranked against each other.
+are copied to a scratch and ranked: by one program, sorted in registers (`sorted_cut`); by a row's
+several programs, against each other in compare tiles (`rank_cut`).
 """
 
 import triton
 import triton.language as tl
 
-from samplecheck.kernels.cut_keys import (INT32_MAX_JIT, key_value, load_row, merged_lanes, order_key, row_extremes,
-                                          weight, write_below_cut)
+from samplecheck.kernels.cut_keys import (INT32_MAX_JIT, INT32_MIN_JIT, key_value, load_row, merged_lanes, order_key,
+                                          row_extremes, weight, write_below_cut)
 from samplecheck.kernels.drop_store import group_columns, store_neg_inf
 from samplecheck.kernels.guard import CHECK_BLOCK, INT64_MAX_JIT, record_failed, rows_in_range
 from samplecheck.kernels.rounding import to_fp32
@@ -256,10 +257,30 @@ def rank_cut(scratch_ptr, first, stride, n, lo, hi, count_hi, mass_hi, row_max, 
 
 
 @triton.jit
+def sorted_cut(scratch_ptr, n, lo, hi, count_hi, mass_hi, row_max, k, mass_limit, BY_MASS: tl.constexpr,
+               CAP: tl.constexpr):
+    """`rank_cut` of all n <= CAP scratch entries by one program, from their keys sorted in
+    registers: in descending order, the entries before position i (their count i, their mass
+    an exclusive cumsum) are those above entry i's key and, after the first entry of a run of
+    equal keys, also some at its key; the predicate, monotone, is then decided exactly at
+    every run's first entry, and a later entry of the run only repeats its key or fails."""
+    pos = tl.arange(0, CAP)
+    live = pos < n
+    key = order_key(tl.load(scratch_ptr + pos, mask=live, other=float("-inf")))
+    key = tl.sort(tl.where(live, key, INT32_MIN_JIT), descending=True)  # the n entries first
+    if BY_MASS:
+        w = weight(tl.where(live, key_value(key), float("-inf")), row_max)
+        holds = (tl.cumsum(w, axis=0) - w + mass_hi).to(tl.float32) < mass_limit
+    else:
+        holds = pos + count_hi < k
+    holds &= live & (key >= lo) & (key <= hi)
+    return tl.min(tl.where(holds, key, hi), axis=0)
+
+
+@triton.jit
 def find_cut(row_ptr, V, scratch_ptr, lo, hi, n, count_hi, mass_hi, row_max, k, p, total, mass_floor, pivots,
              BY_MASS: tl.constexpr, CAP: tl.constexpr, BLOCK: tl.constexpr, TILE: tl.constexpr,
-             NUM_PIVOTS: tl.constexpr, RANK_ROWS: tl.constexpr, RANK_COLS: tl.constexpr,
-             NUM_STAGES: tl.constexpr, DROP: tl.constexpr):
+             NUM_PIVOTS: tl.constexpr, NUM_STAGES: tl.constexpr, DROP: tl.constexpr):
     """The cut in [lo, hi] (count_hi/mass_hi: count and mass above hi), by one program.
     n <= CAP: the scratch holds n entries, every entry with key in [lo, hi] and maybe some
     below lo, and `total` is the mass of key >= mass_floor (BY_MASS). n > CAP: it does not
@@ -285,8 +306,8 @@ def find_cut(row_ptr, V, scratch_ptr, lo, hi, n, count_hi, mass_hi, row_max, k, 
                 listed = n  # at most CAP: the narrowed bracket's population
     cut = lo
     if collected:
-        cut = rank_cut(scratch_ptr, 0, RANK_ROWS, n, lo, hi, count_hi, mass_hi, row_max, k,
-                       p * total.to(tl.float32), BY_MASS, RANK_ROWS, RANK_COLS)
+        cut = sorted_cut(scratch_ptr, n, lo, hi, count_hi, mass_hi, row_max, k, p * total.to(tl.float32), BY_MASS,
+                         CAP)
     return cut, n, collected & (count_hi == 0), listed
 
 
@@ -335,8 +356,7 @@ def top_p_first_step(row_ptr, V, mass_floor, key_hi, row_max, p, CAP: tl.constex
 @triton.jit
 def top_k_cut(row_ptr, V, k, scratch_ptr, lane_max, row_max, key_lo, key_hi, BLOCK: tl.constexpr,
               NUM_STAGES: tl.constexpr, LANES: tl.constexpr, BOUND_STEPS: tl.constexpr, TILE: tl.constexpr,
-              NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, RANK_ROWS: tl.constexpr, RANK_COLS: tl.constexpr,
-              DROP: tl.constexpr):
+              NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, DROP: tl.constexpr):
     """The top-k cut of a row with 0 < k < V, from its `row_extremes`, as `find_cut` returns it
     (cut, candidates in the scratch, whether they hold every survivor), and the scratch's
     entries `write_cut` may finish the row from (-1: none): the bracket raised to the k-th
@@ -352,14 +372,13 @@ def top_k_cut(row_ptr, V, k, scratch_ptr, lane_max, row_max, key_lo, key_hi, BLO
         n, _ = collect(row_ptr, V, lo, key_hi, scratch_ptr, row_max, lo, False, CAP, BLOCK, NUM_STAGES, DROP)
     return find_cut(row_ptr, V, scratch_ptr, lo, key_hi, n, tl.zeros([], dtype=tl.int32), zero_mass, row_max, k,
                     1.0, zero_mass, key_lo, spread_pivots(lo, key_hi, NUM_PIVOTS), False, CAP, BLOCK, TILE,
-                    NUM_PIVOTS, RANK_ROWS, RANK_COLS, NUM_STAGES, DROP)
+                    NUM_PIVOTS, NUM_STAGES, DROP)
 
 
 @triton.jit
 def row_cut(row_ptr, V, k, p, scratch_ptr, HAS_K: tl.constexpr, HAS_P: tl.constexpr, BLOCK: tl.constexpr,
             NUM_STAGES: tl.constexpr, LANES: tl.constexpr, BOUND_STEPS: tl.constexpr, TILE: tl.constexpr,
-            NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, RANK_ROWS: tl.constexpr, RANK_COLS: tl.constexpr,
-            SAMPLE: tl.constexpr, DROP: tl.constexpr):
+            NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, SAMPLE: tl.constexpr, DROP: tl.constexpr):
     """The cut of a row with top-k or top-p on (k < V or p < 1; `row_k_p`), found by one
     program with a CAP-entry fp32 scratch (2 * CAP entries with DROP): the algorithm
     `samplecheck.kernels.top_k_top_p`'s module docstring states (pass 1, the top-k cut, then
@@ -378,22 +397,18 @@ def row_cut(row_ptr, V, k, p, scratch_ptr, HAS_K: tl.constexpr, HAS_P: tl.conste
     if HAS_K:
         if k < V:
             cut, n, covered, listed = top_k_cut(row_ptr, V, k, scratch_ptr, lane_max, row_max, key_lo, key_hi,
-                                                BLOCK, NUM_STAGES, LANES, BOUND_STEPS, TILE, NUM_PIVOTS, CAP,
-                                                RANK_ROWS, RANK_COLS, DROP)
+                                                BLOCK, NUM_STAGES, LANES, BOUND_STEPS, TILE, NUM_PIVOTS, CAP, DROP)
     if HAS_P:
         if (p < 1.0) & (row_max == float("inf")):
             cut = key_hi  # +inf survivors hold all the mass: only they are kept
             listed = tl.where(covered, listed, -1)  # a narrowed top-k bracket may end below key_hi
         elif p < 1.0:
             if covered:
-                # The scratch holds every top-k survivor: weigh them there.
-                kept_mass = tl.zeros([RANK_ROWS], dtype=tl.int64)
-                for start in range(0, n, RANK_ROWS):
-                    idx = start + tl.arange(0, RANK_ROWS)
-                    x = tl.load(scratch_ptr + idx, mask=idx < n, other=float("-inf"))
-                    kept_mass += tl.where(order_key(x) >= cut, weight(x, row_max), 0)
+                # The scratch holds every top-k survivor (n <= CAP): weigh them there.
+                idx = tl.arange(0, CAP)
+                x = tl.load(scratch_ptr + idx, mask=idx < n, other=float("-inf"))
                 lo = cut
-                mass = tl.sum(kept_mass, axis=0)
+                mass = tl.sum(tl.where(order_key(x) >= cut, weight(x, row_max), 0), axis=0)
                 pivots = spread_pivots(lo, key_hi, NUM_PIVOTS)
             else:
                 # When the sample says that more than CAP / 2 entries lie in the bracket,
@@ -407,8 +422,7 @@ def row_cut(row_ptr, V, k, p, scratch_ptr, HAS_K: tl.constexpr, HAS_P: tl.conste
                     n, mass = collect(row_ptr, V, lo, key_hi, scratch_ptr, row_max, cut, True, CAP, BLOCK,
                                       NUM_STAGES, DROP)
             cut, _, _, listed = find_cut(row_ptr, V, scratch_ptr, lo, key_hi, n, zero_count, zero_mass, row_max, k,
-                                         p, mass, cut, pivots, True, CAP, BLOCK, TILE, NUM_PIVOTS, RANK_ROWS,
-                                         RANK_COLS, NUM_STAGES, DROP)
+                                         p, mass, cut, pivots, True, CAP, BLOCK, TILE, NUM_PIVOTS, NUM_STAGES, DROP)
     return cut, listed
 
 

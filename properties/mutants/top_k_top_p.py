@@ -212,6 +212,14 @@ MUTANTS = (
         killed_by=catalog.EDGE_VALUES,
     ),
     Mutant(
+        name="top_p_sorted_mass_includes_the_entry", **_ONE_PROGRAM_SEARCH,
+        find="holds = (tl.cumsum(w, axis=0) - w + mass_hi).to(tl.float32) < mass_limit",
+        replace="holds = (tl.cumsum(w, axis=0) + mass_hi).to(tl.float32) < mass_limit",
+        description="the one-program path's sorted candidates count each entry's own mass as above it: the "
+                    "top-p cut can rise past the entry whose mass reaches p, which is then masked",
+        ref="off-by-one in a prefix sum (an inclusive scan where the predicate needs an exclusive one)",
+    ),
+    Mutant(
         name="top_k_listed_write_at_the_cut", **_ONE_PROGRAM_SEARCH,
         find="tl.store(row_ptr + column, neg_inf, mask=live & (order_key(x) < cut))",
         replace="tl.store(row_ptr + column, neg_inf, mask=live & (order_key(x) <= cut))",
