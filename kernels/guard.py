@@ -52,7 +52,7 @@ MAX_CHECKS = 31
 # check (one program per row) costs less than every program reading every list, and its
 # launch is small beside the op's own work. On the H200 every program of logit_bias's kernel
 # spent about 1 us a row on 16 bias ids (64 rows: 71 us inline, 11 us with the fused check
-# launched first; docs/gpu-runs.md, session 28): 1024 keeps one row's 768 penalty ids inline.
+# launched first; docs/gpu-runs-2026-12-04.md, session 28): 1024 keeps one row's 768 penalty ids inline.
 # On the CPU, small enough that the suite's drawn lists take both paths.
 INLINE_CHECK_IDS = {"cuda": 1024, "cpu": 64}
 # The slots of `_ranges_guard_kernel`, by their values' dtype, in its parameter order (its

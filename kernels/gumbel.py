@@ -185,7 +185,7 @@ def _gumbel_kernel(logits_ptr, row_stride, seeds_ptr, positions_ptr, temperature
         x = to_fp32(tl.load(row_ptr + cols, mask=in_batch[:, None] & (cols < hi), other=float("-inf")))
         # -inf stays -inf (l / T for every valid T, and l / 1 is l exactly) without a division:
         # div.rn takes a slow path on an infinite operand, so a masked row (top-k, min_p) took
-        # 1.5-1.9x the time of an unmasked one on the H200 (docs/gpu-runs.md, session 28).
+        # 1.5-1.9x the time of an unmasked one on the H200 (docs/gpu-runs-2026-12-04.md, session 28).
         if HAS_TEMPERATURE and DIVIDE:
             live = x > float("-inf")
             scaled = tl.where(live, tl.math.div_rn(tl.where(live, x, 1.0), divisor), x)

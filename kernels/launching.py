@@ -14,7 +14,7 @@ compiles or loads it), a callable grid, warm-up, and any launch while a Triton l
 the path taken; only host time does.
 
 The saving is host time: a launch took 18.3 us through `JITFunction.run` and 14.0 us from the
-launch cache on the H200's host (triton 3.6; docs/gpu-runs.md, session 28). At small batches
+launch cache on the H200's host (triton 3.6; docs/gpu-runs-2026-12-04.md, session 28). At small batches
 host time, not the GPU, bounds a call of the kernels here. Set SAMPLECHECK_FAST_LAUNCH=0 in
 the environment before kernels are imported to launch every call through `JITFunction.run`.
 """

@@ -31,7 +31,7 @@ be in L2 still).
 The masking pass writes each block of entries back whole: -inf where an entry is dropped, the
 entry's own loaded bits elsewhere (so kept entries end bitwise unchanged). One unmasked vector
 store per block: a store masked per entry is split into 2-byte stores of partial sectors,
-2-3x slower on the H200 (docs/gpu-runs.md, session 28). Row-stride gaps are never read or
+2-3x slower on the H200 (docs/gpu-runs-2026-12-04.md, session 28). Row-stride gaps are never read or
 written. No host synchronisation: the call is CUDA-graph capturable.
 Value check (deferred or captured mode, `samplecheck.kernels.validation`): every program of
 `_min_p_kernel` checks the whole min_p vector itself (B floats, from cache), so no separate

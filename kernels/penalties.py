@@ -75,12 +75,12 @@ BLOCK = {"cuda": 256, "cpu": 128}
 # CPU the limit is small so that the suite's drawn lists exercise both paths.
 PAIRS_MAX_LENGTH = {"cuda": 2048, "cpu": 6}
 # ... and by default only while batch * (P + O)**2 compares stay within PAIRS_MAX_WORK. On the
-# H200 (docs/gpu-runs.md, session 28) the pair kernel at 1024 rows x 768 ids took about the
+# H200 (docs/gpu-runs-2026-12-04.md, session 28) the pair kernel at 1024 rows x 768 ids took about the
 # sorted path's GPU time (216 us at (64, 8) against 189), and the sorted path's host side (a
 # dozen torch ops) about 800 us a call: 1024 x 2048 ids (2**32 compares) take the sorted path.
 PAIRS_MAX_WORK = {"cuda": 2**30, "cpu": 2**40}
 # (BLOCK, num_warps) of the pair kernel: BLOCK list entries per program, compared BLOCK at a
-# time. On the H200 (512 + 256 ids a row, docs/gpu-runs.md, session 28) 32 and 4 warps was the
+# time. On the H200 (512 + 256 ids a row, docs/gpu-runs-2026-12-04.md, session 28) 32 and 4 warps was the
 # fastest of (64, 8), (64, 4), (32, 4), (32, 8): 32 us at 64 rows, 82 us at 256 rows.
 PAIR_LAUNCH = {"cuda": (32, 4), "cpu": (8, 1)}
 # Upper bound on the host scratch per list entry (P + O entries per row), in bytes.

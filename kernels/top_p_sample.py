@@ -37,7 +37,7 @@ CHUNK columns:
    above the key, and its max above it; a chunk whose max is not above it has no such
    entry); and the row max, from the chunk maxes. Once a row, not in every chunk program:
    that repeated derivation took half the call's time on an H100 at 1024 x 151936
-   (docs/benchmarks.md, session 36).
+   (docs/benchmarks-2026-12-05.md, session 36).
 3. `_masses_kernel`: over its chunk, the total mass and the mass above each link's key.
 4. `_pick_kernel`, one program per BLOCK_B rows: sums the chunks' masses and takes the
    first link that passes the predicate (or has no mass above it). A row with p >= 1, or
