@@ -13,8 +13,9 @@ cut is the smallest key at which a monotone predicate holds:
 Integer sums are exact in any order, so a cut depends on neither the summation order nor the
 way a row is split over programs. A bracket [lo, hi] holds the cut; search steps count (and
 weigh) the entries above pivots to shrink it, and once at most CAP entries lie in it they
-are copied to a scratch and ranked: by one program, sorted in registers (`sorted_cut`); by a row's
-several programs, against each other in compare tiles (`rank_cut`).
+are copied to a scratch and ranked: sorted in registers (`sorted_cut`, one program on a GPU) or
+against each other in compare tiles (`rank_cut`: a row's several programs, and the CPU
+interpreter, whose sort is slow).
 """
 
 import triton
@@ -280,12 +281,15 @@ def sorted_cut(scratch_ptr, n, lo, hi, count_hi, mass_hi, row_max, k, mass_limit
 @triton.jit
 def find_cut(row_ptr, V, scratch_ptr, lo, hi, n, count_hi, mass_hi, row_max, k, p, total, mass_floor, pivots,
              BY_MASS: tl.constexpr, CAP: tl.constexpr, BLOCK: tl.constexpr, TILE: tl.constexpr,
-             NUM_PIVOTS: tl.constexpr, NUM_STAGES: tl.constexpr, DROP: tl.constexpr):
+             NUM_PIVOTS: tl.constexpr, RANK_ROWS: tl.constexpr, RANK_COLS: tl.constexpr,
+             NUM_STAGES: tl.constexpr, DROP: tl.constexpr):
     """The cut in [lo, hi] (count_hi/mass_hi: count and mass above hi), by one program.
     n <= CAP: the scratch holds n entries, every entry with key in [lo, hi] and maybe some
     below lo, and `total` is the mass of key >= mass_floor (BY_MASS). n > CAP: it does not
     (n is the bracket's population or V); full-row search steps (first pivots: `pivots`)
     shrink the bracket and sum `total` first, and the bracket's entries are collected then.
+    The scratch is ranked in [RANK_ROWS, RANK_COLS] compare tiles (`rank_cut`), or sorted in
+    registers where RANK_ROWS is 0 (`sorted_cut`): the same cut.
     DROP: lo is at or below the row's cut, and every pass that filled the scratch was a
     `collect` with DROP (so is this one's). Returns the cut, the scratch's entry count,
     whether the scratch holds every entry from the cut up, and the number of scratch entries
@@ -306,8 +310,12 @@ def find_cut(row_ptr, V, scratch_ptr, lo, hi, n, count_hi, mass_hi, row_max, k, 
                 listed = n  # at most CAP: the narrowed bracket's population
     cut = lo
     if collected:
-        cut = sorted_cut(scratch_ptr, n, lo, hi, count_hi, mass_hi, row_max, k, p * total.to(tl.float32), BY_MASS,
-                         CAP)
+        if RANK_ROWS == 0:
+            cut = sorted_cut(scratch_ptr, n, lo, hi, count_hi, mass_hi, row_max, k, p * total.to(tl.float32),
+                             BY_MASS, CAP)
+        else:
+            cut = rank_cut(scratch_ptr, 0, RANK_ROWS, n, lo, hi, count_hi, mass_hi, row_max, k,
+                           p * total.to(tl.float32), BY_MASS, RANK_ROWS, RANK_COLS)
     return cut, n, collected & (count_hi == 0), listed
 
 
@@ -356,7 +364,8 @@ def top_p_first_step(row_ptr, V, mass_floor, key_hi, row_max, p, CAP: tl.constex
 @triton.jit
 def top_k_cut(row_ptr, V, k, scratch_ptr, lane_max, row_max, key_lo, key_hi, BLOCK: tl.constexpr,
               NUM_STAGES: tl.constexpr, LANES: tl.constexpr, BOUND_STEPS: tl.constexpr, TILE: tl.constexpr,
-              NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, DROP: tl.constexpr):
+              NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, RANK_ROWS: tl.constexpr, RANK_COLS: tl.constexpr,
+              DROP: tl.constexpr):
     """The top-k cut of a row with 0 < k < V, from its `row_extremes`, as `find_cut` returns it
     (cut, candidates in the scratch, whether they hold every survivor), and the scratch's
     entries `write_cut` may finish the row from (-1: none): the bracket raised to the k-th
@@ -372,13 +381,14 @@ def top_k_cut(row_ptr, V, k, scratch_ptr, lane_max, row_max, key_lo, key_hi, BLO
         n, _ = collect(row_ptr, V, lo, key_hi, scratch_ptr, row_max, lo, False, CAP, BLOCK, NUM_STAGES, DROP)
     return find_cut(row_ptr, V, scratch_ptr, lo, key_hi, n, tl.zeros([], dtype=tl.int32), zero_mass, row_max, k,
                     1.0, zero_mass, key_lo, spread_pivots(lo, key_hi, NUM_PIVOTS), False, CAP, BLOCK, TILE,
-                    NUM_PIVOTS, NUM_STAGES, DROP)
+                    NUM_PIVOTS, RANK_ROWS, RANK_COLS, NUM_STAGES, DROP)
 
 
 @triton.jit
 def row_cut(row_ptr, V, k, p, scratch_ptr, HAS_K: tl.constexpr, HAS_P: tl.constexpr, BLOCK: tl.constexpr,
             NUM_STAGES: tl.constexpr, LANES: tl.constexpr, BOUND_STEPS: tl.constexpr, TILE: tl.constexpr,
-            NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, SAMPLE: tl.constexpr, DROP: tl.constexpr):
+            NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, RANK_ROWS: tl.constexpr, RANK_COLS: tl.constexpr,
+            SAMPLE: tl.constexpr, DROP: tl.constexpr):
     """The cut of a row with top-k or top-p on (k < V or p < 1; `row_k_p`), found by one
     program with a CAP-entry fp32 scratch (2 * CAP entries with DROP): the algorithm
     `samplecheck.kernels.top_k_top_p`'s module docstring states (pass 1, the top-k cut, then
@@ -397,7 +407,8 @@ def row_cut(row_ptr, V, k, p, scratch_ptr, HAS_K: tl.constexpr, HAS_P: tl.conste
     if HAS_K:
         if k < V:
             cut, n, covered, listed = top_k_cut(row_ptr, V, k, scratch_ptr, lane_max, row_max, key_lo, key_hi,
-                                                BLOCK, NUM_STAGES, LANES, BOUND_STEPS, TILE, NUM_PIVOTS, CAP, DROP)
+                                                BLOCK, NUM_STAGES, LANES, BOUND_STEPS, TILE, NUM_PIVOTS, CAP,
+                                                RANK_ROWS, RANK_COLS, DROP)
     if HAS_P:
         if (p < 1.0) & (row_max == float("inf")):
             cut = key_hi  # +inf survivors hold all the mass: only they are kept
@@ -422,7 +433,8 @@ def row_cut(row_ptr, V, k, p, scratch_ptr, HAS_K: tl.constexpr, HAS_P: tl.conste
                     n, mass = collect(row_ptr, V, lo, key_hi, scratch_ptr, row_max, cut, True, CAP, BLOCK,
                                       NUM_STAGES, DROP)
             cut, _, _, listed = find_cut(row_ptr, V, scratch_ptr, lo, key_hi, n, zero_count, zero_mass, row_max, k,
-                                         p, mass, cut, pivots, True, CAP, BLOCK, TILE, NUM_PIVOTS, NUM_STAGES, DROP)
+                                         p, mass, cut, pivots, True, CAP, BLOCK, TILE, NUM_PIVOTS, RANK_ROWS,
+                                         RANK_COLS, NUM_STAGES, DROP)
     return cut, listed
 
 

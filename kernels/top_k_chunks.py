@@ -209,7 +209,8 @@ def _top_k_chunks_kernel(logits_ptr, row_stride, k_ptr, p_ptr, buffer_ptr, B, V,
                          GUARDED: tl.constexpr, HAS_P: tl.constexpr, COL_BITS: tl.constexpr, K_MAX: tl.constexpr,
                          MERGE: tl.constexpr, KEY_BITS: tl.constexpr, DIGIT_BITS: tl.constexpr, BLOCK: tl.constexpr,
                          NUM_STAGES: tl.constexpr, LANES: tl.constexpr, BOUND_STEPS: tl.constexpr,
-                         TILE: tl.constexpr, NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, SAMPLE: tl.constexpr):
+                         TILE: tl.constexpr, NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, RANK_ROWS: tl.constexpr,
+                         RANK_COLS: tl.constexpr, SAMPLE: tl.constexpr):
     """Program (row, chunk); the module docstring states the algorithm."""
     tl.static_assert(K_MAX <= CAP // 2)  # a row's top-k list fits its scratch
     row = tl.program_id(0).to(tl.int64)
@@ -247,7 +248,8 @@ def _top_k_chunks_kernel(logits_ptr, row_stride, k_ptr, p_ptr, buffer_ptr, B, V,
                                        BLOCK, NUM_STAGES)
             else:
                 cut = row_cut(row_ptr, V, k, p, scratch_ptr.to(tl.pointer_type(tl.float32), bitcast=True), True,
-                              HAS_P, BLOCK, NUM_STAGES, LANES, BOUND_STEPS, TILE, NUM_PIVOTS, CAP, SAMPLE, False)[0]
+                              HAS_P, BLOCK, NUM_STAGES, LANES, BOUND_STEPS, TILE, NUM_PIVOTS, CAP, RANK_ROWS,
+                              RANK_COLS, SAMPLE, False)[0]
                 write_below_cut(row_ptr, 0, V, cut, BLOCK, NUM_STAGES)
 
 
@@ -286,5 +288,5 @@ def launch_chunks(logits: torch.Tensor, k: torch.Tensor, p: torch.Tensor | None,
         HAS_P=p is not None, COL_BITS=c["COL_BITS"], K_MAX=c["K_MAX"], MERGE=c["MAX_MERGE"],
         KEY_BITS=LIST_KEY_BITS[logits.dtype], DIGIT_BITS=c["DIGIT_BITS"], BLOCK=search["BLOCK"],
         NUM_STAGES=search["NUM_STAGES"], LANES=search["LANES"], BOUND_STEPS=search["BOUND_STEPS"],
-        TILE=search["TILE"], NUM_PIVOTS=search["NUM_PIVOTS"], CAP=search["CAP"], SAMPLE=search["SAMPLE"],
-        num_warps=c["num_warps"])
+        TILE=search["TILE"], NUM_PIVOTS=search["NUM_PIVOTS"], CAP=search["CAP"], RANK_ROWS=search["RANK_ROWS"],
+        RANK_COLS=search["RANK_COLS"], SAMPLE=search["SAMPLE"], num_warps=c["num_warps"])

@@ -163,7 +163,7 @@ def _rank_kernel(logits_ptr, row_stride, k_ptr, keys_ptr, state_ptr, scratch_ptr
                 key_lo, _, row_max = row_keys(keys_ptr, row, S, MAX_SPLITS)
                 cut = find_cut(logits_ptr + row * row_stride, V, scratch_ptr + row * CAP, lo, hi, n, zero_count,
                                zero_mass, row_max, k, 1.0, zero_mass, key_lo, spread_pivots(lo, hi, NUM_PIVOTS),
-                               False, CAP, BLOCK, TILE, NUM_PIVOTS, NUM_STAGES, False)[0]
+                               False, CAP, BLOCK, TILE, NUM_PIVOTS, RANK_ROWS, RANK_COLS, NUM_STAGES, False)[0]
                 tl.store(state_ptr + CUT, cut.to(tl.int64))
 
 

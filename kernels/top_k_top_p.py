@@ -57,10 +57,11 @@ Each cut lies in a bracket [lo, hi] of keys, hi = the row max's key:
    growing from about CAP / 2 expected entries. Later steps spread the pivots evenly over
    the bracket. The sample only places pivots: every pivot is checked against the whole
    row, so the cut does not depend on it.
-4. The cut is the smallest candidate key at which the predicate holds: the candidates' keys
-   (CAP, padded) are sorted in registers, and the count and mass above each are its
-   position and an exclusive cumsum in that order. Top-p reuses the top-k candidates when
-   they hold every top-k survivor.
+4. The cut is the smallest candidate key at which the predicate holds. On a GPU the
+   candidates' keys (CAP, padded) are sorted in registers, and the count and mass above each
+   are its position and an exclusive cumsum in that order; the interpreter compares every
+   candidate with every other in [RANK_ROWS, RANK_COLS] tiles. Top-p reuses the top-k
+   candidates when they hold every top-k survivor.
 5. Where the last candidate pass's candidates fit the scratch and reach above the cut (its
    bracket held every entry from the cut up, or its hi is the cut's stage's own), -inf is
    written at the candidates below the cut, by their columns; else a last pass writes -inf
@@ -93,17 +94,20 @@ from samplecheck.kernels.validation import check_top_k_top_p
 # Launch parameters by device. BLOCK: columns per step of the streaming passes (max,
 # candidates, write), NUM_STAGES: their software pipelining depth; LANES: lane maxima kept
 # for the top-k bound; TILE and NUM_PIVOTS: the compare tile of a full-row search step;
-# CAP: scratch entries per row, sorted in registers (a power of two); SAMPLE: the entries
-# sampled to place the first passes (a power of two). On a
+# CAP: scratch entries per row (a power of two); RANK_ROWS x RANK_COLS: the candidates'
+# compare tile, or 0 x 0 to sort them in registers instead (`cut_search.sorted_cut`: faster on a
+# GPU, H100 session 39: top-p alone 330.6 -> 173.6 us at 256 x 32000; the interpreter's sort
+# costs about 0.3 s a program); SAMPLE: the entries sampled to place the first passes (a power
+# of two). On a
 # GPU the tiles must fit in registers (at most 128 a thread at 8 warps, 2 programs per
 # SM); the CPU interpreter pays per operation, so it takes wide tiles, and a small CAP so
 # that its small rows exercise both the candidate and the full-row search. The result
 # depends on none of these.
 LAUNCH_CONFIG = {
     "cuda": dict(BLOCK=2048, NUM_STAGES=3, LANES=512, BOUND_STEPS=3, TILE=256, NUM_PIVOTS=16, CAP=1024,
-                 SAMPLE=1024, num_warps=8),
+                 RANK_ROWS=0, RANK_COLS=0, SAMPLE=1024, num_warps=8),
     "cpu": dict(BLOCK=4096, NUM_STAGES=1, LANES=1024, BOUND_STEPS=2, TILE=4096, NUM_PIVOTS=256, CAP=256,
-                SAMPLE=32),
+                RANK_ROWS=128, RANK_COLS=128, SAMPLE=32),
 }
 
 # Top-p alone on at most `rows` rows (one program per row, at most about one per SM): wider
@@ -117,7 +121,8 @@ def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, B, V,
                         GUARDED: tl.constexpr, HAS_K: tl.constexpr, HAS_P: tl.constexpr,
                         BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr, LANES: tl.constexpr,
                         BOUND_STEPS: tl.constexpr, TILE: tl.constexpr,
-                        NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, SAMPLE: tl.constexpr):
+                        NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, RANK_ROWS: tl.constexpr,
+                        RANK_COLS: tl.constexpr, SAMPLE: tl.constexpr):
     """One program per row; the module docstring states the algorithm."""
     row = tl.program_id(0).to(tl.int64)
     row_ptr = logits_ptr + row * row_stride
@@ -128,7 +133,7 @@ def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, B, V,
     clear = may_write(k_ptr, p_ptr, B, guard_ptr, check, GUARDED, HAS_K, HAS_P)
     if ((k < V) | (p < 1.0)) & clear:
         cut, listed = row_cut(row_ptr, V, k, p, scratch_ptr, HAS_K, HAS_P, BLOCK, NUM_STAGES, LANES, BOUND_STEPS,
-                              TILE, NUM_PIVOTS, CAP, SAMPLE, True)
+                              TILE, NUM_PIVOTS, CAP, RANK_ROWS, RANK_COLS, SAMPLE, True)
         write_cut(row_ptr, V, cut, scratch_ptr, listed, CAP, BLOCK, NUM_STAGES)
 
 

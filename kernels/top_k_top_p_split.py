@@ -234,7 +234,7 @@ def _rank_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, scratch_ptr
             elif part == 0:
                 cut = find_cut(logits_ptr + row * row_stride, V, scratch_ptr, lo, hi, pop, count_hi, mass_hi, row_max,
                                V, p, total, key_lo, spread_pivots(lo, hi, NUM_PIVOTS), True, CAP,
-                               BLOCK, TILE, NUM_PIVOTS, NUM_STAGES, False)[0]
+                               BLOCK, TILE, NUM_PIVOTS, RANK_ROWS, RANK_COLS, NUM_STAGES, False)[0]
                 tl.store(state_ptr + CUT, cut.to(tl.int64))
         tl.debug_barrier()
         if tl.atomic_add(state_ptr + RANKED, 1) == tl.num_programs(1) - 1:

@@ -215,6 +215,7 @@ MUTANTS = (
         name="top_p_sorted_mass_includes_the_entry", **_ONE_PROGRAM_SEARCH,
         find="holds = (tl.cumsum(w, axis=0) - w + mass_hi).to(tl.float32) < mass_limit",
         replace="holds = (tl.cumsum(w, axis=0) + mass_hi).to(tl.float32) < mass_limit",
+        devices=("cuda",),  # the interpreter's config ranks in compare tiles (RANK_ROWS > 0)
         description="the one-program path's sorted candidates count each entry's own mass as above it: the "
                     "top-p cut can rise past the entry whose mass reaches p, which is then masked",
         ref="off-by-one in a prefix sum (an inclusive scan where the predicate needs an exclusive one)",
