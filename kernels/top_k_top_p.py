@@ -95,12 +95,11 @@ from samplecheck.kernels.validation import check_top_k_top_p
 # candidates, write), NUM_STAGES: their software pipelining depth; LANES: lane maxima kept
 # for the top-k bound; TILE and NUM_PIVOTS: the compare tile of a full-row search step;
 # CAP: scratch entries per row (a power of two); RANK_ROWS x RANK_COLS: the candidates'
-# compare tile, or 0 x 0 to sort them in registers instead (`cut_search.sorted_cut`: faster on a
-# GPU, H100 session 39: top-p alone 330.6 -> 173.6 us at 256 x 32000; the interpreter's sort
-# costs about 0.3 s a program); SAMPLE: the entries sampled to place the first passes (a power
-# of two). On a
-# GPU the tiles must fit in registers (at most 128 a thread at 8 warps, 2 programs per
-# SM); the CPU interpreter pays per operation, so it takes wide tiles, and a small CAP so
+# compare tile, or 0 x 0 to sort them in registers instead (`cut_search.sorted_cut`: faster
+# on a GPU, H100 session 39: top-p alone 330.6 -> 173.6 us at 256 x 32000; the interpreter's
+# sort costs about 0.3 s a program); SAMPLE: the entries sampled to place the first passes (a
+# power of two). On a GPU the tiles must fit in registers (at most 128 a thread at 8 warps,
+# 2 programs per SM); the CPU interpreter pays per operation, so it takes wide tiles, and a small CAP so
 # that its small rows exercise both the candidate and the full-row search. The result
 # depends on none of these.
 LAUNCH_CONFIG = {
