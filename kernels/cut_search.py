@@ -13,20 +13,19 @@ cut is the smallest key at which a monotone predicate holds:
 Integer sums are exact in any order, so a cut depends on neither the summation order nor the
 way a row is split over programs. A bracket [lo, hi] holds the cut; search steps count (and
 weigh) the entries above pivots to shrink it, and once at most CAP entries lie in it they
-are copied to a scratch and ranked: sorted in registers (`sorted_cut`, one program on a GPU) or
-against each other in compare tiles (`rank_cut`: a row's several programs, and the CPU
-interpreter, whose sort is slow).
+are copied to a scratch and ranked: a digit of the cut at a time by one program (`digit_cut`)
+or against each other in compare tiles (`rank_cut`, which a row's several programs share).
 """
 
 import triton
 import triton.language as tl
 
+from samplecheck.kernels.chunk_codes import low_zero_bits
 from samplecheck.kernels.cut_keys import (INT32_MAX_JIT, INT32_MIN_JIT, key_value, load_row, merged_lanes, order_key,
                                           row_extremes, weight, write_below_cut)
 from samplecheck.kernels.drop_store import group_columns, store_neg_inf
 from samplecheck.kernels.guard import CHECK_BLOCK, INT64_MAX_JIT, record_failed, rows_in_range
 from samplecheck.kernels.rounding import to_fp32
-
 @triton.jit
 def row_k_p(k_ptr, p_ptr, row, V, HAS_K: tl.constexpr, HAS_P: tl.constexpr):
     """The row's k as an int32 (V where top-k is off: k <= 0 or k >= V) and p as fp32 (1.0
@@ -258,24 +257,61 @@ def rank_cut(scratch_ptr, first, stride, n, lo, hi, count_hi, mass_hi, row_max, 
 
 
 @triton.jit
-def sorted_cut(scratch_ptr, n, lo, hi, count_hi, mass_hi, row_max, k, mass_limit, BY_MASS: tl.constexpr,
-               CAP: tl.constexpr):
-    """`rank_cut` of all n <= CAP scratch entries by one program, from their keys sorted in
-    registers: in descending order, the entries before position i (their count i, their mass
-    an exclusive cumsum) are those above entry i's key and, after the first entry of a run of
-    equal keys, also some at its key; the predicate, monotone, is then decided exactly at
-    every run's first entry, and a later entry of the run only repeats its key or fails."""
-    pos = tl.arange(0, CAP)
-    live = pos < n
-    key = order_key(tl.load(scratch_ptr + pos, mask=live, other=float("-inf")))
-    key = tl.sort(tl.where(live, key, INT32_MIN_JIT), descending=True)  # the n entries first
-    if BY_MASS:
-        w = weight(tl.where(live, key_value(key), float("-inf")), row_max)
-        holds = (tl.cumsum(w, axis=0) - w + mass_hi).to(tl.float32) < mass_limit
-    else:
-        holds = pos + count_hi < k
-    holds &= live & (key >= lo) & (key <= hi)
-    return tl.min(tl.where(holds, key, hi), axis=0)
+def digit_cut(scratch_ptr, n, lo, hi, count_hi, mass_hi, row_max, k, mass_limit, BY_MASS: tl.constexpr,
+              LOW_BITS: tl.constexpr, DIGIT_BITS: tl.constexpr, ROWS: tl.constexpr):
+    """`rank_cut` of all n scratch entries by one program, a digit of the cut at a time: keys
+    biased to [0, 2**32) keep their order, and the cut's bits are fixed DIGIT_BITS a step from
+    the top down to LOW_BITS (below which a scratch key's bits depend on its sign alone:
+    `low_zero_bits`). A step counts
+    (and, BY_MASS, weighs) the next digit of the bracket's entries that share the fixed bits, in
+    [ROWS, 2**DIGIT_BITS] tiles; the count or mass above a digit's largest entry is what lies
+    above the shared bits (count_hi/mass_hi and the earlier steps' higher digits) plus the
+    higher digits' sums, so the predicate, monotone, holds for some entry of a digit exactly
+    when it holds there: the cut's digit is the smallest present digit where it holds. A step
+    where lo and hi share the digit takes it unread. hi where no entry holds."""
+    rows = tl.arange(0, ROWS)
+    digits = tl.arange(0, 1 << DIGIT_BITS)
+    lo_biased = lo.to(tl.int64) - INT32_MIN_JIT
+    hi_biased = hi.to(tl.int64) - INT32_MIN_JIT
+    cut = tl.zeros([], dtype=tl.int64)  # the biased cut's bits fixed so far
+    count_above = count_hi  # count and mass above the entries that share the fixed bits
+    mass_above = mass_hi
+    found = tl.full([], 1, tl.int1)
+    for shift in range(32 - DIGIT_BITS, LOW_BITS - DIGIT_BITS, -DIGIT_BITS):
+        if (lo_biased >> shift) == (hi_biased >> shift):
+            cut += ((lo_biased >> shift) & ((1 << DIGIT_BITS) - 1)) << shift
+        elif found:
+            count_tile = tl.zeros([ROWS, 1 << DIGIT_BITS], dtype=tl.int32)
+            mass_tile = tl.zeros([ROWS, 1 << DIGIT_BITS], dtype=tl.int64)
+            for first in range(0, n, ROWS):
+                live = first + rows < n
+                x = tl.load(scratch_ptr + first + rows, mask=live, other=float("-inf"))
+                key = order_key(x)
+                biased = key.to(tl.int64) - INT32_MIN_JIT
+                sharing = live & (key >= lo) & (key <= hi) & ((biased >> (shift + DIGIT_BITS)) ==
+                                                              (cut >> (shift + DIGIT_BITS)))
+                at = sharing[:, None] & (((biased >> shift) & ((1 << DIGIT_BITS) - 1))[:, None] == digits[None, :])
+                count_tile += at.to(tl.int32)
+                if BY_MASS:
+                    mass_tile += tl.where(at, weight(x, row_max)[:, None], 0)
+            counts = tl.sum(count_tile, axis=0)
+            count_higher = tl.sum(counts, axis=0) - tl.cumsum(counts, axis=0)
+            if BY_MASS:
+                masses = tl.sum(mass_tile, axis=0)
+                mass_higher = tl.sum(masses, axis=0) - tl.cumsum(masses, axis=0)
+                holds = (mass_above + mass_higher).to(tl.float32) < mass_limit
+            else:
+                holds = count_above + count_higher < k
+            chosen = tl.min(tl.where(holds & (counts > 0), digits, 1 << DIGIT_BITS), axis=0)
+            found = chosen < (1 << DIGIT_BITS)
+            count_above += tl.sum(tl.where(digits == chosen, count_higher, 0), axis=0)
+            if BY_MASS:
+                mass_above += tl.sum(tl.where(digits == chosen, mass_higher, 0), axis=0)
+            cut += chosen.to(tl.int64) << shift
+    # Below the last digit an entry's key holds the sign's constant bits: 0 for a positive key, 1
+    # for a negative one (`order_key` flips a negative value's bits).
+    cut = tl.where(cut >> 31 == 0, cut | ((1 << (LOW_BITS // DIGIT_BITS * DIGIT_BITS)) - 1), cut)
+    return tl.where(found, (cut + INT32_MIN_JIT).to(tl.int32), hi)
 
 
 @triton.jit
@@ -288,8 +324,10 @@ def find_cut(row_ptr, V, scratch_ptr, lo, hi, n, count_hi, mass_hi, row_max, k, 
     below lo, and `total` is the mass of key >= mass_floor (BY_MASS). n > CAP: it does not
     (n is the bracket's population or V); full-row search steps (first pivots: `pivots`)
     shrink the bracket and sum `total` first, and the bracket's entries are collected then.
-    The scratch is ranked in [RANK_ROWS, RANK_COLS] compare tiles (`rank_cut`), or sorted in
-    registers where RANK_ROWS is 0 (`sorted_cut`): the same cut.
+    The scratch is ranked in [RANK_ROWS, RANK_COLS] compare tiles (`rank_cut`), or a digit at a
+    time where RANK_ROWS is 0 (`digit_cut`: 4-bit digits, 8 steps at most for fp32 logits and 4
+    for bf16, in [128, 16] tiles, whose int64 masses take 16 registers a thread at 8 warps): the
+    same cut.
     DROP: lo is at or below the row's cut, and every pass that filled the scratch was a
     `collect` with DROP (so is this one's). Returns the cut, the scratch's entry count,
     whether the scratch holds every entry from the cut up, and the number of scratch entries
@@ -311,8 +349,8 @@ def find_cut(row_ptr, V, scratch_ptr, lo, hi, n, count_hi, mass_hi, row_max, k, 
     cut = lo
     if collected:
         if RANK_ROWS == 0:
-            cut = sorted_cut(scratch_ptr, n, lo, hi, count_hi, mass_hi, row_max, k, p * total.to(tl.float32),
-                             BY_MASS, CAP)
+            cut = digit_cut(scratch_ptr, n, lo, hi, count_hi, mass_hi, row_max, k, p * total.to(tl.float32),
+                            BY_MASS, low_zero_bits(row_ptr.dtype.element_ty), 4, 128)
         else:
             cut = rank_cut(scratch_ptr, 0, RANK_ROWS, n, lo, hi, count_hi, mass_hi, row_max, k,
                            p * total.to(tl.float32), BY_MASS, RANK_ROWS, RANK_COLS)

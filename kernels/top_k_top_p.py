@@ -57,17 +57,17 @@ Each cut lies in a bracket [lo, hi] of keys, hi = the row max's key:
    growing from about CAP / 2 expected entries. Later steps spread the pivots evenly over
    the bracket. The sample only places pivots: every pivot is checked against the whole
    row, so the cut does not depend on it.
-4. The cut is the smallest candidate key at which the predicate holds. On a GPU the
-   candidates' keys (CAP, padded) are sorted in registers, and the count and mass above each
-   are its position and an exclusive cumsum in that order; the interpreter compares every
-   candidate with every other in [RANK_ROWS, RANK_COLS] tiles. Top-p reuses the top-k
-   candidates when they hold every top-k survivor.
+4. The cut is the smallest candidate key at which the predicate holds, fixed 4 bits at a
+   time from the top: a step counts (and weighs) the candidates that share the bits fixed so
+   far by their next digit, and takes the smallest digit whose largest entry holds
+   (`samplecheck.kernels.cut_search.digit_cut`). Top-p reuses the top-k candidates when they
+   hold every top-k survivor.
 5. Where the last candidate pass's candidates fit the scratch and reach above the cut (its
    bracket held every entry from the cut up, or its hi is the cut's stage's own), -inf is
    written at the candidates below the cut, by their columns; else a last pass writes -inf
    below the cut and at NaN.
 With k = 50 that is two passes over the row (max; candidates and -inf below lo) and a
-sort of CAP keys; top-p alone with a tight bound takes two as well; on a flat
+digit selection over the candidates; top-p alone with a tight bound takes two as well; on a flat
 row a search step more (a second step when the sample's guess misses).
 
 Exactness and determinism: masses are sums of exp(x - max) in 2**-40 fixed point (int64).
@@ -95,10 +95,10 @@ from samplecheck.kernels.validation import check_top_k_top_p
 # candidates, write), NUM_STAGES: their software pipelining depth; LANES: lane maxima kept
 # for the top-k bound; TILE and NUM_PIVOTS: the compare tile of a full-row search step;
 # CAP: scratch entries per row (a power of two); RANK_ROWS x RANK_COLS: the candidates'
-# compare tile, or 0 x 0 to sort them in registers instead (`cut_search.sorted_cut`: faster
-# on a GPU, H100 session 39: top-p alone 330.6 -> 173.6 us at 256 x 32000; the interpreter's
-# sort costs about 0.3 s a program); SAMPLE: the entries sampled to place the first passes (a
-# power of two). On a GPU the tiles must fit in registers (at most 128 a thread at 8 warps,
+# compare tile (`cut_search.rank_cut`), or 0 x 0 to fix the cut a digit at a time
+# (`cut_search.digit_cut`; both devices: on an H100 the compare tiles took top-p alone at
+# 256 x 32000 from 173.6 to 330.6 us, docs/benchmarks.md, session 39); SAMPLE: the entries
+# sampled to place the first passes (a power of two). On a GPU the tiles must fit in registers (at most 128 a thread at 8 warps,
 # 2 programs per SM); the CPU interpreter pays per operation, so it takes wide tiles, and a small CAP so
 # that its small rows exercise both the candidate and the full-row search. The result
 # depends on none of these.
@@ -106,7 +106,7 @@ LAUNCH_CONFIG = {
     "cuda": dict(BLOCK=2048, NUM_STAGES=3, LANES=512, BOUND_STEPS=3, TILE=256, NUM_PIVOTS=16, CAP=1024,
                  RANK_ROWS=0, RANK_COLS=0, SAMPLE=1024, num_warps=8),
     "cpu": dict(BLOCK=4096, NUM_STAGES=1, LANES=1024, BOUND_STEPS=2, TILE=4096, NUM_PIVOTS=256, CAP=256,
-                RANK_ROWS=128, RANK_COLS=128, SAMPLE=32),
+                RANK_ROWS=0, RANK_COLS=0, SAMPLE=32),
 }
 
 # Top-p alone on at most `rows` rows (one program per row, at most about one per SM): wider

@@ -212,12 +212,11 @@ MUTANTS = (
         killed_by=catalog.EDGE_VALUES,
     ),
     Mutant(
-        name="top_p_sorted_mass_includes_the_entry", **_ONE_PROGRAM_SEARCH,
-        find="holds = (tl.cumsum(w, axis=0) - w + mass_hi).to(tl.float32) < mass_limit",
-        replace="holds = (tl.cumsum(w, axis=0) + mass_hi).to(tl.float32) < mass_limit",
-        devices=("cuda",),  # the interpreter's config ranks in compare tiles (RANK_ROWS > 0)
-        description="the one-program path's sorted candidates count each entry's own mass as above it: the "
-                    "top-p cut can rise past the entry whose mass reaches p, which is then masked",
+        name="top_p_digit_mass_includes_the_digit", **_ONE_PROGRAM_SEARCH,
+        find="mass_higher = tl.sum(masses, axis=0) - tl.cumsum(masses, axis=0)",
+        replace="mass_higher = tl.sum(masses, axis=0) - tl.cumsum(masses, axis=0) + masses",
+        description="the one-program path's digit selection counts a digit's own mass as above its largest "
+                    "entry: the top-p cut can rise past the entry whose mass reaches p, which is then masked",
         ref="off-by-one in a prefix sum (an inclusive scan where the predicate needs an exclusive one)",
     ),
     Mutant(

@@ -1,10 +1,11 @@
 """The one-program kernel's two ways of ranking its candidates (`samplecheck.kernels.cut_search`):
-sorted in registers (`sorted_cut`, RANK_ROWS = 0, the GPU's launch config) and compared with each
-other in tiles (`rank_cut`, the interpreter's config: its sort costs about 0.3 s a program) mask
-every row bitwise the same, top-k, top-p and both, on rows with ties, NaN, +-inf, signed zeros,
-an all but -inf row and a flat one, in each logits dtype. A small CAP makes the rows' brackets
-overflow it, so both the candidate pass and the full-row search feed the ranking; few LANES
-leave most k without the lane bound, so the top-k candidates reach below the k-th entry.
+a digit of the cut at a time (`digit_cut`, RANK_ROWS = 0, both devices' launch config) and every
+candidate compared with every other in tiles (`rank_cut`, which the split paths' programs share)
+mask every row bitwise the same, top-k, top-p and both, on rows with ties, NaN, +-inf, signed
+zeros, an all but -inf row and a flat one, in each logits dtype. A small CAP makes the rows'
+brackets overflow it, so both the candidate pass and the full-row search feed the ranking; few
+LANES leave most k without the lane bound, so the top-k candidates reach below the k-th entry.
+(tests/cover/test_digit_cut.py compares the two functions alone on drawn brackets.)
 """
 
 import pytest
@@ -15,7 +16,7 @@ from samplecheck.kernels.validation import LOGIT_DTYPES
 
 pytestmark = pytest.mark.interpreter
 
-RANKINGS = {"sorted": dict(RANK_ROWS=0, RANK_COLS=0), "tiled": dict(RANK_ROWS=16, RANK_COLS=64)}
+RANKINGS = {"digits": dict(RANK_ROWS=0, RANK_COLS=0), "tiled": dict(RANK_ROWS=16, RANK_COLS=64)}
 
 
 def _rows(dtype, device):
@@ -32,7 +33,7 @@ def _rows(dtype, device):
 
 
 @pytest.mark.parametrize("dtype", LOGIT_DTYPES, ids=str)
-def test_sorted_and_tiled_rankings_mask_alike(device, dtype, monkeypatch):
+def test_digit_and_tiled_rankings_mask_alike(device, dtype, monkeypatch):
     config = top_k_top_p.LAUNCH_CONFIG[device.type]
     monkeypatch.setitem(config, "CAP", 64)
     monkeypatch.setitem(config, "LANES", 32)  # k above it: no lane bound
@@ -46,6 +47,6 @@ def test_sorted_and_tiled_rankings_mask_alike(device, dtype, monkeypatch):
             for key, value in ranking.items():
                 monkeypatch.setitem(config, key, value)
             masked[name] = top_k_top_p.apply_top_k_top_p(_rows(dtype, device), k_arg, p_arg)
-        assert masked["sorted"].isinf().any(), "nothing was masked"
-        torch.testing.assert_close(masked["sorted"], masked["tiled"], rtol=0, atol=0, equal_nan=True,
+        assert masked["digits"].isinf().any(), "nothing was masked"
+        torch.testing.assert_close(masked["digits"], masked["tiled"], rtol=0, atol=0, equal_nan=True,
                                    msg=lambda m: f"k={k_arg is not None}, p={p_arg is not None}: {m}")
