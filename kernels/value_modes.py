@@ -197,9 +197,12 @@ def raise_ready() -> None:
 def raise_pending() -> None:
     """Wait for every deferred call's flag and raise the first failure's error (the error
     the eager check would have raised, naming the parameter and its range, when the call is
-    among the RECENT newest). Nothing while a graph is captured."""
+    among the RECENT newest). Every call recorded so far is resolved, both pools' (the shipped
+    one's calls are the older): a later failure is not raised, then or by a later call.
+    Nothing while a graph is captured."""
     if capturing():
         return
+    first = None
     for pools in _POOLS.values():
         active, shipped = pools
         for pool in (shipped, active):
@@ -209,6 +212,18 @@ def raise_pending() -> None:
                 pool.ship()
             try:
                 pool.raise_failed()
+            except ValueError as error:
+                first = first if first is not None else error
             finally:
                 if pool is active:
                     pool.reset()
+    if first is not None:
+        raise first
+
+
+def drop_pending() -> None:
+    """Resolve every deferred call recorded so far, as `raise_pending` does, and drop their
+    failures unraised: for a harness starting work whose own calls alone may raise (a test's
+    next example). Nothing while a graph is captured."""
+    with contextlib.suppress(ValueError):
+        raise_pending()

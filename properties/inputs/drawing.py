@@ -31,6 +31,7 @@ import torch
 from hypothesis import assume, event, example
 
 from samplecheck.inputs.coverage import case_events
+from samplecheck.kernels.value_modes import drop_pending
 
 from samplecheck.registry.matrix import REGISTRY, Combo
 from samplecheck.registry.records import RegressionExample
@@ -94,6 +95,9 @@ def draw_case(data, combo: Combo, strategy):
         assume(accepted(combo, case))
     else:
         case = data.draw(accepted_cases(combo, strategy), label="case")
+    # An earlier example's deferred value errors are its own (a call it made before it failed,
+    # or was cut short): dropped, so that this example's `raise_pending()` raises only its own.
+    drop_pending()
     ExampleCounter.count += 1
     for label in case_events(combo, case):
         event(label)
