@@ -57,10 +57,11 @@ Each cut lies in a bracket [lo, hi] of keys, hi = the row max's key:
    growing from about CAP / 2 expected entries. Later steps spread the pivots evenly over
    the bracket. The sample only places pivots: every pivot is checked against the whole
    row, so the cut does not depend on it.
-4. The cut is the smallest candidate key at which the predicate holds, fixed 4 bits at a
-   time from the top: a step counts (and weighs) the candidates that share the bits fixed so
-   far by their next digit, and takes the smallest digit whose largest entry holds
-   (`samplecheck.kernels.cut_search.digit_cut`). Top-p reuses the top-k candidates when they
+4. The cut is the smallest candidate key at which the predicate holds. On a GPU it is fixed
+   4 bits at a time from the top: a step counts (and weighs) the candidates that share the bits
+   fixed so far by their next digit, and takes the smallest digit whose largest entry holds
+   (`samplecheck.kernels.cut_search.digit_cut`); the interpreter compares every candidate with
+   every other in [RANK_ROWS, RANK_COLS] tiles. Top-p reuses the top-k candidates when they
    hold every top-k survivor.
 5. Where the last candidate pass's candidates fit the scratch and reach above the cut (its
    bracket held every entry from the cut up, or its hi is the cut's stage's own), -inf is
@@ -96,9 +97,11 @@ from samplecheck.kernels.validation import check_top_k_top_p
 # for the top-k bound; TILE and NUM_PIVOTS: the compare tile of a full-row search step;
 # CAP: scratch entries per row (a power of two); RANK_ROWS x RANK_COLS: the candidates'
 # compare tile (`cut_search.rank_cut`), or 0 x 0 to fix the cut a digit at a time
-# (`cut_search.digit_cut`; both devices: on an H100 the compare tiles took top-p alone at
-# 256 x 32000 from 173.6 to 330.6 us, docs/benchmarks.md, session 39); SAMPLE: the entries
-# sampled to place the first passes (a power of two). On a GPU the tiles must fit in registers (at most 128 a thread at 8 warps,
+# (`cut_search.digit_cut`: on an H100 the compare tiles took top-p alone at 256 x 32000 from
+# 173.6 to 330.6 us, docs/benchmarks.md, session 39; the interpreter pays per operation, not
+# per element, and runs a row's digit steps 2-4x slower than its few wide compare tiles, so the
+# CPU config compares; tests/cover/test_digit_cut.py and test_cut_rankings.py check the digits
+# there); SAMPLE: the entries sampled to place the first passes (a power of two). On a GPU the tiles must fit in registers (at most 128 a thread at 8 warps,
 # 2 programs per SM); the CPU interpreter pays per operation, so it takes wide tiles, and a small CAP so
 # that its small rows exercise both the candidate and the full-row search. The result
 # depends on none of these.
@@ -106,7 +109,7 @@ LAUNCH_CONFIG = {
     "cuda": dict(BLOCK=2048, NUM_STAGES=3, LANES=512, BOUND_STEPS=3, TILE=256, NUM_PIVOTS=16, CAP=1024,
                  RANK_ROWS=0, RANK_COLS=0, SAMPLE=1024, num_warps=8),
     "cpu": dict(BLOCK=4096, NUM_STAGES=1, LANES=1024, BOUND_STEPS=2, TILE=4096, NUM_PIVOTS=256, CAP=256,
-                RANK_ROWS=0, RANK_COLS=0, SAMPLE=32),
+                RANK_ROWS=128, RANK_COLS=128, SAMPLE=32),
 }
 
 # Top-p alone on at most `rows` rows (one program per row, at most about one per SM): wider

@@ -215,6 +215,7 @@ MUTANTS = (
         name="top_p_digit_mass_includes_the_digit", **_ONE_PROGRAM_SEARCH,
         find="mass_higher = tl.sum(masses, axis=0) - tl.cumsum(masses, axis=0)",
         replace="mass_higher = tl.sum(masses, axis=0) - tl.cumsum(masses, axis=0) + masses",
+        devices=("cuda",),  # the interpreter's config ranks in compare tiles (RANK_ROWS > 0)
         description="the one-program path's digit selection counts a digit's own mass as above its largest "
                     "entry: the top-p cut can rise past the entry whose mass reaches p, which is then masked",
         ref="off-by-one in a prefix sum (an inclusive scan where the predicate needs an exclusive one)",

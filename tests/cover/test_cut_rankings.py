@@ -1,7 +1,7 @@
 """The one-program kernel's two ways of ranking its candidates (`samplecheck.kernels.cut_search`):
-a digit of the cut at a time (`digit_cut`, RANK_ROWS = 0, both devices' launch config) and every
-candidate compared with every other in tiles (`rank_cut`, which the split paths' programs share)
-mask every row bitwise the same, top-k, top-p and both, on rows with ties, NaN, +-inf, signed
+a digit of the cut at a time (`digit_cut`, RANK_ROWS = 0, the GPU's launch config) and every
+candidate compared with every other in tiles (`rank_cut`: the interpreter's config, and the split
+paths' programs share it) mask every row bitwise the same, top-k, top-p and both, on rows with ties, NaN, +-inf, signed
 zeros, an all but -inf row and a flat one, in each logits dtype. A small CAP makes the rows'
 brackets overflow it, so both the candidate pass and the full-row search feed the ranking; few
 LANES leave most k without the lane bound, so the top-k candidates reach below the k-th entry.

@@ -1,0 +1,104 @@
+"""How long Triton takes to compile the selection kernels for a GPU, on any machine (no GPU is
+needed: `triton.compile` for a target), and what the compiled code holds.
+
+    python -m bench.compile_times                          # sm_90, every variant below
+    python -m bench.compile_times --variants one-k+p,chunks-k+p --dtypes bf16 --arch 90
+
+A compile is a JIT stall wherever a batch first reaches a specialization (an engine's first
+request of a kind; each test of the suite's that reaches a new one), and on a GPU runner most of
+the gate's time (`samplecheck gate` prints its compile seconds by kernel). Variants, each with
+the launch config of the path that compiles it on CUDA, GUARDED, and no pointer or size
+specialized on divisibility: the one-program kernel (`samplecheck.kernels.top_k_top_p`) with k,
+p and both, and top-p alone's wide config (one-k, one-p, one-k+p, one-p-wide); the chunk path
+(`samplecheck.kernels.top_k_chunks`) without and with p (chunks-k, chunks-k+p). Per variant: the
+seconds of `triton.compile` (one at a time, from no cache), the Triton IR's op count, and from the
+cubin (cuobjdump) registers a thread and stack bytes. Run it without TRITON_INTERPRET: the
+interpreter compiles nothing.
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+from bench.kernels import LOGIT_DTYPES
+from samplecheck.kernels import top_k_chunks, top_k_top_p
+from samplecheck.kernels.chunk_codes import LIST_KEY_BITS
+
+POINTER = {"bf16": "*bf16", "fp16": "*fp16", "fp32": "*fp32"}
+# Runtime arguments' types; every other argument of these kernels is a constexpr.
+ARGUMENTS = dict(row_stride="i32", k_ptr="*i64", p_ptr="*fp32", scratch_ptr="*fp32", B="i32", V="i32",
+                 guard_ptr="*i32", check="i1", buffer_ptr="*i64", S="i32")
+
+
+def variants(dtype: str):
+    """(name, kernel, constexprs, num_warps) of each variant the module docstring lists."""
+    search = {n: v for n, v in top_k_top_p.LAUNCH_CONFIG["cuda"].items() if n != "num_warps"}
+    warps = top_k_top_p.LAUNCH_CONFIG["cuda"]["num_warps"]
+    for name, has_k, has_p in (("k", True, False), ("p", False, True), ("k+p", True, True)):
+        yield (f"one-{name}", top_k_top_p._top_k_top_p_kernel, dict(GUARDED=True, HAS_K=has_k, HAS_P=has_p, **search),
+               warps)
+    wide = top_k_top_p.WIDE_TOP_P["cuda"]
+    yield ("one-p-wide", top_k_top_p._top_k_top_p_kernel,
+           dict(GUARDED=True, HAS_K=False, HAS_P=True, **{**search, "TILE": wide["TILE"]}), wide["num_warps"])
+    c = top_k_chunks.CHUNKS_CONFIG["cuda"]
+    for has_p in (False, True):
+        yield (f"chunks-k{'+p' if has_p else ''}", top_k_chunks._top_k_chunks_kernel,
+                   dict(GUARDED=True, HAS_P=has_p, COL_BITS=c["COL_BITS"], K_MAX=c["K_MAX"], MERGE=c["MAX_MERGE"],
+                        KEY_BITS=LIST_KEY_BITS[LOGIT_DTYPES[dtype]], DIGIT_BITS=c["DIGIT_BITS"],
+                        **{n: search[n] for n in ("BLOCK", "NUM_STAGES", "LANES", "BOUND_STEPS", "TILE",
+                                                  "NUM_PIVOTS", "CAP", "RANK_ROWS", "RANK_COLS", "SAMPLE")}),
+                   c["num_warps"])
+
+
+def resources(cubin: bytes) -> str:
+    """'REG:n STACK:n ...' of the cubin's kernel, from Triton's own cuobjdump."""
+    tool = os.path.join(os.path.dirname(sys.modules["triton.backends.nvidia"].__file__), "bin", "cuobjdump")
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        out = subprocess.run([tool, "--dump-resource-usage", f.name], capture_output=True, text=True).stdout
+    found = re.search(r"REG:(\d+) STACK:(\d+)", out)
+    return f"{found.group(1)} | {found.group(2)}" if found else "? | ?"
+
+
+def compile_one(kernel, dtype: str, constexprs: dict, num_warps: int, arch: int):
+    """(seconds, compiled kernel) of one variant, compiled from no cache."""
+    names = kernel.arg_names
+    signature = {n: (POINTER[dtype] if n == "logits_ptr" else ARGUMENTS.get(n, "constexpr")) for n in names}
+    source = ASTSource(kernel, signature, constexprs={(names.index(n),): v for n, v in constexprs.items()})
+    start = time.perf_counter()
+    compiled = triton.compile(source, target=GPUTarget("cuda", arch, 32), options=dict(num_warps=num_warps))
+    return time.perf_counter() - start, compiled
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.compile_times", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--variants", default="", help="comma-separated variant names (default: all)")
+    parser.add_argument("--dtypes", default="bf16,fp16,fp32", help="comma-separated logits dtypes")
+    parser.add_argument("--arch", type=int, default=90, help="the CUDA compute capability compiled for (90: sm_90)")
+    args = parser.parse_args(argv)
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        parser.error("TRITON_INTERPRET=1 is set: the interpreter compiles nothing; run without it")
+    os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="compile-times-")  # from no cache
+    print(f"sm_{args.arch}, triton {triton.__version__}\n")
+    print("| variant | dtype | compile (s) | Triton IR ops | registers a thread | stack bytes |")
+    print("|---|---|---|---|---|---|")
+    for dtype in args.dtypes.split(","):
+        for name, kernel, constexprs, warps in variants(dtype):
+            if args.variants and name not in args.variants.split(","):
+                continue
+            seconds, compiled = compile_one(kernel, dtype, constexprs, warps, args.arch)
+            ops = sum(" = " in line for line in compiled.asm["ttir"].splitlines() if not line.startswith("#"))
+            print(f"| {name} | {dtype} | {seconds:.1f} | {ops} | {resources(compiled.asm['cubin'])} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
