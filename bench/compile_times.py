@@ -50,12 +50,11 @@ def variants(dtype: str):
            dict(GUARDED=True, HAS_K=False, HAS_P=True, **{**search, "TILE": wide["TILE"]}), wide["num_warps"])
     c = top_k_chunks.CHUNKS_CONFIG["cuda"]
     for has_p in (False, True):
+        # The chunk path takes the one-program kernel's search settings for its rows searched whole.
         yield (f"chunks-k{'+p' if has_p else ''}", top_k_chunks._top_k_chunks_kernel,
-                   dict(GUARDED=True, HAS_P=has_p, COL_BITS=c["COL_BITS"], K_MAX=c["K_MAX"], MERGE=c["MAX_MERGE"],
-                        KEY_BITS=LIST_KEY_BITS[LOGIT_DTYPES[dtype]], DIGIT_BITS=c["DIGIT_BITS"],
-                        **{n: search[n] for n in ("BLOCK", "NUM_STAGES", "LANES", "BOUND_STEPS", "TILE",
-                                                  "NUM_PIVOTS", "CAP", "RANK_ROWS", "RANK_COLS", "SAMPLE")}),
-                   c["num_warps"])
+               dict(GUARDED=True, HAS_P=has_p, COL_BITS=c["COL_BITS"], K_MAX=c["K_MAX"], MERGE=c["MAX_MERGE"],
+                    KEY_BITS=LIST_KEY_BITS[LOGIT_DTYPES[dtype]], DIGIT_BITS=c["DIGIT_BITS"], **search),
+               c["num_warps"])
 
 
 def resources(cubin: bytes) -> str:

@@ -26,6 +26,8 @@ from samplecheck.kernels.cut_keys import (INT32_MAX_JIT, INT32_MIN_JIT, key_valu
 from samplecheck.kernels.drop_store import group_columns, store_neg_inf
 from samplecheck.kernels.guard import CHECK_BLOCK, INT64_MAX_JIT, record_failed, rows_in_range
 from samplecheck.kernels.rounding import to_fp32
+
+
 @triton.jit
 def row_k_p(k_ptr, p_ptr, row, V, HAS_K: tl.constexpr, HAS_P: tl.constexpr):
     """The row's k as an int32 (V where top-k is off: k <= 0 or k >= V) and p as fp32 (1.0
@@ -262,13 +264,13 @@ def digit_cut(scratch_ptr, n, lo, hi, count_hi, mass_hi, row_max, k, mass_limit,
     """`rank_cut` of all n scratch entries by one program, a digit of the cut at a time: keys
     biased to [0, 2**32) keep their order, and the cut's bits are fixed DIGIT_BITS a step from
     the top down to LOW_BITS (below which a scratch key's bits depend on its sign alone:
-    `low_zero_bits`). A step counts
-    (and, BY_MASS, weighs) the next digit of the bracket's entries that share the fixed bits, in
-    [ROWS, 2**DIGIT_BITS] tiles; the count or mass above a digit's largest entry is what lies
-    above the shared bits (count_hi/mass_hi and the earlier steps' higher digits) plus the
-    higher digits' sums, so the predicate, monotone, holds for some entry of a digit exactly
-    when it holds there: the cut's digit is the smallest present digit where it holds. A step
-    where lo and hi share the digit takes it unread. hi where no entry holds."""
+    `low_zero_bits`). A step counts (and, BY_MASS, weighs) the next digit of the bracket's
+    entries that share the fixed bits, in [ROWS, 2**DIGIT_BITS] tiles; the count or mass above
+    a digit's largest entry is what lies above the shared bits (count_hi/mass_hi and the
+    earlier steps' higher digits) plus the higher digits' sums, so the predicate, monotone,
+    holds for some entry of a digit exactly when it holds there: the cut's digit is the
+    smallest present digit where it holds. A step where lo and hi share the digit takes it
+    unread. hi where no entry holds."""
     rows = tl.arange(0, ROWS)
     digits = tl.arange(0, 1 << DIGIT_BITS)
     lo_biased = lo.to(tl.int64) - INT32_MIN_JIT
@@ -290,7 +292,8 @@ def digit_cut(scratch_ptr, n, lo, hi, count_hi, mass_hi, row_max, k, mass_limit,
                 biased = key.to(tl.int64) - INT32_MIN_JIT
                 sharing = live & (key >= lo) & (key <= hi) & ((biased >> (shift + DIGIT_BITS)) ==
                                                               (cut >> (shift + DIGIT_BITS)))
-                at = sharing[:, None] & (((biased >> shift) & ((1 << DIGIT_BITS) - 1))[:, None] == digits[None, :])
+                digit = (biased >> shift) & ((1 << DIGIT_BITS) - 1)
+                at = sharing[:, None] & (digit[:, None] == digits[None, :])
                 count_tile += at.to(tl.int32)
                 if BY_MASS:
                     mass_tile += tl.where(at, weight(x, row_max)[:, None], 0)

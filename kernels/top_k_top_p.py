@@ -67,9 +67,9 @@ Each cut lies in a bracket [lo, hi] of keys, hi = the row max's key:
    bracket held every entry from the cut up, or its hi is the cut's stage's own), -inf is
    written at the candidates below the cut, by their columns; else a last pass writes -inf
    below the cut and at NaN.
-With k = 50 that is two passes over the row (max; candidates and -inf below lo) and a
-digit selection over the candidates; top-p alone with a tight bound takes two as well; on a flat
-row a search step more (a second step when the sample's guess misses).
+With k = 50 that is two passes over the row (max; candidates and -inf below lo) and a digit
+selection over the candidates; top-p alone with a tight bound takes two as well; on a flat row
+a search step more (a second step when the sample's guess misses).
 
 Exactness and determinism: masses are sums of exp(x - max) in 2**-40 fixed point (int64).
 Integer sums are exact in any order, so the cut depends neither on the summation order
@@ -97,13 +97,13 @@ from samplecheck.kernels.validation import check_top_k_top_p
 # for the top-k bound; TILE and NUM_PIVOTS: the compare tile of a full-row search step;
 # CAP: scratch entries per row (a power of two); RANK_ROWS x RANK_COLS: the candidates'
 # compare tile (`cut_search.rank_cut`), or 0 x 0 to fix the cut a digit at a time
-# (`cut_search.digit_cut`: on an H100 the compare tiles took top-p alone at 256 x 32000 from
-# 173.6 to 330.6 us, docs/benchmarks.md, session 39; the interpreter pays per operation, not
-# per element, and runs a row's digit steps 2-4x slower than its few wide compare tiles, so the
-# CPU config compares; tests/cover/test_digit_cut.py and test_cut_rankings.py check the digits
-# there); SAMPLE: the entries sampled to place the first passes (a power of two). On a GPU the tiles must fit in registers (at most 128 a thread at 8 warps,
-# 2 programs per SM); the CPU interpreter pays per operation, so it takes wide tiles, and a small CAP so
-# that its small rows exercise both the candidate and the full-row search. The result
+# (`cut_search.digit_cut`; on an H100 the compare tiles took top-p alone at 256 x 32000 from
+# 173.6 to 330.6 us, docs/benchmarks.md, session 39); SAMPLE: the entries sampled to place the
+# first passes (a power of two). On a GPU the tiles must fit in registers (at most 128 a thread
+# at 8 warps, 2 programs per SM). The CPU interpreter pays per operation, not per element: it
+# takes wide tiles, compare tiles for the candidates (it runs a row's digit steps 2-4x slower;
+# tests/cover/test_digit_cut.py and test_cut_rankings.py check the digits there), and a small
+# CAP so that its small rows exercise both the candidate and the full-row search. The result
 # depends on none of these.
 LAUNCH_CONFIG = {
     "cuda": dict(BLOCK=2048, NUM_STAGES=3, LANES=512, BOUND_STEPS=3, TILE=256, NUM_PIVOTS=16, CAP=1024,
