@@ -40,7 +40,8 @@ def load_row(ptrs, mask):
 @triton.jit
 def lane_extremes(row_ptr, start, end, BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr):
     """One pass over columns [start, end): per lane (lane j sees the columns start + j mod
-    BLOCK) the max (-inf for no column) and the min (+inf for no column), NaN read as -inf."""
+    BLOCK) the max (-inf for no column) and the min above -inf (+inf for none), NaN read as
+    -inf."""
     offs = tl.arange(0, BLOCK)
     lane_max = tl.full([BLOCK], float("-inf"), tl.float32)
     lane_min = tl.full([BLOCK], float("inf"), tl.float32)
@@ -49,7 +50,7 @@ def lane_extremes(row_ptr, start, end, BLOCK: tl.constexpr, NUM_STAGES: tl.const
         live = idx < end
         x = load_row(row_ptr + idx, live)
         lane_max = tl.maximum(lane_max, x)
-        lane_min = tl.minimum(lane_min, tl.where(live, x, float("inf")))
+        lane_min = tl.minimum(lane_min, tl.where(x > float("-inf"), x, float("inf")))
     return lane_max, lane_min
 
 
@@ -63,11 +64,12 @@ def merged_lanes(lane_max, LANES: tl.constexpr, BLOCK: tl.constexpr):
 @triton.jit
 def row_extremes(row_ptr, V, BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr):
     """One pass over the row (`lane_extremes`): (the lane maxima, the row max, 0 for a row of
-    -inf and NaN only, the keys of the row's min and max)."""
+    -inf and NaN only, the keys of the row's smallest entry above -inf and of its max; the
+    max's for a row of -inf and NaN only)."""
     lane_max, lane_min = lane_extremes(row_ptr, 0, V, BLOCK, NUM_STAGES)
     row_max = tl.max(lane_max, axis=0)
-    key_lo = order_key(tl.min(lane_min, axis=0))
     key_hi = order_key(row_max)
+    key_lo = tl.minimum(order_key(tl.min(lane_min, axis=0)), key_hi)
     return lane_max, tl.where(row_max == float("-inf"), 0.0, row_max), key_lo, key_hi
 
 

@@ -81,8 +81,9 @@ def spread_pivots(lo, hi, NUM_PIVOTS: tl.constexpr):
 
 @triton.jit
 def kth_largest_bound(keys, k, lo, hi, STEPS: tl.constexpr, NUM_PIVOTS: tl.constexpr):
-    """A key c with #(keys >= c) >= k, close below the k-th largest of `keys` (in registers,
-    all in [lo, hi]): STEPS NUM_PIVOTS-ary search steps, each keeping that invariant."""
+    """A key c in [lo, hi] close below the k-th largest of `keys` (in registers, at most hi;
+    those below lo never count): STEPS NUM_PIVOTS-ary search steps over [lo, hi], each raising
+    c only to a key with #(keys >= c) >= k, so c is lo or such a key."""
     for _ in tl.static_range(STEPS):
         pivots = spread_pivots(lo, hi, NUM_PIVOTS)
         count = tl.sum((keys[:, None] > pivots[None, :]).to(tl.int32), axis=0)
@@ -403,22 +404,35 @@ def top_p_first_step(row_ptr, V, mass_floor, key_hi, row_max, p, CAP: tl.constex
 
 
 @triton.jit
+def lanes_bound(lanes, k, key_lo, key_hi, STEPS: tl.constexpr, NUM_PIVOTS: tl.constexpr):
+    """`kth_largest_bound` over lane maxima `lanes` (distinct entries of a row; -inf's key for
+    a lane without one) from their smallest above -inf when at least k are (at or below the
+    k-th largest of them, so of the row's entries), else from key_lo, the row's smallest key
+    above -inf."""
+    finite = lanes > order_key(tl.full([], float("-inf"), tl.float32))
+    smallest = tl.min(tl.where(finite, lanes, key_hi), axis=0)
+    start = tl.where(tl.sum(finite.to(tl.int32), axis=0) >= k, smallest, key_lo)
+    return kth_largest_bound(lanes, k, start, key_hi, STEPS, NUM_PIVOTS)
+
+
+@triton.jit
 def top_k_cut(row_ptr, V, k, scratch_ptr, lane_max, row_max, key_lo, key_hi, BLOCK: tl.constexpr,
               NUM_STAGES: tl.constexpr, LANES: tl.constexpr, BOUND_STEPS: tl.constexpr, TILE: tl.constexpr,
               NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, RANK_ROWS: tl.constexpr, RANK_COLS: tl.constexpr,
               DROP: tl.constexpr):
     """The top-k cut of a row with 0 < k < V, from its `row_extremes`, as `find_cut` returns it
     (cut, candidates in the scratch, whether they hold every survivor), and the scratch's
-    entries `write_cut` may finish the row from (-1: none): the bracket raised to the k-th
-    largest lane maximum's bound where k <= LANES, candidates collected (`collect`, with DROP)
-    when that bound applies or the row fits the scratch, then searched."""
+    entries `write_cut` may finish the row from (-1: none): the bracket, from the row's
+    smallest key above -inf (key_lo), raised to the k-th largest lane maximum's bound where
+    k <= LANES, candidates collected (`collect`, with DROP) when that bound applies or the row
+    fits the scratch, then searched."""
     zero_mass = tl.zeros([], dtype=tl.int64)
     n = tl.zeros([], dtype=tl.int32) + V
     lo = key_lo
     if (k <= LANES) | (V <= CAP):
         if k <= LANES:
             lanes = merged_lanes(lane_max, LANES, BLOCK)
-            lo = kth_largest_bound(lanes, k, tl.min(lanes, axis=0), key_hi, BOUND_STEPS, NUM_PIVOTS)
+            lo = lanes_bound(lanes, k, key_lo, key_hi, BOUND_STEPS, NUM_PIVOTS)
         n, _ = collect(row_ptr, V, lo, key_hi, scratch_ptr, row_max, lo, False, CAP, BLOCK, NUM_STAGES, DROP)
     return find_cut(row_ptr, V, scratch_ptr, lo, key_hi, n, tl.zeros([], dtype=tl.int32), zero_mass, row_max, k,
                     1.0, zero_mass, key_lo, spread_pivots(lo, key_hi, NUM_PIVOTS), False, CAP, BLOCK, TILE,

@@ -64,10 +64,10 @@ from samplecheck.kernels.runtime import cdiv
 # tile whatever the vocab (a power of two; one compiled variant for every vocab, the lanes
 # past S * K_MAX unread); DIGIT_BITS: the bits `kth_largest_key` fixes a step, one histogram
 # of 2**DIGIT_BITS bins each (compiled for sm_90 at 4: 124 registers a thread with bf16 logits,
-# 159 with p; fp32 170 and 198; at 1 and 8 within 12 of these; docs/benchmarks.md, session
-# 33; on the CPU 8: the interpreter pays per step, not per bin); WITH_P: whether calls with
-# p as well as k take this path (else the one-program kernel); num_warps: 8, as the
-# one-program kernel's search tiles need.
+# 159 with p; fp32 170 and 198; at 1 and 8 within 12 of these;
+# docs/benchmarks-2026-12-04-to-05.md, session 33; on the CPU 8: the interpreter pays per step,
+# not per bin); WITH_P: whether calls with p as well as k take this path (else the one-program
+# kernel); num_warps: 8, as the one-program kernel's search tiles need.
 # On an H100 (docs/gpu-runs-2026-12-05.md, session 34; bf16, k = 50, p = 0.9; GPU time of a graph
 # replay, this path against one program a row): DIGIT_BITS 4 is the fastest at 1 x 151936
 # (top-k 34.1 / 19.7 / 23.2 us at 1 / 4 / 8 bits; top-k + top-p 61.4 / 33.2 / 39.4); MAX_ROWS

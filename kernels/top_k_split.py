@@ -15,8 +15,10 @@ top-k off (k <= 0 or k >= V) do nothing in any of them:
    LANES); distinct entries, -inf for a lane with no column); program (0, 0) makes the call's
    value checks and records them in the guard flag.
 2. `_bound_kernel` (grid [B]): the cut's bracket [lo, hi]: hi is the row's max key; lo is a key
-   with at least k of the row's S * LANES lane maxima at or above it (`kth_largest_bound`), so
-   at least k entries are, and the cut is at or above lo; the row's min key where k > S * LANES.
+   with at least k of the row's S * LANES lane maxima at or above it (`lanes_bound`), so
+   at least k entries are, and the cut is at or above lo; else (k > S * LANES, or fewer than k
+   lane maxima above -inf) the row's smallest key above -inf (module docstring of
+   `samplecheck.kernels.top_k_top_p`: a bracket never reaches down to -inf).
    It sets the row's counter to 0 and its cut to hi.
 3. `_collect_kernel`: the chunk's entries with key in [lo, hi] to the row's scratch, at
    positions reserved with an atomic add at the row's counter (`collect_chunk`); the counter
@@ -40,7 +42,7 @@ import triton
 import triton.language as tl
 
 from samplecheck.kernels.cut_keys import lane_extremes, merged_lanes, order_key, write_below_cut
-from samplecheck.kernels.cut_search import (collect_chunk, failed_value_checks, find_cut, kth_largest_bound, rank_cut,
+from samplecheck.kernels.cut_search import (collect_chunk, failed_value_checks, find_cut, lanes_bound, rank_cut,
                                             row_k_p, spread_pivots)
 from samplecheck.kernels.guard import record_failed
 from samplecheck.kernels.launching import jit
@@ -106,11 +108,9 @@ def _bound_kernel(k_ptr, keys_ptr, lanes_ptr, state_ptr, V, S, MAX_SPLITS: tl.co
             slot = tl.arange(0, MAX_SPLITS * LANES)
             live = slot < S * LANES
             lanes = tl.load(lanes_ptr + row * S * LANES + slot, mask=live, other=0)
-            # Slots past the row's lanes sit at its lowest lane key: at or below every pivot,
-            # never counted above one.
-            lanes_lo = tl.min(tl.where(live, lanes, key_hi), axis=0)
-            lanes = tl.where(live, lanes, lanes_lo)
-            lo = kth_largest_bound(lanes, k, lanes_lo, key_hi, BOUND_STEPS, NUM_PIVOTS)
+            # Slots past the row's lanes read as lanes without an entry.
+            lanes = tl.where(live, lanes, order_key(tl.full([], float("-inf"), tl.float32)))
+            lo = lanes_bound(lanes, k, key_lo, key_hi, BOUND_STEPS, NUM_PIVOTS)
         state_ptr += row * STATE
         tl.store(state_ptr + LO, lo.to(tl.int64))
         tl.store(state_ptr + HI, key_hi.to(tl.int64))

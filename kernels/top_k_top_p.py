@@ -34,9 +34,13 @@ key with the same order. The kept set is always {x : key(x) >= c} for a cut key 
 smallest key at which a monotone predicate holds:
 - top-k: #(key > c) < k;
 - top-p: mass(key > c) < p * mass(top-k survivors), mass = sum of exp(x - row max).
-Each cut lies in a bracket [lo, hi] of keys, hi = the row max's key:
-1. Pass 1 reads the row max, the min key and the lane maxima (lane j sees the columns
-   j mod BLOCK; merged to LANES lanes of adjacent columns).
+Each cut lies in a bracket [lo, hi] of keys, hi = the row max's key. An entry at -inf stays
+-inf whatever the cut, so no bracket reaches below the row's smallest key above -inf, and where
+the predicate's cut is below that key (fewer than k entries above -inf), the cut is that key:
+the same mask, found in the first candidate pass (a bracket down to -inf would hold every -inf
+entry and take a full-row search step per 4 bits of the key).
+1. Pass 1 reads the row max, the smallest key above -inf and the lane maxima (lane j sees the
+   columns j mod BLOCK; merged to LANES lanes of adjacent columns).
 2. Lower bounds raise lo. Top-k with k <= LANES: the lane maxima are distinct entries, so
    the k-th largest of them is <= the cut; BOUND_STEPS NUM_PIVOTS-ary search steps over
    them (in registers) give a key at or below it. Top-p: the entries below
@@ -98,13 +102,13 @@ from samplecheck.kernels.validation import check_top_k_top_p
 # CAP: scratch entries per row (a power of two); RANK_ROWS x RANK_COLS: the candidates'
 # compare tile (`cut_search.rank_cut`), or 0 x 0 to fix the cut a digit at a time
 # (`cut_search.digit_cut`; on an H100 the compare tiles took top-p alone at 256 x 32000 from
-# 173.6 to 330.6 us, docs/benchmarks.md, session 39); SAMPLE: the entries sampled to place the
-# first passes (a power of two). On a GPU the tiles must fit in registers (at most 128 a thread
-# at 8 warps, 2 programs per SM). The CPU interpreter pays per operation, not per element: it
-# takes wide tiles, compare tiles for the candidates (it runs a row's digit steps 2-4x slower;
-# tests/cover/test_digit_cut.py and test_cut_rankings.py check the digits there), and a small
-# CAP so that its small rows exercise both the candidate and the full-row search. The result
-# depends on none of these.
+# 173.6 to 330.6 us, docs/benchmarks-2026-12-05-to-06.md, session 39); SAMPLE: the entries
+# sampled to place the first passes (a power of two). On a GPU the tiles must fit in registers
+# (at most 128 a thread at 8 warps, 2 programs per SM). The CPU interpreter pays per operation,
+# not per element: it takes wide tiles, compare tiles for the candidates (it runs a row's digit
+# steps 2-4x slower; tests/cover/test_digit_cut.py and test_cut_rankings.py check the digits
+# there), and a small CAP so that its small rows exercise both the candidate and the full-row
+# search. The result depends on none of these.
 LAUNCH_CONFIG = {
     "cuda": dict(BLOCK=2048, NUM_STAGES=3, LANES=512, BOUND_STEPS=3, TILE=256, NUM_PIVOTS=16, CAP=1024,
                  RANK_ROWS=0, RANK_COLS=0, SAMPLE=1024, num_warps=8),

@@ -82,12 +82,13 @@ PIVOTS = tl.constexpr(9)
 
 @triton.jit
 def row_keys(keys_ptr, row, S, MAX_SPLITS: tl.constexpr):
-    """The row's smallest and largest keys, and its max (0.0 for a row of -inf), from its
-    chunks' keys."""
+    """The keys of the row's smallest entry above -inf (its max's for a row of -inf and NaN
+    only) and of its max, and its max (0.0 for a row of -inf), from its chunks' keys
+    (`lane_extremes`)."""
     s = tl.arange(0, MAX_SPLITS)
     chunk_ptr = keys_ptr + (row * S + s) * 2
-    key_lo = tl.min(tl.load(chunk_ptr, mask=s < S, other=INT32_MAX_JIT), axis=0)
     key_hi = tl.max(tl.load(chunk_ptr + 1, mask=s < S, other=INT32_MIN_JIT), axis=0)
+    key_lo = tl.minimum(tl.min(tl.load(chunk_ptr, mask=s < S, other=INT32_MAX_JIT), axis=0), key_hi)
     row_max = key_value(key_hi)
     return key_lo, key_hi, tl.where(row_max == float("-inf"), 0.0, row_max)
 

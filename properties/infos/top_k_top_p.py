@@ -99,6 +99,16 @@ FLAT_ROWS_AT_THE_BOUND = RegressionExample("top-k + top-p on flat rows, the boun
                                                         (1, 50, 7, 2, 100), (0.9, 0.5, 0.99, 0.3, 1.0)),
                                            dtypes=(torch.float32,), layouts=("contig",),
                                            tests=(catalog.ORACLE_EQUIVALENCE,))
+# Top-k alone on rows whose entries above -inf lie in a few runs of adjacent columns (an
+# allowed-token list of id ranges): fewer lanes of adjacent columns hold an entry than there are
+# entries, so the lane maxima do not hold the k-th largest entry for every k the entries do; k
+# from 20 to 64 is within the 64 entries, 100 past them (every entry above -inf is kept). Ten
+# rows: the one-program path on either device (the CPU's k-split path takes at most 9 rows;
+# a GPU's chunk and k-split paths take no row of 3000 columns).
+ROWS_OF_RUNS = RegressionExample("top-k alone, entries above -inf in runs of adjacent columns",
+                                 TopKTopPCase(LogitsRecipe(batch=10, vocab=3000, family="runs", scale=2.0, seed=12),
+                                              (50, 60, 20, 64, 100, 30, 40, 55, 25, 45), None),
+                                 dtypes=(torch.float32,), layouts=("contig",), tests=(catalog.ORACLE_EQUIVALENCE,))
 # Top-k + top-p where the top-k stage's bracket overflows the scratch (k past a CPU's CAP of
 # 256, past a GPU's LANES of 512) and is narrowed below the row's max, so its candidates list
 # only part of what the top-p cut may mask; with an +inf entry at the max (the fixed edge rows)
@@ -171,7 +181,7 @@ TOP_K_TOP_P = register(MaskingInfo(
     semantics={"tie_policy": "keep_all_ties", "top_p_mass": "renormalised after top-k"},
     error_inputs=TOP_K_TOP_P_ERRORS,
     examples=SEED_REGRESSIONS + (SMALL_K_ALONE, *SMALL_K_WITH_P, *GPU_CHUNK_REGIME, *K_SPLIT_REGIME,
-                                 FLAT_ROWS_AT_THE_BOUND, NARROWED_TOP_K_THEN_TOP_P, TOP_P_ALONE_SMALL_BATCH,
+                                 FLAT_ROWS_AT_THE_BOUND, ROWS_OF_RUNS, NARROWED_TOP_K_THEN_TOP_P, TOP_P_ALONE_SMALL_BATCH,
                                  P_OFF_FLAT_ROWS, DOMINANT_ROWS_17)
     + P_ONE_BESIDE_TOP_P,
     targets=top_k_top_p_targets,

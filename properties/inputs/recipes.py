@@ -12,7 +12,8 @@ import torch
 FAMILIES = ("randn", "peaked", "ties", "flat")  # the families the strategies draw
 # Families only fixed cases (regression examples) name: rows of a structure a drawn family
 # cannot give at every vocab size.
-EXAMPLE_FAMILIES = ("levels",)
+EXAMPLE_FAMILIES = ("levels", "runs")
+RUNS, RUN_LENGTH = 4, 16  # the "runs" family's runs of entries above -inf a row, and their length
 
 
 @dataclass(frozen=True)
@@ -23,8 +24,11 @@ class LogitsRecipe:
     holding about 40-99% of the mass); ties (values on 4 levels, so most entries tie);
     flat (every entry equal); levels (regression examples only: integer levels 0, 1, 2, ...,
     level j holding about 86% * e**(-2j) of the entries, so the top levels are sparse and
-    each level below ties about 7 times as many entries). neg_inf_fraction: share of entries
-    set to -inf, capped so that each row keeps at least one finite entry.
+    each level below ties about 7 times as many entries); runs (regression examples only: -inf
+    but for RUNS runs of RUN_LENGTH adjacent columns of randn entries, at random starts, as an
+    allowed-token list of id ranges leaves a row: the entries above -inf outnumber the lanes of
+    adjacent columns that hold them). neg_inf_fraction: share of entries set to -inf, capped so
+    that each row keeps at least one finite entry.
     """
 
     batch: int
@@ -51,6 +55,12 @@ def materialize(recipe: LogitsRecipe, dtype: torch.dtype, device) -> torch.Tenso
         x = torch.zeros(shape, device=device)
     elif recipe.family == "levels":
         x = torch.floor(torch.empty(shape, device=device).exponential_(generator=gen) / 2)
+    elif recipe.family == "runs":
+        starts = torch.randint(0, max(1, recipe.vocab - RUN_LENGTH + 1), (recipe.batch, RUNS), generator=gen,
+                               device=device)
+        columns = (starts[:, :, None] + torch.arange(RUN_LENGTH, device=device)).flatten(1).clamp(max=recipe.vocab - 1)
+        in_run = torch.zeros(shape, dtype=torch.bool, device=device).scatter_(1, columns, True)
+        x = x.masked_fill(~in_run, float("-inf"))
     x = x * recipe.scale
     if recipe.neg_inf_fraction > 0 and recipe.vocab > 1:
         u = torch.rand(shape, generator=gen, device=device)

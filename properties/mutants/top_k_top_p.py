@@ -179,8 +179,8 @@ MUTANTS = (
     ),
     Mutant(
         name="top_k_split_bound_one_rank_high", **_K_SPLIT_PATH,
-        find="lo = kth_largest_bound(lanes, k, lanes_lo, key_hi, BOUND_STEPS, NUM_PIVOTS)",
-        replace="lo = kth_largest_bound(lanes, k - 1, lanes_lo, key_hi, BOUND_STEPS, NUM_PIVOTS)",
+        find="lo = lanes_bound(lanes, k, key_lo, key_hi, BOUND_STEPS, NUM_PIVOTS)",
+        replace="lo = lanes_bound(lanes, k - 1, key_lo, key_hi, BOUND_STEPS, NUM_PIVOTS)",
         description="the k-split top-k path bounds the cut by the (k - 1)-th largest lane maximum: the bound "
                     "can sit above the k-th largest entry, which is then never a candidate",
         ref="fault class: a 0- vs 1-based rank in a top-k threshold",
@@ -199,6 +199,16 @@ MUTANTS = (
         description="the one-program top-k path's candidate pass also writes -inf at the entries equal to its "
                     "bracket's lower bound, which the cut may keep",
         ref="off-by-one at a threshold (a strict compare made inclusive)",
+    ),
+    Mutant(
+        name="top_k_lane_bound_from_the_smallest_lane", **_ONE_PROGRAM_SEARCH,
+        find="start = tl.where(tl.sum(finite.to(tl.int32), axis=0) >= k, smallest, key_lo)",
+        replace="start = smallest",
+        description="the top-k lane bound starts its search at the smallest lane maximum above -inf even where "
+                    "fewer than k lanes hold one: where the lanes with an entry are fewer than k but the entries "
+                    "are not, the bound passes the k-th largest entry, which is then masked",
+        ref="fault class: a search's start taken from a sample that may not hold k entries (a bound valid only "
+            "for a full sample)",
     ),
     Mutant(
         name="top_p_inf_cut_from_a_narrowed_listing", **_ONE_PROGRAM_SEARCH,
