@@ -69,13 +69,17 @@ def run_pytest(command: list[str], log: Path | None = None, env: dict[str, str] 
                processes: int = 1) -> int:
     """Run `command`, which starts `processes` pytest processes at once, in `suite_environment`
     of `env` (default this process's environment), echoing its output (and writing it to `log`
-    when given); its exit status."""
+    when given); its exit status. Through `log`, each line reaches the log and this process's
+    output as the command prints it (its Python unbuffered, both written through): a CI log or
+    a run cut short by a time limit shows how far it got."""
     env = suite_environment(env, processes)
     if log is None:
         return subprocess.run(command, env=env).returncode
+    env.setdefault("PYTHONUNBUFFERED", "1")
     with log.open("w") as out:
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         for line in process.stdout:
-            out.write(line)
-            sys.stdout.write(line)
+            for stream in (out, sys.stdout):
+                stream.write(line)
+                stream.flush()
         return process.wait()

@@ -1,8 +1,9 @@
 """What the pytest processes samplecheck starts at once share (samplecheck.tools.suite.
 suite_environment): one compile per Triton specialization (samplecheck.harness.compile_once: a
 process missing a cache entry locks it while it compiles, the others wait and load what it
-stored), and CPU thread pools sized to their share of the cores. Triton's own cache calls are
-driven directly here (two managers of one entry, on threads), so this runs without a GPU."""
+stored), and CPU thread pools sized to their share of the cores; and a logged run's lines reach
+its log as they are printed. Triton's own cache calls are driven directly here (two managers of
+one entry, on threads), so this runs without a GPU."""
 
 import os
 import subprocess
@@ -160,3 +161,24 @@ def test_each_command_counts_the_processes_it_runs(monkeypatch):
     killtable.hunt(mutant, "cpu", "ci", timeout=1, processes=4)
     killtable.hunt_shared([mutant], "cpu", "ci", workers=8, timeout=1)
     assert threads == ["4", "2"]
+
+
+def test_a_logged_run_shows_each_line_as_it_is_printed(tmp_path, capfd):
+    """`run_pytest` with a log: a line the command prints reaches the log and the output while
+    the command still runs (a CI log, or a run cut short by a time limit, shows how far it got)."""
+    go_on, log = tmp_path / "go-on", tmp_path / "suite.log"
+    child = ("import pathlib, sys, time\nprint('first line')\ndeadline = time.monotonic() + 30\n"
+             f"while not pathlib.Path({str(go_on)!r}).exists() and time.monotonic() < deadline:\n"
+             "    time.sleep(0.05)\nprint('last line')")
+    done = []
+    runner = threading.Thread(target=lambda: done.append(suite.run_pytest([sys.executable, "-c", child], log=log)))
+    runner.start()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and "first line" not in (log.read_text() if log.exists() else ""):
+        time.sleep(0.05)
+    seen_running = "first line" in (log.read_text() if log.exists() else "")
+    go_on.touch()
+    runner.join(40)
+    assert seen_running, "the log held the command's first line back while it ran"
+    assert done == [0] and log.read_text() == "first line\nlast line\n"
+    assert "first line\nlast line\n" in capfd.readouterr().out
