@@ -84,7 +84,8 @@ def add_generated(path: str | Path) -> list[str]:
     """Register the mutants of a JSON file written by `samplecheck mutate`; their names."""
     names = []
     for fields in json.loads(Path(path).read_text()):
-        mutant = Mutant(**{**fields, "devices": tuple(fields["devices"]), "then": tuple(map(tuple, fields["then"]))})
+        mutant = Mutant(**{**fields, "devices": tuple(fields["devices"]), "then": tuple(map(tuple, fields["then"])),
+                           "via": tuple(fields.get("via", ()))})
         if MUTANTS.get(mutant.name, mutant) != mutant:
             raise ValueError(f"generated mutant {mutant.name!r} clashes with another of that name")
         MUTANTS[mutant.name] = mutant

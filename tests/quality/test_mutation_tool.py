@@ -118,3 +118,15 @@ def test_nightly_hunt_escalates_from_the_gate_profile(gate, nightly, expected, m
     assert (outcome(result), profile, hunted) == expected
     assert result.seconds == 2.0 * len(hunted)
     assert mutate.rungs("gate") == ("gate",)
+
+
+def test_a_generated_mutant_registers_again_as_itself(mutants, tmp_path):
+    """A mutant written by `samplecheck mutate` (JSON: tuples come back as lists) registers
+    beside the same mutant already registered in this process (`importable` registers what it
+    imports), every field read back as the type it was written from."""
+    from samplecheck.mutants import add_generated
+
+    first = next(m for m in mutants["min_p"] if importable(m) is None)
+    path = tmp_path / "mutants.json"
+    path.write_text(json.dumps([asdict(first)]))
+    assert add_generated(path) == [first.name]
