@@ -25,6 +25,12 @@ def order_key(x):
 
 
 @triton.jit
+def neg_inf_key():
+    """`order_key(-inf)`: below every other value's key (a lane without an entry holds it)."""
+    return order_key(tl.full([], float("-inf"), tl.float32))
+
+
+@triton.jit
 def key_value(key):
     """The fp32 value of an int32 key (`order_key` is its own inverse on the bits)."""
     return (key ^ ((key >> 31) & 0x7FFFFFFF)).to(tl.float32, bitcast=True)

@@ -21,8 +21,8 @@ import triton
 import triton.language as tl
 
 from samplecheck.kernels.chunk_codes import low_zero_bits
-from samplecheck.kernels.cut_keys import (INT32_MAX_JIT, INT32_MIN_JIT, key_value, load_row, merged_lanes, order_key,
-                                          row_extremes, weight, write_below_cut)
+from samplecheck.kernels.cut_keys import (INT32_MAX_JIT, INT32_MIN_JIT, key_value, load_row, merged_lanes,
+                                          neg_inf_key, order_key, row_extremes, weight, write_below_cut)
 from samplecheck.kernels.drop_store import group_columns, store_neg_inf
 from samplecheck.kernels.guard import CHECK_BLOCK, INT64_MAX_JIT, record_failed, rows_in_range
 from samplecheck.kernels.rounding import to_fp32
@@ -409,7 +409,7 @@ def lanes_bound(lanes, k, key_lo, key_hi, STEPS: tl.constexpr, NUM_PIVOTS: tl.co
     a lane without one) from their smallest above -inf when at least k are (at or below the
     k-th largest of them, so of the row's entries), else from key_lo, the row's smallest key
     above -inf."""
-    finite = lanes > order_key(tl.full([], float("-inf"), tl.float32))
+    finite = lanes > neg_inf_key()
     smallest = tl.min(tl.where(finite, lanes, key_hi), axis=0)
     start = tl.where(tl.sum(finite.to(tl.int32), axis=0) >= k, smallest, key_lo)
     return kth_largest_bound(lanes, k, start, key_hi, STEPS, NUM_PIVOTS)

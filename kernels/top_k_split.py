@@ -41,7 +41,7 @@ import torch
 import triton
 import triton.language as tl
 
-from samplecheck.kernels.cut_keys import lane_extremes, merged_lanes, order_key, write_below_cut
+from samplecheck.kernels.cut_keys import lane_extremes, merged_lanes, neg_inf_key, order_key, write_below_cut
 from samplecheck.kernels.cut_search import (collect_chunk, failed_value_checks, find_cut, lanes_bound, rank_cut,
                                             row_k_p, spread_pivots)
 from samplecheck.kernels.guard import record_failed
@@ -109,7 +109,7 @@ def _bound_kernel(k_ptr, keys_ptr, lanes_ptr, state_ptr, V, S, MAX_SPLITS: tl.co
             live = slot < S * LANES
             lanes = tl.load(lanes_ptr + row * S * LANES + slot, mask=live, other=0)
             # Slots past the row's lanes read as lanes without an entry.
-            lanes = tl.where(live, lanes, order_key(tl.full([], float("-inf"), tl.float32)))
+            lanes = tl.where(live, lanes, neg_inf_key())
             lo = lanes_bound(lanes, k, key_lo, key_hi, BOUND_STEPS, NUM_PIVOTS)
         state_ptr += row * STATE
         tl.store(state_ptr + LO, lo.to(tl.int64))
