@@ -4,15 +4,14 @@ mask left short) keeps them all from its first candidate pass. A bracket down to
 every -inf entry, overflow the scratch and take full-row search steps (on an H100, 600 µs for
 such a row of 151936 columns against 158 µs for the others, docs/benchmarks.md, session 41).
 
-Under the interpreter each full-row search step is a call of `cut_search.tally_above`, counted
-here; the masks are checked against the sort-based fallback. The k-split path's bracket is read
-from its state buffer."""
+Under the interpreter each full-row search step of the one-program kernel is a call of
+`cut_search.tally_above`, counted here; the masks are checked against the sort-based fallback.
+(tests/cover/test_top_k_split.py reads the k-split path's bracket.)"""
 
 import pytest
 import torch
-from triton.runtime.jit import KernelInterface
 
-from samplecheck.kernels import cut_search, top_k_split, top_k_top_p
+from samplecheck.kernels import cut_search, top_k_top_p
 from samplecheck.kernels.top_k_top_p_torch import apply_top_k_top_p_torch
 from samplecheck.kernels.validation import LOGIT_DTYPES
 
@@ -70,31 +69,3 @@ def test_a_row_of_neg_inf_and_nan_takes_no_search_step(device, search_steps):
     assert masked.isneginf().all(), "NaN is dropped, -inf stays"
     assert not search_steps
 
-
-def test_the_k_split_bracket_starts_above_neg_inf(device, monkeypatch):
-    """The k-split path's lo (its `_bound_kernel` state) is the row's smallest key above -inf
-    where fewer than k lane maxima are above -inf."""
-    config = top_k_split.K_SPLIT_CONFIG[device.type]
-    for key, value in (("MIN_VOCAB", 1), ("MIN_ROWS", 1)):
-        monkeypatch.setitem(config, key, value)
-    monkeypatch.setattr(top_k_top_p, "chunks_plan", lambda *args: None)
-    seen = {}
-    launch = KernelInterface.__getitem__
-
-    def recording(kernel, grid):
-        run = launch(kernel, grid)
-        return lambda *args, **kwargs: seen.__setitem__(kernel.__name__, args) or run(*args, **kwargs)
-
-    monkeypatch.setattr(KernelInterface, "__getitem__", recording)
-    logits = _short_rows(torch.float32, device)
-    assert top_k_split.k_split_plan(*logits.shape, device.type, True, False), "the call must take the k-split path"
-    k = torch.full((logits.shape[0],), 50, device=device)
-    expected = apply_top_k_top_p_torch(logits.clone(), k, None)
-    masked = top_k_top_p.apply_top_k_top_p(logits.clone(), k, None)
-    torch.testing.assert_close(masked, expected, rtol=0, atol=0, equal_nan=True)
-    state = seen["_bound_kernel"][3].view(logits.shape[0], top_k_split.STATE.value).cpu()
-    rows = logits.cpu()
-    smallest = torch.where(rows.isnan() | rows.isneginf(), float("inf"), rows).min(dim=1).values
-    keys = smallest.view(torch.int32)
-    keys = torch.where(keys < 0, keys ^ 0x7FFFFFFF, keys)  # `order_key` on the host
-    assert state[:, top_k_split.LO.value].tolist() == keys.tolist()

@@ -2,16 +2,19 @@
 launches, and that such a call masks every row bit for bit as the one-program kernel does (the
 same cut), on rows that take each branch: k within the lanes and past them, brackets that fit
 the scratch and brackets that overflow it (ties at the k-th value), k off beside k on, NaN, +inf
-and -inf entries, rows of NaN and of -inf, signed zeros, every logits dtype, a strided view; and
-its deferred value checks (a bad k: nothing written, the eager error pending)."""
+and -inf entries, rows of NaN and of -inf, signed zeros, every logits dtype, a strided view; a
+bracket that starts above -inf where fewer than k lanes hold an entry; and its deferred value
+checks (a bad k: nothing written, the eager error pending)."""
 
 import pytest
 import torch
 from triton.runtime.jit import KernelInterface
 
 from samplecheck.infos.top_k_top_p import K_SPLIT_REGIME
+from samplecheck.inputs.recipes import LogitsRecipe, materialize
 from samplecheck.kernels import top_k_chunks, top_k_split
 from samplecheck.kernels.top_k_top_p import apply_top_k_top_p, scratch_bytes
+from samplecheck.kernels.top_k_top_p_torch import apply_top_k_top_p_torch
 from samplecheck.kernels.validation import LOGIT_DTYPES, raise_pending, value_checks
 
 pytestmark = pytest.mark.interpreter
@@ -155,6 +158,21 @@ def test_the_tests_reach_every_branch(device, config, launch_args):
     lo, counter = state[:, top_k_split.LO.value], state[:, top_k_split.COUNTER.value]
     assert counter[0] <= config["CAP"] < counter[1], counter
     assert lo[2] == keys[2, :, 0].min(), "k past the lanes: lo is the row's min key"
+
+
+def test_a_bracket_never_reaches_down_to_neg_inf(device, config, launch_args):
+    """Rows whose entries above -inf lie in a few runs (fewer lanes hold one than k; the second
+    row's entries fewer than k too): lo is the row's smallest key above -inf, not -inf's."""
+    logits = materialize(LogitsRecipe(batch=3, vocab=3 * config["CHUNK"], family="runs", seed=3), torch.float32,
+                         device)
+    k = torch.tensor([50, 100, 20], device=device)
+    expected = apply_top_k_top_p_torch(logits.clone(), k, None)
+    torch.testing.assert_close(apply_top_k_top_p(logits.clone(), k, None), expected, rtol=0, atol=0)
+    state = launch_args["_bound_kernel"][3].view(3, top_k_split.STATE.value).cpu()
+    rows = logits.cpu()
+    smallest = torch.where(rows.isneginf(), float("inf"), rows).min(dim=1).values.view(torch.int32)
+    keys = torch.where(smallest < 0, smallest ^ 0x7FFFFFFF, smallest)  # `order_key` on the host
+    assert state[:, top_k_split.LO.value].tolist() == keys.tolist()
 
 
 def test_buffer_bytes_match_the_allocation(device, config, launch_args):
