@@ -3,6 +3,7 @@ needed: `triton.compile` for a target), and what the compiled code holds.
 
     python -m bench.compile_times                          # sm_90, every variant below
     python -m bench.compile_times --variants one-k+p,chunks-k+p --dtypes bf16 --arch 90
+    python -m bench.compile_times --dtypes bf16 --maxnreg 128       # under a register cap
 
 A compile is a JIT stall wherever a batch first reaches a specialization (an engine's first
 request of a kind; each test of the suite's that reaches a new one), and on a GPU runner most of
@@ -12,8 +13,10 @@ specialized on divisibility: the one-program kernel (`samplecheck.kernels.top_k_
 p and both, and top-p alone's wide config (one-k, one-p, one-k+p, one-p-wide); the chunk path
 (`samplecheck.kernels.top_k_chunks`) without and with p (chunks-k, chunks-k+p). Per variant: the
 seconds of `triton.compile` (one at a time, from no cache), the Triton IR's op count, and from the
-cubin (cuobjdump) registers a thread and stack bytes. Run it without TRITON_INTERPRET: the
-interpreter compiles nothing.
+cubin (cuobjdump) registers a thread and stack bytes (spills show as stack). `--maxnreg N` compiles
+under Triton's launch option of that name, a cap on registers a thread (at 8 warps, 128 lets an
+SM hold two programs). Registers depend on the Triton version: measure with the one the GPU
+runs. Run it without TRITON_INTERPRET: the interpreter compiles nothing.
 """
 
 import argparse
@@ -68,13 +71,15 @@ def resources(cubin: bytes) -> str:
     return f"{found.group(1)} | {found.group(2)}" if found else "? | ?"
 
 
-def compile_one(kernel, dtype: str, constexprs: dict, num_warps: int, arch: int):
-    """(seconds, compiled kernel) of one variant, compiled from no cache."""
+def compile_one(kernel, dtype: str, constexprs: dict, num_warps: int, arch: int, maxnreg: int | None = None):
+    """(seconds, compiled kernel) of one variant, compiled from no cache (under `maxnreg`
+    registers a thread where given)."""
     names = kernel.arg_names
     signature = {n: (POINTER[dtype] if n == "logits_ptr" else ARGUMENTS.get(n, "constexpr")) for n in names}
     source = ASTSource(kernel, signature, constexprs={(names.index(n),): v for n, v in constexprs.items()})
     start = time.perf_counter()
-    compiled = triton.compile(source, target=GPUTarget("cuda", arch, 32), options=dict(num_warps=num_warps))
+    options = dict(num_warps=num_warps, **({"maxnreg": maxnreg} if maxnreg else {}))
+    compiled = triton.compile(source, target=GPUTarget("cuda", arch, 32), options=options)
     return time.perf_counter() - start, compiled
 
 
@@ -83,18 +88,22 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--variants", default="", help="comma-separated variant names (default: all)")
     parser.add_argument("--dtypes", default="bf16,fp16,fp32", help="comma-separated logits dtypes")
     parser.add_argument("--arch", type=int, default=90, help="the CUDA compute capability compiled for (90: sm_90)")
+    parser.add_argument("--maxnreg", type=int, default=None, help="a cap on registers a thread (default: none)")
     args = parser.parse_args(argv)
+    if args.maxnreg is not None and not 24 <= args.maxnreg <= 255:
+        parser.error(f"--maxnreg must be in [24, 255] registers a thread; got {args.maxnreg}")
     if os.environ.get("TRITON_INTERPRET") == "1":
         parser.error("TRITON_INTERPRET=1 is set: the interpreter compiles nothing; run without it")
     os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="compile-times-")  # from no cache
-    print(f"sm_{args.arch}, triton {triton.__version__}\n")
+    cap = f", maxnreg {args.maxnreg}" if args.maxnreg else ""
+    print(f"sm_{args.arch}, triton {triton.__version__}{cap}\n")
     print("| variant | dtype | compile (s) | Triton IR ops | registers a thread | stack bytes |")
     print("|---|---|---|---|---|---|")
     for dtype in args.dtypes.split(","):
         for name, kernel, constexprs, warps in variants(dtype):
             if args.variants and name not in args.variants.split(","):
                 continue
-            seconds, compiled = compile_one(kernel, dtype, constexprs, warps, args.arch)
+            seconds, compiled = compile_one(kernel, dtype, constexprs, warps, args.arch, args.maxnreg)
             ops = sum(" = " in line for line in compiled.asm["ttir"].splitlines() if not line.startswith("#"))
             print(f"| {name} | {dtype} | {seconds:.1f} | {ops} | {resources(compiled.asm['cubin'])} |", flush=True)
 
