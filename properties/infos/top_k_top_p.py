@@ -181,8 +181,8 @@ TOP_K_TOP_P = register(MaskingInfo(
     semantics={"tie_policy": "keep_all_ties", "top_p_mass": "renormalised after top-k"},
     error_inputs=TOP_K_TOP_P_ERRORS,
     examples=SEED_REGRESSIONS + (SMALL_K_ALONE, *SMALL_K_WITH_P, *GPU_CHUNK_REGIME, *K_SPLIT_REGIME,
-                                 FLAT_ROWS_AT_THE_BOUND, ROWS_OF_RUNS, NARROWED_TOP_K_THEN_TOP_P, TOP_P_ALONE_SMALL_BATCH,
-                                 P_OFF_FLAT_ROWS, DOMINANT_ROWS_17)
+                                 FLAT_ROWS_AT_THE_BOUND, ROWS_OF_RUNS, NARROWED_TOP_K_THEN_TOP_P,
+                                 TOP_P_ALONE_SMALL_BATCH, P_OFF_FLAT_ROWS, DOMINANT_ROWS_17)
     + P_ONE_BESIDE_TOP_P,
     targets=top_k_top_p_targets,
     extra_memory=top_k_top_p_scratch,

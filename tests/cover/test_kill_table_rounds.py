@@ -1,5 +1,5 @@
-"""The kill table's hunts: their selection holds the hunted mutants' tests alone, and the shared
-round stops once every mutant it hunts is killed."""
+"""The kill table's hunts: their selection holds the hunted mutants' tests alone, each test stops
+at its first failing case, and the shared round stops once every mutant it hunts is killed."""
 
 import os
 import subprocess
@@ -73,3 +73,30 @@ def test_a_hunt_selects_the_mutants_tests_and_no_framework_test_named_after_muta
     selected = [line for line in listed if "::" in line]
     assert selected, "\n".join(listed)
     assert all("mutant-gumbel_empty_batch_planned" in line for line in selected), "\n".join(selected)
+
+
+class _Options:
+    """A pytest config's `getoption` for the options `suite_settings` reads."""
+
+    def __init__(self, **options):
+        self.options = {f"--sc-{name}": value for name, value in options.items()}
+
+    def getoption(self, name, default=None):
+        return self.options.get(name, default)
+
+
+def test_a_hunt_stops_each_test_at_its_first_failing_case():
+    """Against mutants (`--sc-mutant`, as every hunt runs) Hypothesis looks for no further
+    failure once a test has one, among its explicit examples too; other runs keep the profile's
+    own setting (every distinct failure reported)."""
+    from hypothesis import settings
+
+    from samplecheck.harness.profiles import suite_settings
+
+    hunted = "gumbel_empty_batch_planned"
+    for options, multiple in ((dict(profile="ci"), True), (dict(profile="ci", mutant=hunted), False),
+                              (dict(profile="gate", mutant=hunted), False)):
+        with suite_settings(_Options(**options)):
+            assert settings.default.report_multiple_bugs is multiple, options
+            profile = settings.get_profile(f"samplecheck-{options['profile']}")
+            assert settings.default.max_examples == profile.max_examples, options
