@@ -24,51 +24,7 @@ from samplecheck.kernels.chunk_codes import low_zero_bits
 from samplecheck.kernels.cut_keys import (INT32_MAX_JIT, INT32_MIN_JIT, key_value, load_row, merged_lanes,
                                           neg_inf_key, order_key, row_extremes, weight, write_below_cut)
 from samplecheck.kernels.drop_store import group_columns, store_neg_inf
-from samplecheck.kernels.guard import CHECK_BLOCK, INT64_MAX_JIT, record_failed, rows_in_range
 from samplecheck.kernels.rounding import to_fp32
-
-
-@triton.jit
-def row_k_p(k_ptr, p_ptr, row, V, HAS_K: tl.constexpr, HAS_P: tl.constexpr):
-    """The row's k as an int32 (V where top-k is off: k <= 0 or k >= V) and p as fp32 (1.0
-    without p)."""
-    k = tl.zeros([], dtype=tl.int32) + V  # a tensor also when V == 1 is specialized to a constant
-    if HAS_K:
-        k_row = tl.load(k_ptr + row)
-        k = tl.where((k_row > 0) & (k_row < V), k_row, V).to(tl.int32)
-    p = 1.0
-    if HAS_P:
-        p = tl.load(p_ptr + row).to(tl.float32)
-    return k, p
-
-
-@triton.jit
-def failed_value_checks(k_ptr, p_ptr, B, HAS_K: tl.constexpr, HAS_P: tl.constexpr):
-    """The call's value checks over all B rows: bit 1 when a k is below -1, then the next
-    bit when a p is outside (0, 1] (NaN included); 0 when both hold."""
-    failed = tl.zeros([], dtype=tl.int32)
-    p_bit = 1
-    if HAS_K:
-        failed |= tl.where(rows_in_range(k_ptr, B, -1, INT64_MAX_JIT, False, False, CHECK_BLOCK), 0, 1)
-        p_bit = 2
-    if HAS_P:
-        failed |= tl.where(rows_in_range(p_ptr, B, 0.0, 1.0, True, False, CHECK_BLOCK), 0, p_bit)
-    return failed
-
-
-@triton.jit
-def may_write(k_ptr, p_ptr, B, guard_ptr, check, GUARDED: tl.constexpr, HAS_K: tl.constexpr, HAS_P: tl.constexpr):
-    """Whether a program of the call may write: the guard flag clear and, where the kernel makes
-    the call's value checks itself (`check`), every k and p in range over all B rows, from
-    cache (program (0, 0) records a failure in the flag)."""
-    clear = True
-    if GUARDED:
-        clear = tl.load(guard_ptr) == 0
-        if check:
-            failed = failed_value_checks(k_ptr, p_ptr, B, HAS_K, HAS_P)
-            record_failed(guard_ptr, failed)
-            clear = clear & (failed == 0)
-    return clear
 
 
 @triton.jit
@@ -444,8 +400,8 @@ def row_cut(row_ptr, V, k, p, scratch_ptr, HAS_K: tl.constexpr, HAS_P: tl.conste
             NUM_STAGES: tl.constexpr, LANES: tl.constexpr, BOUND_STEPS: tl.constexpr, TILE: tl.constexpr,
             NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, RANK_ROWS: tl.constexpr, RANK_COLS: tl.constexpr,
             SAMPLE: tl.constexpr, DROP: tl.constexpr):
-    """The cut of a row with top-k or top-p on (k < V or p < 1; `row_k_p`), found by one
-    program with a CAP-entry fp32 scratch (2 * CAP entries with DROP): the algorithm
+    """The cut of a row with top-k or top-p on (k < V or p < 1; `row_params.row_k_p`), found by
+    one program with a CAP-entry fp32 scratch (2 * CAP entries with DROP): the algorithm
     `samplecheck.kernels.top_k_top_p`'s module docstring states (pass 1, the top-k cut, then
     the top-p cut over its survivors). Returns the cut and what `write_cut` needs: with DROP,
     each candidate pass writes -inf below its bracket (at or below the cut) and at NaN and

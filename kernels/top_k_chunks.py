@@ -52,9 +52,10 @@ import triton.language as tl
 from samplecheck.kernels.chunk_codes import (INT64_MIN_JIT, LIST_KEY_BITS, chunk_codes, code_column,
                                              kth_largest_key, list_chunk, low_zero_bits, rank_listed)
 from samplecheck.kernels.cut_keys import INT32_MAX_JIT, load_row, order_key, weight, write_below_cut
-from samplecheck.kernels.cut_search import may_write, row_cut, row_k_p
+from samplecheck.kernels.cut_search import row_cut
 from samplecheck.kernels.drop_store import group_columns, store_neg_inf
 from samplecheck.kernels.launching import jit
+from samplecheck.kernels.row_params import may_write, row_k_p
 from samplecheck.kernels.runtime import cdiv
 
 # By device: MAX_ROWS, the largest batch that takes this path, and MIN_VOCAB, the smallest

@@ -42,10 +42,10 @@ import triton
 import triton.language as tl
 
 from samplecheck.kernels.cut_keys import lane_extremes, merged_lanes, neg_inf_key, order_key, write_below_cut
-from samplecheck.kernels.cut_search import (collect_chunk, failed_value_checks, find_cut, lanes_bound, rank_cut,
-                                            row_k_p, spread_pivots)
+from samplecheck.kernels.cut_search import collect_chunk, find_cut, lanes_bound, rank_cut, spread_pivots
 from samplecheck.kernels.guard import record_failed
 from samplecheck.kernels.launching import jit
+from samplecheck.kernels.row_params import failed_value_checks, row_k_p
 from samplecheck.kernels.runtime import cdiv
 from samplecheck.kernels.top_k_top_p_split import chunk_columns, row_keys
 

@@ -88,8 +88,9 @@ not specialized.
 import torch
 import triton.language as tl
 
-from samplecheck.kernels.cut_search import may_write, row_cut, row_k_p, write_cut
+from samplecheck.kernels.cut_search import row_cut, write_cut
 from samplecheck.kernels.launching import jit
+from samplecheck.kernels.row_params import may_write, row_k_p
 from samplecheck.kernels.runtime import check_launchable, device_kind
 from samplecheck.kernels.top_k_chunks import chunks_buffer_bytes, chunks_plan, launch_chunks
 from samplecheck.kernels.top_k_split import k_split_buffer_bytes, k_split_plan, launch_k_split

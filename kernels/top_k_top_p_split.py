@@ -41,10 +41,11 @@ import triton.language as tl
 
 from samplecheck.kernels.cut_keys import (INT32_MAX_JIT, INT32_MIN_JIT, key_value, lane_extremes, order_key,
                                           write_below_cut)
-from samplecheck.kernels.cut_search import (collect_chunk, failed_value_checks, find_cut, narrow_step, rank_cut,
-                                            spread_pivots, tally_above, top_p_first_step)
+from samplecheck.kernels.cut_search import (collect_chunk, find_cut, narrow_step, rank_cut, spread_pivots, tally_above,
+                                            top_p_first_step)
 from samplecheck.kernels.guard import record_failed
 from samplecheck.kernels.launching import jit
+from samplecheck.kernels.row_params import failed_value_checks
 from samplecheck.kernels.runtime import cdiv
 
 # Launch parameters by device. PROGRAMS: the programs a launch aims at (B * S); MAX_ROWS: the
