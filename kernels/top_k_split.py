@@ -107,9 +107,8 @@ def _bound_kernel(k_ptr, keys_ptr, lanes_ptr, state_ptr, V, S, MAX_SPLITS: tl.co
         if k <= S * LANES:
             slot = tl.arange(0, MAX_SPLITS * LANES)
             live = slot < S * LANES
-            lanes = tl.load(lanes_ptr + row * S * LANES + slot, mask=live, other=0)
             # Slots past the row's lanes read as lanes without an entry.
-            lanes = tl.where(live, lanes, neg_inf_key())
+            lanes = tl.load(lanes_ptr + row * S * LANES + slot, mask=live, other=neg_inf_key())
             lo = lanes_bound(lanes, k, key_lo, key_hi, BOUND_STEPS, NUM_PIVOTS)
         state_ptr += row * STATE
         tl.store(state_ptr + LO, lo.to(tl.int64))
