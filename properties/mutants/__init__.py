@@ -80,12 +80,16 @@ def _collect() -> dict[str, Mutant]:
 GENERATED_ENV = "SAMPLECHECK_GENERATED_MUTANTS"
 
 
+def _tuples(value):
+    """A JSON value with its lists read back as the tuples `Mutant`'s fields hold (nested too)."""
+    return tuple(map(_tuples, value)) if isinstance(value, list) else value
+
+
 def add_generated(path: str | Path) -> list[str]:
     """Register the mutants of a JSON file written by `samplecheck mutate`; their names."""
     names = []
     for fields in json.loads(Path(path).read_text()):
-        mutant = Mutant(**{**fields, "devices": tuple(fields["devices"]), "then": tuple(map(tuple, fields["then"])),
-                           "via": tuple(fields.get("via", ()))})
+        mutant = Mutant(**{name: _tuples(value) for name, value in fields.items()})
         if MUTANTS.get(mutant.name, mutant) != mutant:
             raise ValueError(f"generated mutant {mutant.name!r} clashes with another of that name")
         MUTANTS[mutant.name] = mutant
