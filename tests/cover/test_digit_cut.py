@@ -14,6 +14,7 @@ import triton.language as tl
 
 from samplecheck.kernels.cut_search import digit_cut, rank_cut
 from samplecheck.kernels.validation import LOGIT_DTYPES
+from samplecheck.tests.cover.host_keys import order_key
 
 pytestmark = pytest.mark.interpreter
 
@@ -43,12 +44,6 @@ def _both_cuts(scratch_ptr, case_ptr, limit_ptr, out_ptr, BY_MASS: tl.constexpr,
     tl.store(out_ptr + c * 2 + 1, by_ranks)
 
 
-def _key(x: torch.Tensor) -> torch.Tensor:
-    """`order_key` in torch (int64 of the int32 key)."""
-    bits = torch.where(x == 0, torch.zeros_like(x), x).view(torch.int32)
-    return (bits ^ ((bits >> 31) & 0x7FFFFFFF)).to(torch.int64)
-
-
 def _cases(dtype: torch.dtype, by_mass: bool, gen: torch.Generator):
     """The scratch rows [CASES, CAP + 1] (the last column: the row max), the int64 case table and
     the fp32 mass limits (module docstring)."""
@@ -61,15 +56,15 @@ def _cases(dtype: torch.dtype, by_mass: bool, gen: torch.Generator):
         if c % 3 == 0:
             x = x.round()  # runs of equal keys
         x = x.to(dtype).float()
-        keys = _key(x).sort().values
+        keys = order_key(x).sort().values
         lo_at, hi_at = sorted(torch.randint(0, n, (2,), generator=gen).tolist())
         lo, hi = int(keys[lo_at]), int(keys[hi_at])
         if c % 2 == 1:  # pivots: keys between (or just past) the entries' keys
             lo -= int(torch.randint(0, 1 << 20, (), generator=gen))
             hi += int(torch.randint(0, 1 << 12, (), generator=gen))
             hi = min(hi, 2**31 - 1)
-        x = torch.where(_key(x) > hi, float("-inf"), x)  # the scratch holds nothing above hi
-        in_bracket = (_key(x) >= lo) & (_key(x) <= hi)
+        x = torch.where(order_key(x) > hi, float("-inf"), x)  # the scratch holds nothing above hi
+        in_bracket = (order_key(x) >= lo) & (order_key(x) <= hi)
         count_hi = int(torch.randint(0, 4, (), generator=gen))
         k = int(torch.randint(0, int(in_bracket.sum()) + count_hi + 3, (), generator=gen))
         if c % 5 == 2:

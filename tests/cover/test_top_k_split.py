@@ -16,6 +16,7 @@ from samplecheck.kernels import top_k_chunks, top_k_split
 from samplecheck.kernels.top_k_top_p import apply_top_k_top_p, scratch_bytes
 from samplecheck.kernels.top_k_top_p_torch import apply_top_k_top_p_torch
 from samplecheck.kernels.validation import LOGIT_DTYPES, raise_pending, value_checks
+from samplecheck.tests.cover.host_keys import order_key
 
 pytestmark = pytest.mark.interpreter
 
@@ -170,9 +171,8 @@ def test_a_bracket_never_reaches_down_to_neg_inf(device, config, launch_args):
     torch.testing.assert_close(apply_top_k_top_p(logits.clone(), k, None), expected, rtol=0, atol=0)
     state = launch_args["_bound_kernel"][3].view(3, top_k_split.STATE.value).cpu()
     rows = logits.cpu()
-    smallest = torch.where(rows.isneginf(), float("inf"), rows).min(dim=1).values.view(torch.int32)
-    keys = torch.where(smallest < 0, smallest ^ 0x7FFFFFFF, smallest)  # `order_key` on the host
-    assert state[:, top_k_split.LO.value].tolist() == keys.tolist()
+    smallest = torch.where(rows.isneginf(), float("inf"), rows).min(dim=1).values
+    assert state[:, top_k_split.LO.value].tolist() == order_key(smallest).tolist()
 
 
 def test_buffer_bytes_match_the_allocation(device, config, launch_args):
