@@ -276,8 +276,6 @@ def sample_gumbel(call, logits, args, rows: int, n: int, seed: int) -> torch.Ten
     return torch.stack(draws)
 
 
-
-
 def gumbel_memory(logits, args) -> int:
     """The bytes the Gumbel kernel states it allocates beyond its inputs."""
     return extra_bytes(logits.size(0), logits.size(1), logits.device.type)

@@ -95,16 +95,6 @@ top_k_mask.samplecheck = {"accepts": _top_k_only}
 '''
 
 
-
-
-
-
-
-
-
-
-
-
 def _plug(root: Path, name: str, target: str, module: str | None = None) -> Path:
     """A project `name` declaring one top_k_top_p entry point, `target`, and holding the
     module `name` with the source `module` (none when not given)."""
