@@ -11,7 +11,9 @@ the gate's time (`samplecheck gate` prints its compile seconds by kernel). Varia
 the launch config of the path that compiles it on CUDA, GUARDED, and no pointer or size
 specialized on divisibility: the one-program kernel (`samplecheck.kernels.top_k_top_p`) with k,
 p and both, and top-p alone's wide config (one-k, one-p, one-k+p, one-p-wide); the chunk path
-(`samplecheck.kernels.top_k_chunks`) without and with p (chunks-k, chunks-k+p). Per variant: the
+(`samplecheck.kernels.top_k_chunks`) without and with p (chunks-k, chunks-k+p); the k-split
+path's four kernels (`samplecheck.kernels.top_k_split`: split-lanes, split-bound, split-collect,
+split-finish). Per variant: the
 seconds of `triton.compile` (one at a time, from no cache), the Triton IR's op count, and from the
 cubin (cuobjdump) registers a thread and stack bytes (spills show as stack). `--maxnreg N` compiles
 under Triton's launch option of that name, a cap on registers a thread (at 8 warps, 128 lets an
@@ -32,13 +34,14 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from bench.kernels import LOGIT_DTYPES
-from samplecheck.kernels import top_k_chunks, top_k_top_p
+from samplecheck.kernels import top_k_chunks, top_k_split, top_k_top_p
 from samplecheck.kernels.chunk_codes import LIST_KEY_BITS
 
 POINTER = {"bf16": "*bf16", "fp16": "*fp16", "fp32": "*fp32"}
 # Runtime arguments' types; every other argument of these kernels is a constexpr.
 ARGUMENTS = dict(row_stride="i32", k_ptr="*i64", p_ptr="*fp32", scratch_ptr="*fp32", B="i32", V="i32",
-                 guard_ptr="*i32", check="i1", buffer_ptr="*i64", S="i32")
+                 guard_ptr="*i32", check="i1", buffer_ptr="*i64", S="i32", keys_ptr="*i32", lanes_ptr="*i32",
+                 state_ptr="*i64", CHUNK="i32")
 
 
 def variants(dtype: str):
@@ -58,6 +61,18 @@ def variants(dtype: str):
                dict(GUARDED=True, HAS_P=has_p, COL_BITS=c["COL_BITS"], K_MAX=c["K_MAX"], MERGE=c["MAX_MERGE"],
                     KEY_BITS=LIST_KEY_BITS[LOGIT_DTYPES[dtype]], DIGIT_BITS=c["DIGIT_BITS"], **search),
                c["num_warps"])
+    s = top_k_split.K_SPLIT_CONFIG["cuda"]
+    for name, kernel, constexprs in (
+            ("split-lanes", top_k_split._lanes_kernel, dict(GUARDED=True, BLOCK=s["BLOCK"], NUM_STAGES=s["NUM_STAGES"],
+                                                            LANES=s["LANES"])),
+            ("split-bound", top_k_split._bound_kernel, dict(MAX_SPLITS=s["MAX_SPLITS"], LANES=s["LANES"],
+                                                            BOUND_STEPS=s["BOUND_STEPS"], NUM_PIVOTS=s["NUM_PIVOTS"])),
+            ("split-collect", top_k_split._collect_kernel, dict(GUARDED=True, CAP=s["CAP"], BLOCK=s["BLOCK"],
+                                                                NUM_STAGES=s["NUM_STAGES"])),
+            ("split-finish", top_k_split._finish_kernel,
+             dict(GUARDED=True, BLOCK=s["ROW_BLOCK"], NUM_STAGES=s["NUM_STAGES"], MAX_SPLITS=s["MAX_SPLITS"],
+                  TILE=s["TILE"], NUM_PIVOTS=s["NUM_PIVOTS"], CAP=s["CAP"]))):
+        yield name, kernel, constexprs, s["num_warps"]
 
 
 def resources(cubin: bytes) -> str:

@@ -168,19 +168,27 @@ def collect(row_ptr, V, lo, hi, scratch_ptr, row_max, mass_floor, WITH_MASS: tl.
 
 @triton.jit
 def collect_chunk(row_ptr, start, end, lo, hi, counter_ptr, scratch_ptr, CAP: tl.constexpr, BLOCK: tl.constexpr,
-                  NUM_STAGES: tl.constexpr):
+                  NUM_STAGES: tl.constexpr, DROP: tl.constexpr):
     """One pass over columns [start, end) of a row split over programs: copy the entries with
     key in [lo, hi] to the row's scratch (CAP entries) at positions reserved by an atomic add
     at `counter_ptr` (int64), which ends at the population of [lo, hi] over every program;
-    entries past CAP are counted, not stored. The scratch's order varies from run to run."""
+    entries past CAP are counted, not stored. The scratch's order varies from run to run.
+    DROP (lo at or below the row's cut), as `collect`'s: also write -inf at the entries with
+    key below lo and at NaN, and store each copied entry's column CAP entries after it."""
     groups = group_columns(BLOCK)
     for first in tl.range(start, end, BLOCK, num_stages=NUM_STAGES):
         idx = first + groups
-        x, _, take, _ = in_bracket(row_ptr + idx, idx < end, lo, hi)
+        live = idx < end
+        x, key, take, nan = in_bracket(row_ptr + idx, live, lo, hi)
         pos, taken = compact_positions(take)
         if taken > 0:
             pos += tl.atomic_add(counter_ptr, taken.to(tl.int64)).to(tl.int32)
-            tl.store(scratch_ptr + pos, x, mask=(take == 1) & (pos < CAP))
+            stored = (take == 1) & (pos < CAP)
+            tl.store(scratch_ptr + pos, x, mask=stored)
+            if DROP:
+                tl.store(scratch_ptr + CAP + pos, idx.to(tl.float32, bitcast=True), mask=stored)
+        if DROP:
+            store_neg_inf(row_ptr + idx, live & ((key < lo) | nan))
 
 
 @triton.jit

@@ -24,7 +24,7 @@ Contract (the oracle `samplecheck.oracles.top_k_top_p` states the semantics in f
   splits each row over several programs and four launches; a small batch with k (with or
   without p; `samplecheck.kernels.top_k_chunks.chunks_plan`) splits each row over chunk
   programs in one launch; a larger batch with k and no p
-  (`samplecheck.kernels.top_k_split.k_split_plan`) splits each row over chunk programs and five
+  (`samplecheck.kernels.top_k_split.k_split_plan`) splits each row over chunk programs and four
   launches; every other call is one launch, one program per row, as described
   below (`samplecheck.kernels.cut_search.row_cut`). All find the same cut, so the masks are
   equal.

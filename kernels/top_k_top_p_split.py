@@ -203,7 +203,7 @@ def _collect_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, tally_pt
         if (lo < hi) & (pop <= CAP):
             start, end = chunk_columns(CHUNK, V)
             collect_chunk(logits_ptr + row * row_stride, start, end, lo, hi, state_ptr + COUNTER,
-                          scratch_ptr + row * CAP, CAP, BLOCK, NUM_STAGES)
+                          scratch_ptr + row * CAP, CAP, BLOCK, NUM_STAGES, False)
 
 
 @jit(do_not_specialize=["p_ptr", "S", "guard_ptr"])

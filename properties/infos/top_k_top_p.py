@@ -78,14 +78,19 @@ GPU_CHUNK_REGIME = (
                       dtypes=ALL_DTYPES, layouts=("contig",), tests=catalog.EXACT_TESTS),
 )
 # Top-k alone on a batch the k-split path takes (`samplecheck.kernels.top_k_split`: on the CPU 5-9
-# rows, on a GPU 33-128 rows from 8192 columns), k from 2 to 100 beside each other, so that a
-# row's bracket holds more candidates than one rank program takes. Sized for the CPU's launch
-# config (256 columns a chunk) and a GPU's (8192); on the other device each takes another path.
+# rows, on a GPU 33-128 rows from 8192 columns), k from 2 to 100 beside each other: brackets of
+# tens of candidates, and on integer levels brackets past the scratch (the CPU's 32 entries)
+# whose whole-row search ends on a tied k-th value. Sized for the CPU's launch config (256
+# columns a chunk) and a GPU's (8192); on the other device each takes another path.
 K_SPLIT_REGIME = (
     RegressionExample("top-k alone, a batch the k-split path takes",
                       TopKTopPCase(LogitsRecipe(batch=6, vocab=1500, family="randn", scale=2.0, seed=9),
                                    (12, 14, 10, 20, 16, 30), None),
                       dtypes=ALL_DTYPES, layouts=("contig", "padded64")),
+    RegressionExample("top-k alone, a k-split batch of tied levels",
+                      TopKTopPCase(LogitsRecipe(batch=6, vocab=1500, family="levels", scale=1.0, seed=10),
+                                   (12, 40, 7, 100, 30, 3), None),
+                      dtypes=ALL_DTYPES, layouts=("contig",), tests=(catalog.ORACLE_EQUIVALENCE,)),
     RegressionExample("top-k alone, a GPU's k-split batch",
                       TopKTopPCase(LogitsRecipe(batch=40, vocab=20000, family="randn", scale=2.0, seed=9),
                                    (50, 2, 100, 12, 30, 7, 64, 20) * 5, None),

@@ -186,11 +186,21 @@ MUTANTS = (
         ref="fault class: a 0- vs 1-based rank in a top-k threshold",
     ),
     Mutant(
-        name="top_k_split_rank_programs_overwrite_the_cut", **_K_SPLIT_PATH,
-        find="tl.atomic_min(state_ptr + CUT, cut.to(tl.int64))", replace="tl.store(state_ptr + CUT, cut.to(tl.int64))",
-        description="the k-split top-k path's rank programs store their own smallest holding key instead of the "
-                    "minimum over them: whichever writes last sets the row's cut",
-        ref="fault class: a cross-CTA reduction by plain stores instead of an atomic (a race on the result)",
+        name="top_k_split_drop_floor_inclusive", kernel="top_k_top_p", module="samplecheck.kernels.cut_search",
+        via=("samplecheck.kernels.top_k_split", "samplecheck.kernels.top_k_top_p"), entry="apply_top_k_top_p",
+        find="store_neg_inf(row_ptr + idx, live & ((key < lo) | nan))",
+        replace="store_neg_inf(row_ptr + idx, live & ((key <= lo) | nan))",
+        description="the k-split top-k path's chunk programs also write -inf at the entries equal to their "
+                    "row's bracket floor, which the cut may keep",
+        ref="off-by-one at a top-k threshold (a strict compare made inclusive)",
+    ),
+    Mutant(
+        name="top_k_split_finish_from_a_full_scratch", **_K_SPLIT_PATH,
+        find="write_cut(row_ptr, V, cut, scratch_ptr, listed, CAP, BLOCK, NUM_STAGES)",
+        replace="write_cut(row_ptr, V, cut, scratch_ptr, tl.minimum(n, CAP), CAP, BLOCK, NUM_STAGES)",
+        description="the k-split top-k path finishes every row from its scratch, a bracket that overflowed it "
+                    "too: entries past the scratch's capacity below the cut are left unmasked",
+        ref="fault class: a truncated candidate buffer read as the whole candidate set",
     ),
     Mutant(
         name="top_k_drop_floor_inclusive", **_ONE_PROGRAM_SEARCH,

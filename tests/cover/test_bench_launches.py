@@ -38,15 +38,15 @@ def test_a_row_per_launch_in_order(launches, tmp_path):
     assert launches.main(["--ops", "top_k", "--device", "cpu", "--sizes", "5x600", "--out", str(out)]) == 0
     table = out.read_text()
     kernels = [line.split(" | ")[1] for line in table.splitlines() if line.startswith("| ") and line[2].isdigit()]
-    assert kernels == ["_lanes_kernel", "_bound_kernel", "_collect_kernel", "_rank_kernel", "_write_kernel"], table
+    assert kernels == ["_lanes_kernel", "_bound_kernel", "_collect_kernel", "_finish_kernel"], table
     assert "## top_k at 5x600" in table
 
 
 def test_a_setting_held_for_the_run(launches, tmp_path):
-    """`--with` routes a size onto the path to be split: 3 rows take the k-split path's five
+    """`--with` routes a size onto the path to be split: 3 rows take the k-split path's four
     launches with its smallest batch held at 1 and the chunk path's largest at 0."""
     out = tmp_path / "launches.md"
     assert launches.main(["--ops", "top_k", "--device", "cpu", "--sizes", "3x600", "--out", str(out),
                           "--with", "samplecheck.kernels.top_k_split:K_SPLIT_CONFIG.cpu.MIN_ROWS=1",
                           "--with", "samplecheck.kernels.top_k_chunks:CHUNKS_CONFIG.cpu.MAX_ROWS=0"]) == 0
-    assert "| 5 | _write_kernel |" in out.read_text()
+    assert "| 4 | _finish_kernel |" in out.read_text()

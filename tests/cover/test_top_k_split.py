@@ -1,4 +1,4 @@
-"""`samplecheck.kernels.top_k_split`: which calls split their rows over chunk programs and five
+"""`samplecheck.kernels.top_k_split`: which calls split their rows over chunk programs and four
 launches, and that such a call masks every row bit for bit as the one-program kernel does (the
 same cut), on rows that take each branch: k within the lanes and past them, brackets that fit
 the scratch and brackets that overflow it (ties at the k-th value), k off beside k on, NaN, +inf
