@@ -5,8 +5,9 @@ project's tests leaves those as they were; asked for by name (`-p samplecheck.ha
 it acts on every test of the run.
 
 - The device is chosen when this registers, before the suite's test modules import kernels:
-  on CPU, TRITON_INTERPRET=1 is set then. Under pytest-xdist each worker gwN is pinned to GPU
-  N % device_count.
+  on CPU, TRITON_INTERPRET=1 is set then, and the interpreter's helper calls stop patching
+  triton.language again (samplecheck.harness.interpreter_patching). Under pytest-xdist each
+  worker gwN is pinned to GPU N % device_count.
 - The Hypothesis profile of `--sc-profile` (samplecheck.harness.profiles) is the default for
   the suite's tests alone: in force while their modules import (so `@given` and `@settings`
   there build on it) and while each of them runs; Hypothesis' global profile is left alone.
@@ -67,6 +68,9 @@ def pytest_configure(config):
         torch.cuda.set_device(index)
         config.samplecheck_device = torch.device("cuda", torch.cuda.current_device())
     else:
+        from samplecheck.harness.interpreter_patching import install
+
+        install()
         config.samplecheck_device = torch.device("cpu")
     _plug_backends(config)
     seeds.preload_package_modules()  # after the device switch: it imports the kernels

@@ -1,0 +1,70 @@
+"""Helper calls under Triton's CPU interpreter without patching triton.language again.
+
+Triton's interpreter (`triton.runtime.interpreter`) swaps triton.language's builtins for
+interpreted ones with `_patch_lang(fn)`: when a kernel launch starts (`GridExecutor.__call__`,
+undone by the returned scope's `restore()` when the launch ends) and again on every call of a
+`@triton.jit` helper from inside a kernel (`InterpretedFunction.__call__`, whose scope is
+dropped). By then the launch has patched the language: the repeat finds every builtin already
+swapped and sets the same attributes again, walking the members of triton.language, its tensor
+class and math module each time (`inspect.getmembers`). Our kernels call their helpers inside
+loops, so the repeats took about 40% of a CPU run of the selection kernels (33 of 81 s of
+`test_strided_bitwise[top_k_top_p-triton-bf16-padded64]`, profiled).
+
+`install()` replaces `_patch_lang` with one that, while a launch runs, returns an empty scope
+for a helper whose view of the language (the triton.language modules among its globals, as
+`_patch_lang` finds them: triton.language for our helpers, triton.language.core too for
+Triton's own, such as `tl.sum`) was patched since the launch began, and patches as Triton does
+in any other case. The kernels compute exactly as before: a repeat would set what is already
+set (Triton never undoes a helper's patch), so the language in force during each helper call is
+the same either way. samplecheck's plugin installs it for a CPU run of its own
+suite; a Triton whose interpreter lacks these names is left as it is (`install` returns False).
+"""
+
+import inspect
+
+_INSTALLED = "_samplecheck_patch_once"  # marks the replacement, so a second install is a no-op
+
+
+def languages(fn) -> frozenset:
+    """The triton.language modules visible from `fn`'s globals, the ones `_patch_lang(fn)` patches."""
+    import triton.language as tl
+
+    return frozenset(value for value in fn.__globals__.values() if inspect.ismodule(value) and value in (tl, tl.core))
+
+
+def install() -> bool:
+    """Replace the interpreter's `_patch_lang` (module docstring); False where this Triton has
+    none to replace or no `_LangPatchScope`."""
+    from triton.runtime import interpreter
+
+    original = getattr(interpreter, "_patch_lang", None)
+    empty_scope = getattr(interpreter, "_LangPatchScope", None)
+    if original is None or empty_scope is None:
+        return False
+    if getattr(original, _INSTALLED, False):
+        return True
+    in_force: list[frozenset] = []  # the languages patched since the running launch began (empty: none running)
+
+    def patch_lang(fn):
+        seen = languages(fn)
+        if in_force and seen <= in_force[0]:
+            return empty_scope()
+        scope = original(fn)
+        if in_force:  # a helper's patch, whose scope Triton drops: in force to the launch's end
+            in_force[0] |= seen
+            return scope
+        in_force.append(seen)  # a launch's patch: in force until its scope is restored
+        restore = scope.restore
+
+        def restore_and_end():
+            try:
+                restore()
+            finally:
+                in_force.clear()
+        scope.restore = restore_and_end
+        return scope
+
+    setattr(patch_lang, _INSTALLED, True)
+    patch_lang.__wrapped__ = original  # Triton's own, for a run without the replacement
+    interpreter._patch_lang = patch_lang
+    return True
