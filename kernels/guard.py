@@ -283,6 +283,16 @@ def rows_in_range(values_ptr, n, lo, hi, LO_OPEN: tl.constexpr, HI_OPEN: tl.cons
 
 
 @triton.jit
+def flag_clear(guard_ptr, GUARDED: tl.constexpr):
+    """Whether a program may write as far as the flag goes: no flag (not GUARDED), or one no
+    check or earlier op has set."""
+    clear = True
+    if GUARDED:
+        clear = tl.load(guard_ptr) == 0
+    return clear
+
+
+@triton.jit
 def record_failed(guard_ptr, failed):
     """OR the failed checks' bits `failed` into the flag from program (0, 0) alone: a kernel
     making its call's checks itself computes the same bits in every program that needs them."""

@@ -46,7 +46,7 @@ import triton.language as tl
 
 from samplecheck.kernels.cut_keys import lane_extremes, merged_lanes, neg_inf_key, order_key
 from samplecheck.kernels.cut_search import collect_chunk, find_cut, lanes_bound, spread_pivots, write_cut
-from samplecheck.kernels.guard import record_failed
+from samplecheck.kernels.guard import flag_clear, record_failed
 from samplecheck.kernels.launching import jit
 from samplecheck.kernels.row_params import failed_value_checks, row_k_p
 from samplecheck.kernels.runtime import cdiv
@@ -130,7 +130,7 @@ def _collect_kernel(logits_ptr, row_stride, k_ptr, state_ptr, scratch_ptr, V, CH
     -inf below the bracket and at NaN. Nothing when the guard flag is set."""
     row = tl.program_id(0).to(tl.int64)
     k = row_k_p(k_ptr, None, row, V, True, False)[0]
-    if (k < V) & _clear(guard_ptr, GUARDED):
+    if (k < V) & flag_clear(guard_ptr, GUARDED):
         state_ptr, lo, hi = _row_bracket(state_ptr, row)
         start, end = chunk_columns(CHUNK, V)
         collect_chunk(logits_ptr + row * row_stride, start, end, lo, hi, state_ptr + COUNTER,
@@ -146,7 +146,7 @@ def _finish_kernel(logits_ptr, row_stride, k_ptr, keys_ptr, state_ptr, scratch_p
     below the cut."""
     row = tl.program_id(0).to(tl.int64)
     k = row_k_p(k_ptr, None, row, V, True, False)[0]
-    if (k < V) & _clear(guard_ptr, GUARDED):
+    if (k < V) & flag_clear(guard_ptr, GUARDED):
         state_ptr, lo, hi = _row_bracket(state_ptr, row)
         if lo < hi:
             row_ptr = logits_ptr + row * row_stride
@@ -159,15 +159,6 @@ def _finish_kernel(logits_ptr, row_stride, k_ptr, keys_ptr, state_ptr, scratch_p
                                          zero_mass, key_lo, spread_pivots(lo, hi, NUM_PIVOTS), False, CAP, BLOCK,
                                          TILE, NUM_PIVOTS, 0, 0, NUM_STAGES, True)
             write_cut(row_ptr, V, cut, scratch_ptr, listed, CAP, BLOCK, NUM_STAGES)
-
-
-@triton.jit
-def _clear(guard_ptr, GUARDED: tl.constexpr):
-    """Whether the call may write: no guard flag, or one left clear (by launch 1's checks too)."""
-    clear = True
-    if GUARDED:
-        clear = tl.load(guard_ptr) == 0
-    return clear
 
 
 def k_split_plan(batch: int, vocab: int, device: str, has_k: bool, has_p: bool) -> int | None:

@@ -43,7 +43,7 @@ from samplecheck.kernels.cut_keys import (INT32_MAX_JIT, INT32_MIN_JIT, key_valu
                                           write_below_cut)
 from samplecheck.kernels.cut_search import (collect_chunk, find_cut, narrow_step, rank_cut, spread_pivots, tally_above,
                                             top_p_first_step)
-from samplecheck.kernels.guard import record_failed
+from samplecheck.kernels.guard import flag_clear, record_failed
 from samplecheck.kernels.launching import jit
 from samplecheck.kernels.row_params import failed_value_checks
 from samplecheck.kernels.runtime import cdiv
@@ -240,10 +240,7 @@ def _rank_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, scratch_ptr
                 tl.store(state_ptr + CUT, cut.to(tl.int64))
         tl.debug_barrier()
         if tl.atomic_add(state_ptr + RANKED, 1) == tl.num_programs(1) - 1:
-            clear = True
-            if GUARDED:
-                clear = tl.load(guard_ptr) == 0
-            if clear:
+            if flag_clear(guard_ptr, GUARDED):
                 cut = tl.load(state_ptr + CUT, cache_modifier=".cg").to(tl.int32)
                 write_below_cut(logits_ptr + row * row_stride, 0, V, cut, BLOCK, NUM_STAGES)
 

@@ -43,24 +43,26 @@ def install() -> bool:
         return False
     if getattr(original, _INSTALLED, False):
         return True
-    in_force: list[frozenset] = []  # the languages patched since the running launch began (empty: none running)
+    in_force = None  # the languages patched since the running launch began (None: no launch running)
 
     def patch_lang(fn):
+        nonlocal in_force
         seen = languages(fn)
-        if in_force and seen <= in_force[0]:
+        if in_force is not None and seen <= in_force:
             return empty_scope()
         scope = original(fn)
-        if in_force:  # a helper's patch, whose scope Triton drops: in force to the launch's end
-            in_force[0] |= seen
+        if in_force is not None:  # a helper's patch, whose scope Triton drops: in force to the launch's end
+            in_force |= seen
             return scope
-        in_force.append(seen)  # a launch's patch: in force until its scope is restored
+        in_force = seen  # a launch's patch: in force until its scope is restored
         restore = scope.restore
 
         def restore_and_end():
+            nonlocal in_force
             try:
                 restore()
             finally:
-                in_force.clear()
+                in_force = None
         scope.restore = restore_and_end
         return scope
 
