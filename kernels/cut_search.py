@@ -180,8 +180,9 @@ def collect_chunk(row_ptr, start, end, lo, hi, counter_ptr, scratch_ptr, CAP: tl
         idx = first + groups
         live = idx < end
         x, key, take, nan = in_bracket(row_ptr + idx, live, lo, hi)
-        pos, taken = compact_positions(take)
-        if taken > 0:
+        # Prefix sums only for a block that holds a candidate: most blocks of a row hold none.
+        if tl.sum(tl.sum(take, axis=1), axis=0) > 0:
+            pos, taken = compact_positions(take)
             pos += tl.atomic_add(counter_ptr, taken.to(tl.int64)).to(tl.int32)
             stored = (take == 1) & (pos < CAP)
             tl.store(scratch_ptr + pos, x, mask=stored)
