@@ -1,5 +1,5 @@
-"""How long Triton takes to compile the selection kernels for a GPU, on any machine (no GPU is
-needed: `triton.compile` for a target), and what the compiled code holds.
+"""How long Triton takes to compile the selection kernels (and the penalties' row-sort kernel) for
+a GPU, on any machine (no GPU is needed: `triton.compile` for a target), and what the compiled code holds.
 
     python -m bench.compile_times                          # sm_90, every variant below
     python -m bench.compile_times --variants one-k+p,chunks-k+p --dtypes bf16 --arch 90
@@ -13,7 +13,8 @@ specialized on divisibility: the one-program kernel (`samplecheck.kernels.top_k_
 p and both, and top-p alone's wide config (one-k, one-p, one-k+p, one-p-wide); the chunk path
 (`samplecheck.kernels.top_k_chunks`) without and with p (chunks-k, chunks-k+p); the k-split
 path's four kernels (`samplecheck.kernels.top_k_split`: split-lanes, split-bound, split-collect,
-split-finish). Per variant: the
+split-finish); the penalties' row-sort kernel at its default longest list (penalties-row-sort,
+`samplecheck.kernels.penalties`: 2048 keys sorted in registers). Per variant: the
 seconds of `triton.compile` (one at a time, from no cache), the Triton IR's op count, and from the
 cubin (cuobjdump) registers a thread and stack bytes (spills show as stack). `--maxnreg N` compiles
 under Triton's launch option of that name, a cap on registers a thread (at 8 warps, 128 lets an
@@ -34,14 +35,15 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from bench.kernels import LOGIT_DTYPES
-from samplecheck.kernels import top_k_chunks, top_k_split, top_k_top_p
+from samplecheck.kernels import penalties, top_k_chunks, top_k_split, top_k_top_p
 from samplecheck.kernels.chunk_codes import LIST_KEY_BITS
 
 POINTER = {"bf16": "*bf16", "fp16": "*fp16", "fp32": "*fp32"}
 # Runtime arguments' types; every other argument of these kernels is a constexpr.
 ARGUMENTS = dict(row_stride="i32", k_ptr="*i64", p_ptr="*fp32", scratch_ptr="*fp32", B="i32", V="i32",
                  guard_ptr="*i32", check="i1", buffer_ptr="*i64", S="i32", keys_ptr="*i32", lanes_ptr="*i32",
-                 state_ptr="*i64", CHUNK="i32")
+                 state_ptr="*i64", CHUNK="i32", prompt_ptr="*i64", P="i32", output_ptr="*i64", O="i32",
+                 repetition_ptr="*fp32", frequency_ptr="*fp32", presence_ptr="*fp32")
 
 
 def variants(dtype: str):
@@ -73,6 +75,10 @@ def variants(dtype: str):
              dict(GUARDED=True, BLOCK=s["ROW_BLOCK"], NUM_STAGES=s["NUM_STAGES"], MAX_SPLITS=s["MAX_SPLITS"],
                   TILE=s["TILE"], NUM_PIVOTS=s["NUM_PIVOTS"], CAP=s["CAP"]))):
         yield name, kernel, constexprs, s["num_warps"]
+    keys = penalties.ROW_SORT_MAX_LENGTH["cuda"]
+    yield ("penalties-row-sort", penalties._penalties_row_sort_kernel,
+           dict(GUARDED=True, CHECK_BLOCK=penalties.GUARD_BLOCK["cuda"], LENGTH=keys),
+           max(4, keys // penalties.ROW_SORT_KEYS_PER_WARP))
 
 
 def resources(cubin: bytes) -> str:

@@ -104,9 +104,9 @@ def penalties_scratch(logits, args):
     return SCRATCH_BYTES_PER_ID * logits.size(0) * length
 
 
-def pair_path(args) -> int:
-    """The pairs_max_length that takes the pair-compare path, which needs no host scratch
-    (the sorted path's is 64 bytes per list entry: 128 GiB at 2**31 entries)."""
+def row_sort_path(args) -> int:
+    """The row_sort_max_length that takes the row-sort path, which needs no host scratch
+    (the host-sorted path's is 64 bytes per list entry: 128 GiB at 2**31 entries)."""
     return args["prompt_token_ids"].size(1) + args["output_token_ids"].size(1)
 
 
@@ -114,8 +114,8 @@ PENALTIES = register(ValueInfo(
     name="penalties",
     off_encodings=PENALTIES_OFF,
     id_lists=IdLists((IdList("prompt_token_ids", (None,)), IdList("output_token_ids", (None,))),
-                     knobs={"pairs_max_length": pair_path}),
-    backends=(Backend("triton", "samplecheck.kernels.penalties:apply_penalties", knobs=("pairs_max_length",),
+                     knobs={"row_sort_max_length": row_sort_path}),
+    backends=(Backend("triton", "samplecheck.kernels.penalties:apply_penalties", knobs=("row_sort_max_length",),
                       capturable=True, guard_flag=True, batch_invariant=True),),
     cases=penalties_cases, make_args=penalties_args,
     reference=Oracle(penalties_reference, tolerance="rtol"),

@@ -38,6 +38,24 @@ MUTANTS = (
         ref="vLLM #27910 (-1 async placeholders reached scatter_add as an index) and #49081 (ids >= V unchecked)",
     ),
     Mutant(
+        name="penalties_row_sort_counts_cross_ids", kernel="penalties",
+        module="samplecheck.kernels.penalties", entry="apply_penalties",
+        find="return id_b, n_b + tl.where(id_a == id_b, n_a, 0)",
+        replace="return id_b, n_b + n_a",
+        description="the row-sort path's count of output keys does not restart at a new id: each id's frequency "
+                    "count holds every output entry of the smaller ids too",
+        ref="fault class: a segmented scan run as a plain prefix sum (the segment boundary dropped)",
+    ),
+    Mutant(
+        name="penalties_row_sort_writes_first_key", kernel="penalties",
+        module="samplecheck.kernels.penalties", entry="apply_penalties",
+        find="last = (j == LENGTH - 1) | (tl.gather(token, tl.minimum(j + 1, LENGTH - 1), 0) != token)",
+        replace="last = (j == 0) | (tl.gather(token, tl.maximum(j - 1, 0), 0) != token)",
+        description="the row-sort path writes each id at its first sorted key, where the scan has counted only "
+                    "that key: an id seen twice in the output gets a count of at most 1",
+        ref="fault class: a reduction's result read at the segment's start instead of its end",
+    ),
+    Mutant(
         name="penalties_row0_parameter", kernel="penalties",
         module="samplecheck.kernels.penalties", entry="apply_penalties",
         find="f = tl.load(frequency_ptr + row)\n    q = tl.load(presence_ptr + row)\n    clear = True",
