@@ -8,7 +8,8 @@ a GPU, on any machine (no GPU is needed: `triton.compile` for a target), and wha
 A compile is a JIT stall wherever a batch first reaches a specialization (an engine's first
 request of a kind; each test of the suite's that reaches a new one), and on a GPU runner most of
 the gate's time (`samplecheck gate` prints its compile seconds by kernel). Variants, each with
-the launch config of the path that compiles it on CUDA, GUARDED, and no pointer or size
+the launch config of the path that compiles it on CUDA, guarded (a constexpr GUARDED, or the
+runtime bool `guarded` of the one-program and chunk kernels), and no pointer or size
 specialized on divisibility: the one-program kernel (`samplecheck.kernels.top_k_top_p`) with k,
 p and both, and top-p alone's wide config (one-k, one-p, one-k+p, one-p-wide); the chunk path
 (`samplecheck.kernels.top_k_chunks`) without and with p (chunks-k, chunks-k+p); the k-split
@@ -41,7 +42,7 @@ from samplecheck.kernels.chunk_codes import LIST_KEY_BITS
 POINTER = {"bf16": "*bf16", "fp16": "*fp16", "fp32": "*fp32"}
 # Runtime arguments' types; every other argument of these kernels is a constexpr.
 ARGUMENTS = dict(row_stride="i32", k_ptr="*i64", p_ptr="*fp32", scratch_ptr="*fp32", B="i32", V="i32",
-                 guard_ptr="*i32", check="i1", buffer_ptr="*i64", S="i32", keys_ptr="*i32", lanes_ptr="*i32",
+                 guard_ptr="*i32", check="i1", guarded="i1", buffer_ptr="*i64", S="i32", keys_ptr="*i32", lanes_ptr="*i32",
                  state_ptr="*i64", CHUNK="i32", prompt_ptr="*i64", P="i32", output_ptr="*i64", O="i32",
                  repetition_ptr="*fp32", frequency_ptr="*fp32", presence_ptr="*fp32")
 
@@ -51,16 +52,16 @@ def variants(dtype: str):
     search = {n: v for n, v in top_k_top_p.LAUNCH_CONFIG["cuda"].items() if n != "num_warps"}
     warps = top_k_top_p.LAUNCH_CONFIG["cuda"]["num_warps"]
     for name, has_k, has_p in (("k", True, False), ("p", False, True), ("k+p", True, True)):
-        yield (f"one-{name}", top_k_top_p._top_k_top_p_kernel, dict(GUARDED=True, HAS_K=has_k, HAS_P=has_p, **search),
+        yield (f"one-{name}", top_k_top_p._top_k_top_p_kernel, dict(HAS_K=has_k, HAS_P=has_p, **search),
                warps)
     wide = top_k_top_p.WIDE_TOP_P["cuda"]
     yield ("one-p-wide", top_k_top_p._top_k_top_p_kernel,
-           dict(GUARDED=True, HAS_K=False, HAS_P=True, **{**search, "TILE": wide["TILE"]}), wide["num_warps"])
+           dict(HAS_K=False, HAS_P=True, **{**search, "TILE": wide["TILE"]}), wide["num_warps"])
     c = top_k_chunks.CHUNKS_CONFIG["cuda"]
     for has_p in (False, True):
         # The chunk path takes the one-program kernel's search settings for its rows searched whole.
         yield (f"chunks-k{'+p' if has_p else ''}", top_k_chunks._top_k_chunks_kernel,
-               dict(GUARDED=True, HAS_P=has_p, COL_BITS=c["COL_BITS"], K_MAX=c["K_MAX"], MERGE=c["MAX_MERGE"],
+               dict(HAS_P=has_p, COL_BITS=c["COL_BITS"], K_MAX=c["K_MAX"], MERGE=c["MAX_MERGE"],
                     KEY_BITS=LIST_KEY_BITS[LOGIT_DTYPES[dtype]], DIGIT_BITS=c["DIGIT_BITS"], **search),
                c["num_warps"])
     s = top_k_split.K_SPLIT_CONFIG["cuda"]

@@ -282,6 +282,14 @@ def rows_in_range(values_ptr, n, lo, hi, LO_OPEN: tl.constexpr, HI_OPEN: tl.cons
     return bad == 0
 
 
+def guard_pointer(flag: torch.Tensor | None, own: torch.Tensor) -> torch.Tensor:
+    """What a kernel whose guard is a runtime bool takes as its flag pointer: the call's flag, or
+    without one an int32 view of `own` (a buffer of the call's, never read then), so that a
+    guarded and an unguarded call pass pointers of one type and alignment and share a compiled
+    kernel."""
+    return flag if flag is not None else own.view(torch.int32)
+
+
 @triton.jit
 def flag_clear(guard_ptr, GUARDED: tl.constexpr):
     """Whether a program may write as far as the flag goes: no flag (not GUARDED), or one no

@@ -38,12 +38,13 @@ def failed_value_checks(k_ptr, p_ptr, B, HAS_K: tl.constexpr, HAS_P: tl.constexp
 
 
 @triton.jit
-def may_write(k_ptr, p_ptr, B, guard_ptr, check, GUARDED: tl.constexpr, HAS_K: tl.constexpr, HAS_P: tl.constexpr):
-    """Whether a program of the call may write: the guard flag clear and, where the kernel makes
-    the call's value checks itself (`check`), every k and p in range over all B rows, from
-    cache (program (0, 0) records a failure in the flag)."""
+def may_write(k_ptr, p_ptr, B, guard_ptr, check, guarded, HAS_K: tl.constexpr, HAS_P: tl.constexpr):
+    """Whether a program of the call may write: where `guarded` (a constexpr or a runtime bool;
+    unguarded, `guard_ptr` is never read), the guard flag clear and, where the kernel makes the
+    call's value checks itself (`check`), every k and p in range over all B rows, from cache
+    (program (0, 0) records a failure in the flag)."""
     clear = True
-    if GUARDED:
+    if guarded:
         clear = tl.load(guard_ptr) == 0
         if check:
             failed = failed_value_checks(k_ptr, p_ptr, B, HAS_K, HAS_P)

@@ -54,6 +54,7 @@ from samplecheck.kernels.chunk_codes import (INT64_MIN_JIT, LIST_KEY_BITS, chunk
 from samplecheck.kernels.cut_keys import INT32_MAX_JIT, load_row, order_key, weight, write_below_cut
 from samplecheck.kernels.cut_search import row_cut
 from samplecheck.kernels.drop_store import group_columns, store_neg_inf
+from samplecheck.kernels.guard import guard_pointer
 from samplecheck.kernels.launching import jit
 from samplecheck.kernels.row_params import may_write, row_k_p
 from samplecheck.kernels.runtime import cdiv
@@ -205,9 +206,10 @@ def write_listed_below_cut(row_ptr, lists_ptr, levels_ptr, S, V, cut, K_MAX: tl.
                 write_below_cut(row_ptr, c << COL_BITS, tl.minimum((c + 1) << COL_BITS, V), cut, BLOCK, NUM_STAGES)
 
 
-@jit(do_not_specialize=["k_ptr", "p_ptr", "B", "S", "guard_ptr"])
-def _top_k_chunks_kernel(logits_ptr, row_stride, k_ptr, p_ptr, buffer_ptr, B, V, S, guard_ptr, check,
-                         GUARDED: tl.constexpr, HAS_P: tl.constexpr, COL_BITS: tl.constexpr, K_MAX: tl.constexpr,
+# `guarded` is a runtime bool: a guarded and an unguarded call share a compiled kernel.
+@jit(do_not_specialize=["k_ptr", "p_ptr", "B", "S", "guard_ptr", "guarded"])
+def _top_k_chunks_kernel(logits_ptr, row_stride, k_ptr, p_ptr, buffer_ptr, B, V, S, guard_ptr, check, guarded,
+                         HAS_P: tl.constexpr, COL_BITS: tl.constexpr, K_MAX: tl.constexpr,
                          MERGE: tl.constexpr, KEY_BITS: tl.constexpr, DIGIT_BITS: tl.constexpr, BLOCK: tl.constexpr,
                          NUM_STAGES: tl.constexpr, LANES: tl.constexpr, BOUND_STEPS: tl.constexpr,
                          TILE: tl.constexpr, NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, RANK_ROWS: tl.constexpr,
@@ -223,7 +225,7 @@ def _top_k_chunks_kernel(logits_ptr, row_stride, k_ptr, p_ptr, buffer_ptr, B, V,
     count_ptr = scratch_ptr + CAP // 2
     k, p = row_k_p(k_ptr, p_ptr, row, V, True, HAS_P)
     listed = (k < V) & (k <= K_MAX)
-    if ((k < V) | (p < 1.0)) & may_write(k_ptr, p_ptr, B, guard_ptr, check, GUARDED, True, HAS_P):
+    if ((k < V) | (p < 1.0)) & may_write(k_ptr, p_ptr, B, guard_ptr, check, guarded, True, HAS_P):
         if listed:
             first = split << COL_BITS
             local = group_columns(1 << COL_BITS)
@@ -285,8 +287,8 @@ def launch_chunks(logits: torch.Tensor, k: torch.Tensor, p: torch.Tensor | None,
     batch, vocab = logits.shape
     buffer = logits.new_zeros((batch, _row_words(splits, device, search["CAP"])), dtype=torch.int64)
     _top_k_chunks_kernel[(batch, splits)](
-        logits, logits.stride(0), k, p, buffer, batch, vocab, splits, flag, check, GUARDED=flag is not None,
-        HAS_P=p is not None, COL_BITS=c["COL_BITS"], K_MAX=c["K_MAX"], MERGE=c["MAX_MERGE"],
+        logits, logits.stride(0), k, p, buffer, batch, vocab, splits, guard_pointer(flag, buffer), check,
+        flag is not None, HAS_P=p is not None, COL_BITS=c["COL_BITS"], K_MAX=c["K_MAX"], MERGE=c["MAX_MERGE"],
         KEY_BITS=LIST_KEY_BITS[logits.dtype], DIGIT_BITS=c["DIGIT_BITS"], BLOCK=search["BLOCK"],
         NUM_STAGES=search["NUM_STAGES"], LANES=search["LANES"], BOUND_STEPS=search["BOUND_STEPS"],
         TILE=search["TILE"], NUM_PIVOTS=search["NUM_PIVOTS"], CAP=search["CAP"], RANK_ROWS=search["RANK_ROWS"],

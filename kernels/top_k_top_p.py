@@ -89,6 +89,7 @@ import torch
 import triton.language as tl
 
 from samplecheck.kernels.cut_search import row_cut, write_cut
+from samplecheck.kernels.guard import guard_pointer
 from samplecheck.kernels.launching import jit
 from samplecheck.kernels.row_params import may_write, row_k_p
 from samplecheck.kernels.runtime import check_launchable, device_kind
@@ -123,9 +124,10 @@ LAUNCH_CONFIG = {
 WIDE_TOP_P = {"cuda": dict(rows=128, TILE=512, num_warps=16), "cpu": None}
 
 
-@jit(do_not_specialize=["k_ptr", "p_ptr", "B", "guard_ptr"])
-def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, B, V, guard_ptr, check,
-                        GUARDED: tl.constexpr, HAS_K: tl.constexpr, HAS_P: tl.constexpr,
+# `guarded` is a runtime bool: a guarded and an unguarded call share a compiled kernel.
+@jit(do_not_specialize=["k_ptr", "p_ptr", "B", "guard_ptr", "guarded"])
+def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, B, V, guard_ptr, check, guarded,
+                        HAS_K: tl.constexpr, HAS_P: tl.constexpr,
                         BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr, LANES: tl.constexpr,
                         BOUND_STEPS: tl.constexpr, TILE: tl.constexpr,
                         NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, RANK_ROWS: tl.constexpr,
@@ -137,7 +139,7 @@ def _top_k_top_p_kernel(logits_ptr, row_stride, k_ptr, p_ptr, scratch_ptr, B, V,
     k, p = row_k_p(k_ptr, p_ptr, row, V, HAS_K, HAS_P)
     # The call's value checks, made by every program over all B rows, so a bad value anywhere
     # makes every row write nothing.
-    clear = may_write(k_ptr, p_ptr, B, guard_ptr, check, GUARDED, HAS_K, HAS_P)
+    clear = may_write(k_ptr, p_ptr, B, guard_ptr, check, guarded, HAS_K, HAS_P)
     if ((k < V) | (p < 1.0)) & clear:
         cut, listed = row_cut(row_ptr, V, k, p, scratch_ptr, HAS_K, HAS_P, BLOCK, NUM_STAGES, LANES, BOUND_STEPS,
                               TILE, NUM_PIVOTS, CAP, RANK_ROWS, RANK_COLS, SAMPLE, True)
@@ -180,7 +182,7 @@ def launch_top_k_top_p(logits: torch.Tensor, k: torch.Tensor | None, p: torch.Te
         config = {**config, "TILE": wide["TILE"], "num_warps": wide["num_warps"]}
     scratch = torch.empty((batch, 2 * config["CAP"]), dtype=torch.float32, device=logits.device)
     _top_k_top_p_kernel[(batch,)](
-        logits, logits.stride(0), k, p, scratch, batch, vocab, flag, check, GUARDED=flag is not None,
+        logits, logits.stride(0), k, p, scratch, batch, vocab, guard_pointer(flag, scratch), check, flag is not None,
         HAS_K=k is not None, HAS_P=p is not None, **config,
     )
     return logits

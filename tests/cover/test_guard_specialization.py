@@ -1,0 +1,63 @@
+"""A guarded and an unguarded call of a selection kernel whose guard is a runtime bool (the
+one-program kernel and the chunk path: the two that take Triton longest to compile) specialize
+alike: every argument has the type, alignment and divisibility Triton keys its compiles on
+(`native_specialize_impl`, run on the CPU), and the constexprs are equal. So a run that calls them
+in several value-check modes (deferred, eager, off) compiles each specialization once, not once
+per mode. Under the interpreter nothing compiles: the launch arguments are compared instead."""
+
+import pytest
+import torch
+from triton._C.libtriton import native_specialize_impl
+from triton.backends.compiler import BaseBackend
+
+from samplecheck.kernels import top_k_chunks, top_k_top_p
+from samplecheck.kernels.top_k_chunks import chunks_plan
+from samplecheck.kernels.runtime import device_kind
+from samplecheck.kernels.validation import raise_pending, unchecked_values, value_checks
+
+pytestmark = pytest.mark.interpreter
+
+MODES = {"deferred": lambda: value_checks("deferred"), "eager": lambda: value_checks("eager"),
+         "off": unchecked_values}
+
+
+def launch_keys(monkeypatch, kernel, call) -> list[tuple]:
+    """What Triton would key the compile of each launch of `kernel` during `call()` on: each
+    positional argument's specialization, then the keyword constexprs."""
+    keys = []
+    run = kernel.run
+
+    def recording_run(*args, **kwargs):
+        constexprs = {n: v for n, v in kwargs.items() if n not in ("grid", "warmup")}
+        keys.append((tuple(native_specialize_impl(BaseBackend, a, False, True, True) for a in args),
+                     tuple(sorted(constexprs.items()))))
+        return run(*args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(kernel, "run", recording_run)
+        call()
+    return keys
+
+
+@pytest.mark.parametrize("path", ["one_program", "chunks"])
+def test_guarded_and_unguarded_calls_specialize_alike(device, monkeypatch, path):
+    kind = device_kind(torch.empty(0, device=device))
+    batch = 6 if path == "one_program" else 2  # the CPU's chunk path takes at most 4 rows
+    logits = torch.randn(batch, 300, generator=torch.Generator().manual_seed(7)).to(device, torch.bfloat16)
+    k = torch.tensor([3, 40, 0, 7, 299, 1][:batch], device=device)
+    p = torch.tensor([0.9, 0.5, 1.0, 0.3, 0.8, 0.95][:batch], device=device)
+    assert (chunks_plan(batch, 300, kind, True, True) is not None) == (path == "chunks")
+    kernel = top_k_top_p._top_k_top_p_kernel if path == "one_program" else top_k_chunks._top_k_chunks_kernel
+    keys, outputs = {}, {}
+    for mode, context in MODES.items():
+        out = logits.clone()
+
+        def call():
+            with context():
+                top_k_top_p.apply_top_k_top_p(out, k, p)
+                raise_pending()
+
+        keys[mode] = launch_keys(monkeypatch, kernel, call)
+        outputs[mode] = out
+    assert keys["deferred"] and keys["deferred"] == keys["eager"] == keys["off"], keys
+    assert torch.equal(outputs["deferred"], outputs["eager"]) and torch.equal(outputs["eager"], outputs["off"])
