@@ -77,11 +77,11 @@ BLOCK = {"cuda": 256, "cpu": 128}
 # that the suite's drawn lists exercise both paths.
 ROW_SORT_MAX_LENGTH = {"cuda": 2048, "cpu": 6}
 # The fewest keys the row-sort kernel sorts (LENGTH is P + O rounded up to a power of two, at
-# least this): fewer LENGTHs, fewer specializations to compile. ROW_SORT_MOST_KEYS: the most
-# (longer lists take the host path whatever `row_sort_max_length` says). A program has a warp
-# per ROW_SORT_KEYS_PER_WARP keys, at least 4 (sm_90, Triton 3.6: 27-75 registers a thread
-# from 128 to 8192 keys, no spill).
-ROW_SORT_MIN_LENGTH = {"cuda": 128, "cpu": 8}
+# least this): fewer LENGTHs, fewer specializations to compile (a GPU's 512 keys cost little
+# more than 128 to sort). ROW_SORT_MOST_KEYS: the most (longer lists take the host path
+# whatever `row_sort_max_length` says). A program has a warp per ROW_SORT_KEYS_PER_WARP keys,
+# at least 4 (sm_90, Triton 3.6: 43-75 registers a thread from 512 to 8192 keys, no spill).
+ROW_SORT_MIN_LENGTH = {"cuda": 512, "cpu": 8}
 ROW_SORT_MOST_KEYS = 8192
 ROW_SORT_KEYS_PER_WARP = 256
 # Upper bound on the host scratch per list entry (P + O entries per row), in bytes.
