@@ -11,8 +11,8 @@ from triton._C.libtriton import native_specialize_impl
 from triton.backends.compiler import BaseBackend
 
 from samplecheck.kernels import top_k_chunks, top_k_top_p
-from samplecheck.kernels.top_k_chunks import chunks_plan
 from samplecheck.kernels.runtime import device_kind
+from samplecheck.kernels.top_k_chunks import CHUNKS_CONFIG, chunks_plan
 from samplecheck.kernels.validation import raise_pending, unchecked_values, value_checks
 
 pytestmark = pytest.mark.interpreter
@@ -42,11 +42,12 @@ def launch_keys(monkeypatch, kernel, call) -> list[tuple]:
 @pytest.mark.parametrize("path", ["one_program", "chunks"])
 def test_guarded_and_unguarded_calls_specialize_alike(device, monkeypatch, path):
     kind = device_kind(torch.empty(0, device=device))
-    batch = 6 if path == "one_program" else 2  # the CPU's chunk path takes at most 4 rows
-    logits = torch.randn(batch, 300, generator=torch.Generator().manual_seed(7)).to(device, torch.bfloat16)
+    # The chunk path takes at most 4 rows on the CPU and vocabs from 8192 on a GPU.
+    batch, vocab = (6, 300) if path == "one_program" else (2, max(300, CHUNKS_CONFIG[kind]["MIN_VOCAB"]))
+    logits = torch.randn(batch, vocab, generator=torch.Generator().manual_seed(7)).to(device, torch.bfloat16)
     k = torch.tensor([3, 40, 0, 7, 299, 1][:batch], device=device)
     p = torch.tensor([0.9, 0.5, 1.0, 0.3, 0.8, 0.95][:batch], device=device)
-    assert (chunks_plan(batch, 300, kind, True, True) is not None) == (path == "chunks")
+    assert (chunks_plan(batch, vocab, kind, True, True) is not None) == (path == "chunks")
     kernel = top_k_top_p._top_k_top_p_kernel if path == "one_program" else top_k_chunks._top_k_chunks_kernel
     keys, outputs = {}, {}
     for mode, context in MODES.items():
