@@ -31,9 +31,9 @@ Contract (the oracle `samplecheck.oracles.penalties` states the semantics in ful
   never read or written, so they stay bitwise unchanged; row-stride gaps are untouched.
 
 Design: no [B, V] scratch (no counts, no masks, no fp32 copy); every id of a row is updated
-exactly once, so programs never race. Two paths, the same arithmetic per id:
-Each entry of a row becomes a key: 2*id (prompt), 2*id + 1 (output), 2*V where ignored, so
-that a row's sorted keys hold each id's entries together, its output entries last.
+exactly once, so programs never race. Each entry of a row becomes a key: 2*id (prompt),
+2*id + 1 (output), 2*V where ignored, so that a row's sorted keys hold each id's entries
+together, its output entries last. Two paths, the same arithmetic per id:
 - short lists (P + O <= ROW_SORT_MAX_LENGTH, V < 2**30): one kernel, one program per row
   (`_penalties_row_sort_kernel`); the program loads the row's P + O keys (LENGTH of them, a
   power of two, the rest 2*V), sorts them in registers, counts each id's output keys with a
