@@ -3,7 +3,8 @@ one-program kernel and the chunk path: the two that take Triton longest to compi
 alike: every argument has the type, alignment and divisibility Triton keys its compiles on
 (`native_specialize_impl`, run on the CPU), and the constexprs are equal. So a run that calls them
 in several value-check modes (deferred, eager, off) compiles each specialization once, not once
-per mode. Under the interpreter nothing compiles: the launch arguments are compared instead."""
+per mode. The launches' arguments are what is compared (on a GPU and under the interpreter,
+which compiles nothing, alike)."""
 
 import pytest
 import torch
