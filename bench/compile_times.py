@@ -44,8 +44,7 @@ POINTER = {"bf16": "*bf16", "fp16": "*fp16", "fp32": "*fp32"}
 ARGUMENTS = dict(row_stride="i32", k_ptr="*i64", p_ptr="*fp32", scratch_ptr="*fp32", B="i32", V="i32",
                  guard_ptr="*i32", check="i1", guarded="i1", buffer_ptr="*i64", S="i32", keys_ptr="*i32",
                  lanes_ptr="*i32", state_ptr="*i64", CHUNK="i32", prompt_ptr="*i64", P="i32", output_ptr="*i64",
-                 O="i32",
-                 repetition_ptr="*fp32", frequency_ptr="*fp32", presence_ptr="*fp32")
+                 O="i32", repetition_ptr="*fp32", frequency_ptr="*fp32", presence_ptr="*fp32")
 
 
 def variants(dtype: str):
