@@ -76,10 +76,9 @@ def variants(dtype: str):
              dict(GUARDED=True, BLOCK=s["ROW_BLOCK"], NUM_STAGES=s["NUM_STAGES"], MAX_SPLITS=s["MAX_SPLITS"],
                   TILE=s["TILE"], NUM_PIVOTS=s["NUM_PIVOTS"], CAP=s["CAP"]))):
         yield name, kernel, constexprs, s["num_warps"]
-    keys = penalties.ROW_SORT_MAX_LENGTH["cuda"]
+    keys, warps = penalties.row_sort_launch(penalties.ROW_SORT_MAX_LENGTH["cuda"], "cuda")
     yield ("penalties-row-sort", penalties._penalties_row_sort_kernel,
-           dict(GUARDED=True, CHECK_BLOCK=penalties.GUARD_BLOCK["cuda"], LENGTH=keys),
-           max(4, keys // penalties.ROW_SORT_KEYS_PER_WARP))
+           dict(GUARDED=True, CHECK_BLOCK=penalties.GUARD_BLOCK["cuda"], LENGTH=keys), warps)
 
 
 def resources(cubin: bytes) -> str:

@@ -151,11 +151,24 @@ def _launch_guard(flag, first, vocab, prompt, output, repetition, frequency, pre
         BLOCK=GUARD_BLOCK[device_kind(flag)])
 
 
+def int32_keys(vocab: int) -> bool:
+    """Whether a row's keys (module docstring; the largest 2 * V) fit int32."""
+    return 2 * vocab + 1 < 2**31
+
+
+def row_sort_launch(length: int, kind: str) -> tuple[int, int]:
+    """(LENGTH, num_warps) of the row-sort kernel for lists of `length` entries (P + O) on a
+    device of `kind`: P + O rounded up to a power of two, at least ROW_SORT_MIN_LENGTH; a warp
+    per ROW_SORT_KEYS_PER_WARP keys, at least 4."""
+    keys = max(triton.next_power_of_2(length), ROW_SORT_MIN_LENGTH[kind])
+    return keys, max(4, keys // ROW_SORT_KEYS_PER_WARP)
+
+
 def sorted_keys(prompt_token_ids: torch.Tensor, output_token_ids: torch.Tensor, vocab: int) -> torch.Tensor:
     """[B, P + O] per row ascending: 2*id for prompt entries, 2*id + 1 for output entries,
     2*V for ignored entries (-1, V, anything outside [0, V), and the output entries from
     the row's first -1 on), which sort after every real id."""
-    dtype = torch.int32 if 2 * vocab + 1 < 2**31 else torch.int64
+    dtype = torch.int32 if int32_keys(vocab) else torch.int64
 
     def keys_of(ids: torch.Tensor, role: int) -> torch.Tensor:
         # The range test on the ids as given: narrowing first would read an int64 id beyond
@@ -322,10 +335,10 @@ def launch_penalties(logits: torch.Tensor, prompt_token_ids: torch.Tensor, outpu
     # +-inf (or the fp16 store does): that is the specified result, not an error.
     quiet = np.errstate(over="ignore") if is_interpreted(_penalties_kernel) else contextlib.nullcontext()
     with quiet:
-        if length <= min(limit, ROW_SORT_MOST_KEYS) and 2 * vocab + 1 < 2**31:
-            keys = max(triton.next_power_of_2(length), ROW_SORT_MIN_LENGTH[kind])
+        if length <= min(limit, ROW_SORT_MOST_KEYS) and int32_keys(vocab):
+            keys, warps = row_sort_launch(length, kind)
             _penalties_row_sort_kernel[(batch,)](logits, logits.stride(0), *lists, *params, **checks, LENGTH=keys,
-                                                 num_warps=max(4, keys // ROW_SORT_KEYS_PER_WARP))
+                                                 num_warps=warps)
         else:
             tokens, counts = first_occurrences(prompt_token_ids, output_token_ids, vocab)
             block = BLOCK[kind]
