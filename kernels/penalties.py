@@ -33,12 +33,16 @@ Contract (the oracle `samplecheck.oracles.penalties` states the semantics in ful
 Design: no [B, V] scratch (no counts, no masks, no fp32 copy); every id of a row is updated
 exactly once, so programs never race. Each entry of a row becomes a key: 2*id (prompt),
 2*id + 1 (output), 2*V where ignored, so that a row's sorted keys hold each id's entries
-together, its output entries last. Two paths, the same arithmetic per id:
-- short lists (P + O <= ROW_SORT_MAX_LENGTH, V < 2**30): one kernel, one program per row
-  (`_penalties_row_sort_kernel`); the program loads the row's P + O keys (LENGTH of them, a
-  power of two, the rest 2*V), sorts them in registers, counts each id's output keys with a
-  scan that restarts at every new id, and updates the logit of each id at its last key. No
-  scratch.
+together, its output entries last. Three paths, the same arithmetic per id:
+- short lists (P + O <= ROW_SORT_MAX_LENGTH, V < 2**30), few rows (B * (P + O)**2 <=
+  PAIRS_MAX_WORK): one kernel, grid B x (cdiv(O, BLOCK) + cdiv(P, BLOCK)), BLOCK of
+  PAIR_LAUNCH (`_penalties_pairs_kernel`); a row's entries are taken in the order output list ++ prompt
+  list, each entry is compared with the entries that decide it, and written iff it is its
+  id's first occurrence in that order, with its count of output occurrences. No scratch.
+- other short lists: one kernel, one program per row (`_penalties_row_sort_kernel`); the
+  program loads the row's P + O keys (LENGTH of them, a power of two, the rest 2*V), sorts
+  them in registers, counts each id's output keys with a scan that restarts at every new id,
+  and updates the logit of each id at its last key. No scratch.
 - longer lists: on the host, the keys are sorted per row, torch.searchsorted counts each
   key's output occurrences (keys equal to 2*id + 1), and every key but the first of its id is
   replaced by the ignored id V; the kernel (grid B x cdiv(P + O, BLOCK)) then updates the
@@ -72,10 +76,20 @@ from samplecheck.kernels.validation import (check_id_layout, check_logits, check
 # it). The interpreter pays per program, so the CPU block holds a drawn row's lists whole; the
 # full-size regression example's lists span several blocks.
 BLOCK = {"cuda": 256, "cpu": 128}
-# Lists of at most ROW_SORT_MAX_LENGTH entries (prompt + output) are sorted in the kernel (one
-# launch, no host preprocessing); longer ones on the host first. On CPU the limit is small so
-# that the suite's drawn lists exercise both paths.
+# Lists of at most ROW_SORT_MAX_LENGTH entries (prompt + output) are handled in the kernel (one
+# launch, no host preprocessing); longer ones sorted on the host first. On CPU the limit is
+# small so that the suite's drawn lists exercise every path.
 ROW_SORT_MAX_LENGTH = {"cuda": 2048, "cpu": 6}
+# Of those, a batch of at most PAIRS_MAX_WORK compares (B * (P + O)**2) takes the pair kernel,
+# whose B x cdiv(P + O, BLOCK) programs fill the GPU where one program a row (latency-bound
+# by its sort) does not. On an H100 at 512 + 256 ids a row (docs/gpu-runs.md, sessions 43 and
+# 44), GPU time, pair kernel against row sort: 7.6 against 16.2 us at one row, 17.4 against 20.2
+# at 64 rows (2**25.2 compares), 40.1 against 32.3 at 256 rows (2**27.2).
+PAIRS_MAX_WORK = {"cuda": 2**26, "cpu": 64}
+# (BLOCK, num_warps) of the pair kernel: BLOCK list entries per program, compared BLOCK at a
+# time (the fastest of (64, 8), (64, 4), (32, 4), (32, 8) on the H200: docs/gpu-runs-2026-12-04.md,
+# session 28).
+PAIR_LAUNCH = {"cuda": (32, 4), "cpu": (8, 1)}
 # The fewest keys the row-sort kernel sorts (LENGTH is P + O rounded up to a power of two, at
 # least this): fewer LENGTHs, fewer specializations to compile (a GPU's 512 keys cost little
 # more than 128 to sort). ROW_SORT_MOST_KEYS: the most (longer lists take the host path
@@ -246,6 +260,93 @@ def _penalties_kernel(logits_ptr, row_stride, tokens_ptr, counts_ptr, L, prompt_
 
 
 @triton.jit
+def _list_tile(ids_ptr, start, length, V, BLOCK: tl.constexpr):
+    """Entries start .. start + BLOCK - 1 of a list whose first `length` entries count, as
+    int32 ids in [0, V), or -1 where ignored (-1, V, anything outside [0, V), beyond `length`).
+    The range test is on the ids as given: narrowing first would read an int64 id beyond int32
+    as its low 32 bits."""
+    k = start + tl.arange(0, BLOCK)
+    ids = tl.load(ids_ptr + k, mask=k < length, other=-1)
+    return tl.where((ids >= 0) & (ids < V), ids, -1).to(tl.int32)
+
+
+@triton.jit
+def _same(id_j, ids_ptr, start, length, V, BLOCK: tl.constexpr):
+    """[BLOCK, BLOCK]: whether id_j[j] is the id of entry start + i of the list (`_list_tile`)."""
+    return id_j[:, None] == _list_tile(ids_ptr, start, length, V, BLOCK)[None, :]
+
+
+@triton.jit
+def _differ(id_j, ids_ptr, start, length, V, BLOCK: tl.constexpr):
+    """[BLOCK, BLOCK] uint32: id_j[j] ^ the id of entry start + i of the list, 0 iff they match."""
+    return (id_j[:, None] ^ _list_tile(ids_ptr, start, length, V, BLOCK)[None, :]).to(tl.uint32, bitcast=True)
+
+
+@triton.jit
+def _history_length(output_row_ptr, O, BLOCK: tl.constexpr):
+    """The index of the output list's first -1 (O if none): its entries before it count."""
+    first = tl.full([BLOCK], O, dtype=tl.int32)
+    for start in range(0, O, BLOCK):
+        k = start + tl.arange(0, BLOCK)
+        tok = tl.load(output_row_ptr + k, mask=k < O, other=0)
+        first = tl.minimum(first, tl.where(tok == -1, k, O))
+    return tl.min(first, axis=0)
+
+
+@jit(do_not_specialize=["row_stride", "V", "P", "O", "B", "prompt_ptr", "output_ptr", "repetition_ptr",
+                       "frequency_ptr", "presence_ptr", "guard_ptr"])
+def _penalties_pairs_kernel(logits_ptr, row_stride, prompt_ptr, P, output_ptr, O, repetition_ptr, frequency_ptr,
+                            presence_ptr, V, guard_ptr, B, check, GUARDED: tl.constexpr,
+                            CHECK_BLOCK: tl.constexpr, BLOCK: tl.constexpr):
+    """Short-list path, no host preprocessing. A row's entries are taken in the order output
+    list ++ prompt list, in blocks of BLOCK that never straddle the two: program (row, blk)
+    takes block blk (the output list's cdiv(O, BLOCK) blocks first) and compares each of its
+    entries j with the entries i that can decide it, BLOCK x BLOCK at a time: every output
+    entry, and for a prompt j the prompt entries before it. j is written iff no entry before
+    it in that order holds its id, with count = the output entries holding it (0 for a prompt
+    j that is written)."""
+    row = tl.program_id(0).to(tl.int64)
+    r, f, q, active = _row_active(repetition_ptr, frequency_ptr, presence_ptr, row, guard_ptr, B, V, prompt_ptr, P,
+                                  output_ptr, O, check, GUARDED, CHECK_BLOCK)
+    if active:
+        output_row = output_ptr + row * O
+        prompt_row = prompt_ptr + row * P
+        past_len = _history_length(output_row, O, BLOCK)
+        n_out = tl.cdiv(O, BLOCK)
+        blk = tl.program_id(1)
+        if blk < n_out:
+            id_j = _list_tile(output_row, blk * BLOCK, past_len, V, BLOCK)
+        else:
+            id_j = _list_tile(prompt_row, (blk - n_out) * BLOCK, P, V, BLOCK)
+        lane = tl.arange(0, BLOCK)
+        before = lane[None, :] < lane[:, None]  # within the block: i before j
+        own = id_j[:, None] == id_j[None, :]
+        if blk < n_out:  # output entries: the earlier ones decide, the whole output list counts
+            hits = tl.zeros([BLOCK, BLOCK], dtype=tl.int32)  # matches summed over the tiles so far
+            for t in range(0, blk):
+                hits += _same(id_j, output_row, t * BLOCK, past_len, V, BLOCK).to(tl.int32)
+            earlier = tl.sum(hits + (own & before).to(tl.int32), axis=1)
+            hits += own.to(tl.int32)
+            for t in range(blk + 1, n_out):
+                hits += _same(id_j, output_row, t * BLOCK, past_len, V, BLOCK).to(tl.int32)
+            count = tl.sum(hits, axis=1)
+        else:  # prompt entries: every output entry and the earlier prompt entries decide, none counts
+            # Whether any entry matched, as the least id_j ^ id_i so far (0 iff one did): two
+            # instructions per pair where a count takes four.
+            least = tl.full([BLOCK, BLOCK], 0xFFFFFFFF, dtype=tl.uint32)
+            for t in range(0, n_out):
+                least = tl.minimum(least, _differ(id_j, output_row, t * BLOCK, past_len, V, BLOCK))
+            for t in range(n_out, blk):
+                least = tl.minimum(least, _differ(id_j, prompt_row, (t - n_out) * BLOCK, P, V, BLOCK))
+            earlier = (tl.min(tl.where(own & before, 0, least), axis=1) == 0).to(tl.int32)
+            count = tl.zeros_like(earlier)
+        write = (id_j >= 0) & (earlier == 0)
+        ptrs = logits_ptr + row * row_stride + id_j
+        x = _penalized(to_fp32(tl.load(ptrs, mask=write, other=0.0)), r, f, q, count, BLOCK)
+        tl.store(ptrs, to_output_dtype(x, logits_ptr.dtype.element_ty), mask=write)
+
+
+@triton.jit
 def _same_id_sum(id_a, n_a, id_b, n_b):
     """Scan step over sorted ids: b's count plus a's where they hold the same id (so the scan's
     sum restarts at every new id; associative because equal ids are adjacent)."""
@@ -296,27 +397,31 @@ def _penalties_row_sort_kernel(logits_ptr, row_stride, prompt_ptr, P, output_ptr
 
 def apply_penalties(logits: torch.Tensor, *, prompt_token_ids: torch.Tensor, output_token_ids: torch.Tensor,
                     repetition_penalty: torch.Tensor, frequency_penalty: torch.Tensor,
-                    presence_penalty: torch.Tensor, row_sort_max_length: int | None = None) -> torch.Tensor:
+                    presence_penalty: torch.Tensor, row_sort_max_length: int | None = None,
+                    pairs_max_work: int | None = None) -> torch.Tensor:
     """Apply the penalties to `logits` in place (module docstring) and return it.
     `row_sort_max_length` (an int >= 0; None: ROW_SORT_MAX_LENGTH of the device) is the longest
-    list (P + O) sorted in the kernel (at most ROW_SORT_MOST_KEYS, where V < 2**30); it picks
-    the path only: both paths give the same bits."""
-    if row_sort_max_length is not None and (not isinstance(row_sort_max_length, int) or row_sort_max_length < 0):
-        raise ValueError(f"row_sort_max_length must be None or an int >= 0; got {row_sort_max_length!r}")
+    list (P + O) handled in the kernel (at most ROW_SORT_MOST_KEYS, where V < 2**30), and
+    `pairs_max_work` (an int >= 0; None: PAIRS_MAX_WORK of the device) the most B * (P + O)**2
+    compares of such lists that take the pair kernel instead of the row sort. They pick the
+    path only: every path gives the same bits."""
+    for name, value in (("row_sort_max_length", row_sort_max_length), ("pairs_max_work", pairs_max_work)):
+        if value is not None and (not isinstance(value, int) or value < 0):
+            raise ValueError(f"{name} must be None or an int >= 0; got {value!r}")
     guard = check_penalties(logits, prompt_token_ids, output_token_ids, repetition_penalty, frequency_penalty,
                             presence_penalty)
     ids = prompt_token_ids.numel() + output_token_ids.numel()
     flag = guard.settle(in_kernel=logits.numel() > 0 and 0 < ids <= INLINE_CHECK_IDS[device_kind(logits)])
     return launch_penalties(logits, prompt_token_ids, output_token_ids, repetition_penalty, frequency_penalty,
-                            presence_penalty, flag, guard.on_device, row_sort_max_length)
+                            presence_penalty, flag, guard.on_device, row_sort_max_length, pairs_max_work)
 
 
 def launch_penalties(logits: torch.Tensor, prompt_token_ids: torch.Tensor, output_token_ids: torch.Tensor,
                      repetition_penalty: torch.Tensor, frequency_penalty: torch.Tensor,
                      presence_penalty: torch.Tensor, flag: torch.Tensor | None, check: bool,
-                     row_sort_max_length: int | None = None) -> torch.Tensor:
-    """`apply_penalties`'s launch, for arguments that passed `check_penalties` (and a checked
-    `row_sort_max_length`): under the guard flag `flag` (None: unguarded); `check`: the kernel
+                     row_sort_max_length: int | None = None, pairs_max_work: int | None = None) -> torch.Tensor:
+    """`apply_penalties`'s launch, for arguments that passed `check_penalties` (and checked
+    `row_sort_max_length` and `pairs_max_work`): under the guard flag `flag` (None: unguarded); `check`: the kernel
     makes the call's value checks."""
     batch, vocab = logits.shape
     prompt_len, output_len = prompt_token_ids.size(1), output_token_ids.size(1)
@@ -331,11 +436,17 @@ def launch_penalties(logits: torch.Tensor, prompt_token_ids: torch.Tensor, outpu
     params = (repetition_penalty, frequency_penalty, presence_penalty, vocab, flag, batch, check)
     checks = dict(GUARDED=flag is not None, CHECK_BLOCK=GUARD_BLOCK[kind])
     limit = ROW_SORT_MAX_LENGTH[kind] if row_sort_max_length is None else row_sort_max_length
+    pairs_work = PAIRS_MAX_WORK[kind] if pairs_max_work is None else pairs_max_work
     # The interpreter computes with numpy, which warns when l / r or l * r overflows to
     # +-inf (or the fp16 store does): that is the specified result, not an error.
     quiet = np.errstate(over="ignore") if is_interpreted(_penalties_kernel) else contextlib.nullcontext()
     with quiet:
-        if length <= min(limit, ROW_SORT_MOST_KEYS) and int32_keys(vocab):
+        in_kernel = length <= min(limit, ROW_SORT_MOST_KEYS) and int32_keys(vocab)
+        if in_kernel and batch * length**2 <= pairs_work:
+            block, warps = PAIR_LAUNCH[kind]
+            _penalties_pairs_kernel[(batch, cdiv(output_len, block) + cdiv(prompt_len, block))](
+                logits, logits.stride(0), *lists, *params, **checks, BLOCK=block, num_warps=warps)
+        elif in_kernel:
             keys, warps = row_sort_launch(length, kind)
             _penalties_row_sort_kernel[(batch,)](logits, logits.stride(0), *lists, *params, **checks, LENGTH=keys,
                                                  num_warps=warps)

@@ -105,7 +105,7 @@ def penalties_scratch(logits, args):
 
 
 def row_sort_path(args) -> int:
-    """The row_sort_max_length that takes the row-sort path, which needs no host scratch
+    """The row_sort_max_length that keeps the lists in the kernel, which needs no host scratch
     (the host-sorted path's is 64 bytes per list entry: 128 GiB at 2**31 entries)."""
     return args["prompt_token_ids"].size(1) + args["output_token_ids"].size(1)
 
@@ -115,7 +115,7 @@ PENALTIES = register(ValueInfo(
     off_encodings=PENALTIES_OFF,
     id_lists=IdLists((IdList("prompt_token_ids", (None,)), IdList("output_token_ids", (None,))),
                      knobs={"row_sort_max_length": row_sort_path}),
-    backends=(Backend("triton", "samplecheck.kernels.penalties:apply_penalties", knobs=("row_sort_max_length",),
+    backends=(Backend("triton", "samplecheck.kernels.penalties:apply_penalties", knobs=("row_sort_max_length", "pairs_max_work"),
                       capturable=True, guard_flag=True, batch_invariant=True),),
     cases=penalties_cases, make_args=penalties_args,
     reference=Oracle(penalties_reference, tolerance="rtol"),

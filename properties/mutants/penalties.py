@@ -56,6 +56,15 @@ MUTANTS = (
         ref="fault class: a reduction's result read at the segment's start instead of its end",
     ),
     Mutant(
+        name="penalties_pairs_count_skips_later_blocks", kernel="penalties",
+        module="samplecheck.kernels.penalties", entry="apply_penalties",
+        find="for t in range(blk + 1, n_out):",
+        replace="for t in range(blk + 1, blk + 1):",
+        description="the pair kernel counts an output id's occurrences in its own block and the blocks before "
+                    "it only: an id repeated across blocks gets too small a frequency count",
+        ref="fault class: a tiled reduction that skips the tiles after the current one",
+    ),
+    Mutant(
         name="penalties_row0_parameter", kernel="penalties",
         module="samplecheck.kernels.penalties", entry="apply_penalties",
         find="f = tl.load(frequency_ptr + row)\n    q = tl.load(presence_ptr + row)\n    clear = True",

@@ -2,7 +2,7 @@
 docstring): a row with fewer than k entries above -inf (a row after min_p, or one that a logit
 mask left short) keeps them all from its first candidate pass. A bracket down to -inf would hold
 every -inf entry, overflow the scratch and take full-row search steps (on an H100, 600 µs for
-such a row of 151936 columns against 158 µs for the others, docs/benchmarks.md, session 41).
+such a row of 151936 columns against 158 µs for the others, docs/benchmarks-2026-12-06.md, session 41).
 
 Under the interpreter each full-row search step of the one-program kernel is a call of
 `cut_search.tally_above`, counted here; the masks are checked against the sort-based fallback.

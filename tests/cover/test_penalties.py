@@ -1,7 +1,8 @@
 """Penalties-specific checks the generic properties cannot express: the oracle's exact fp32
 rounding of sums at midpoints (where rounding the fp64 sum would be off by an ulp), empty
-id lists (vLLM #20484: a zero-size launch), and the kernel's two paths (keys sorted in the
-kernel for short lists, on the host for long ones) giving the same bits."""
+id lists (vLLM #20484: a zero-size launch), and the kernel's three paths (pair compares or
+keys sorted in the kernel for short lists, keys sorted on the host for long ones) giving the
+same bits."""
 
 import pytest
 import torch
@@ -53,26 +54,33 @@ def test_empty_lists(combo, device, prompt, output):
                      f"{combo.id}: {prompt} prompt, {output} output ids")
 
 
-@pytest.mark.matrix(kernel="penalties", knob="row_sort_max_length")
+@pytest.mark.matrix(kernel="penalties", knob="pairs_max_work")
 @given(data=st.data())
-def test_both_paths_give_the_same_bits(combo, device, budget, data):
-    """Every list through the row-sort path, then through the host-sorted path: the same logits."""
+def test_every_path_gives_the_same_bits(combo, device, budget, data):
+    """Every list through the pair kernel, the row-sort kernel and the host-sorted path: the
+    same logits."""
     case = draw_case(data, combo, combo.info.cases(budget))
     placed, args = prepare(combo, case, device)
-    in_kernel = run(combo, placed.view.clone(), {**args, "row_sort_max_length": 2**30})
-    on_host = run(combo, placed.view.clone(), {**args, "row_sort_max_length": 0})
-    assert_bitwise_equal(in_kernel, on_host, f"{combo.id}: row-sort path vs host-sorted path")
+    paths = {"pair kernel": {"row_sort_max_length": 2**30, "pairs_max_work": 2**62},
+             "row-sort kernel": {"row_sort_max_length": 2**30, "pairs_max_work": 0},
+             "host-sorted path": {"row_sort_max_length": 0}}
+    (first, knobs), *others = paths.items()
+    expected = run(combo, placed.view.clone(), {**args, **knobs})
+    for path, knobs in others:
+        assert_bitwise_equal(run(combo, placed.view.clone(), {**args, **knobs}), expected,
+                             f"{combo.id}: {path} vs {first}")
 
 
-@pytest.mark.matrix(kernel="penalties", knob="row_sort_max_length", layouts=("contig",))
-def test_row_sort_max_length_is_checked(combo, device):
-    """row_sort_max_length below 0 (or not an int) raises a ValueError naming it; 0 is accepted."""
+@pytest.mark.matrix(kernel="penalties", knob="pairs_max_work", layouts=("contig",))
+@pytest.mark.parametrize("knob", ["row_sort_max_length", "pairs_max_work"])
+def test_path_knobs_are_checked(combo, device, knob):
+    """A path knob below 0 (or not an int) raises a ValueError naming it; 0 is accepted."""
     logits = torch.zeros(1, 4, dtype=combo.dtype, device=device)
     ids = torch.zeros(1, 1, dtype=torch.int64, device=device)
     one = torch.ones(1, device=device)
     args = {"prompt_token_ids": ids, "output_token_ids": ids, "repetition_penalty": one, "frequency_penalty": one,
             "presence_penalty": one}
     for value in (-1, 1.5):
-        with pytest.raises(ValueError, match="row_sort_max_length"):
-            run(combo, logits.clone(), {**args, "row_sort_max_length": value})
-    run(combo, logits, {**args, "row_sort_max_length": 0})
+        with pytest.raises(ValueError, match=knob):
+            run(combo, logits.clone(), {**args, knob: value})
+    run(combo, logits, {**args, knob: 0})
