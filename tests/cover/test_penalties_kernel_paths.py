@@ -29,7 +29,8 @@ def drawn_call(device: str, seed: int) -> tuple[torch.Tensor, dict]:
     params = {"repetition_penalty": torch.tensor([1.5, 1.0, 0.7]), "frequency_penalty": torch.tensor([0.5, 0.0, -1.0]),
               "presence_penalty": torch.tensor([0.25, 0.0, 2.0])}
     if seed == 1:
-        params = {"repetition_penalty": torch.tensor([1.5, 1.0, 1.0]), "frequency_penalty": torch.tensor([0.5, 0.0, 0.0]),
+        params = {"repetition_penalty": torch.tensor([1.5, 1.0, 1.0]),
+                  "frequency_penalty": torch.tensor([0.5, 0.0, 0.0]),
                   "presence_penalty": torch.tensor([0.25, 0.0, 0.0])}
     return logits, {"prompt_token_ids": prompt.to(device, torch.int32 if seed == 2 else torch.int64),
                     "output_token_ids": output.to(device), **{k: v.to(device) for k, v in params.items()}}
