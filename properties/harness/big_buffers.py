@@ -3,9 +3,9 @@ time, and each worker's cache kept to its share.
 
 xdist workers share the GPUs, and a dozen 4+ GB buffers at once exhaust even an H200 (the
 other workers' tests then fail on OOM). A test whose buffers are that large builds and frees
-them inside `big_buffers(device)`: it holds a file lock keyed by the GPU's UUID (so processes
-that see the GPU under another index, CUDA_VISIBLE_DEVICES, share it), gives its own cache
-back and waits (at most BIG_WAIT_S) until BIG_FREE_SHARE of the GPU is free, clears the frames
+them inside `big_buffers(device)`: it gives its own cache back, takes a file lock keyed by the
+GPU's UUID (so processes that see the GPU under another index, CUDA_VISIBLE_DEVICES, share it)
+and waits (at most BIG_WAIT_S) until BIG_FREE_SHARE of the GPU is free, clears the frames
 of a failure's traceback (Hypothesis keeps every failure to report it: the frames would hold
 on to their buffers) and gives the cached memory back before the next holder of the lock runs.
 After each test, `release_cache` gives a worker's cached memory back while another worker
@@ -65,6 +65,9 @@ def big_buffers(device: torch.device, need_bytes: int = 0, what: str = "the test
                 pytest.skip(f"{what} needs {need_bytes / 2**30:.1f} GiB of GPU memory; this GPU has "
                             f"{total / 2**30:.1f} GiB in all")
             lock = stack.enter_context(gpu_lock(device).open("w"))
+            # Its cache back before it queues: while it waits for the lock, the holder waits for
+            # free memory, which a queued worker's cache would keep from it.
+            torch.cuda.empty_cache()
             fcntl.flock(lock, fcntl.LOCK_EX)
             stack.callback(torch.cuda.empty_cache)
             _wait_for_free_memory(device)

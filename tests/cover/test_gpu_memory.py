@@ -1,6 +1,6 @@
 """GPU memory shared by the workers of a run (samplecheck.harness.big_buffers): a worker gives
-its cache back past its share of the GPU, or while another worker holds big buffers, and a
-holder of big buffers waits for free memory first; a GPU smaller in all than a holder's
+its cache back past its share of the GPU, while another worker holds big buffers, and before
+it queues for them; a holder of big buffers waits for free memory first; a GPU smaller in all than a holder's
 declared need skips the test. torch.cuda is stood in for, so this runs
 without a GPU."""
 
@@ -88,6 +88,25 @@ def test_every_worker_gives_its_cache_back_while_another_holds_big_buffers(gpu, 
     gpu.reserved = GIB
     big_buffers.release_cache(GPU)  # the lock is free again
     assert gpu.emptied == 1 and gpu.reserved == GIB
+
+
+@pytest.mark.cpu_subject
+def test_a_worker_gives_its_cache_back_before_it_queues_for_big_buffers(gpu, monkeypatch):
+    """A worker queued for the lock holds no cache that the holder's wait for free memory
+    would count against it (a suite whose workers queue behind one holder with their caches
+    kept waits out BIG_WAIT_S)."""
+    gpu.reserved, queued_with = GIB, []
+    flock = fcntl.flock
+
+    def recording_flock(file, operation):
+        if operation == fcntl.LOCK_EX:
+            queued_with.append(gpu.reserved)
+        flock(file, operation)
+
+    monkeypatch.setattr(big_buffers.fcntl, "flock", recording_flock)
+    with big_buffers.big_buffers(GPU):
+        pass
+    assert queued_with == [0]
 
 
 @pytest.mark.cpu_subject
