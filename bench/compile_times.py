@@ -9,7 +9,7 @@ A compile is a JIT stall wherever a batch first reaches a specialization (an eng
 request of a kind; each test of the suite's that reaches a new one), and on a GPU runner most of
 the gate's time (`samplecheck gate` prints its compile seconds by kernel). Variants, each with
 the launch config of the path that compiles it on CUDA, guarded (a constexpr GUARDED, or the
-runtime bool `guarded` of the one-program and chunk kernels), and no pointer or size
+runtime bool `guarded` of the one-program, chunk and penalties kernels), and no pointer or size
 specialized on divisibility: the one-program kernel (`samplecheck.kernels.top_k_top_p`) with k,
 p and both, and top-p alone's wide config (one-k, one-p, one-k+p, one-p-wide); the chunk path
 (`samplecheck.kernels.top_k_chunks`) without and with p (chunks-k, chunks-k+p); the k-split
@@ -78,7 +78,7 @@ def variants(dtype: str):
         yield name, kernel, constexprs, s["num_warps"]
     keys, warps = penalties.row_sort_launch(penalties.ROW_SORT_MAX_LENGTH["cuda"], "cuda")
     yield ("penalties-row-sort", penalties._penalties_row_sort_kernel,
-           dict(GUARDED=True, CHECK_BLOCK=penalties.GUARD_BLOCK["cuda"], LENGTH=keys), warps)
+           dict(CHECK_BLOCK=penalties.GUARD_BLOCK["cuda"], LENGTH=keys), warps)
 
 
 def resources(cubin: bytes) -> str:

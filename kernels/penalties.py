@@ -67,8 +67,8 @@ import triton.language as tl
 from samplecheck.kernels.rounding import to_fp32, to_output_dtype
 from samplecheck.kernels.launching import jit
 from samplecheck.kernels.runtime import cdiv, check_launchable, device_kind, is_interpreted
-from samplecheck.kernels.guard import (FLOAT32_MAX, FLOAT32_MAX_JIT, INLINE_CHECK_IDS, ValueGuard, list_has_bad_id,
-                                      record_failed, rows_in_range)
+from samplecheck.kernels.guard import (FLOAT32_MAX, FLOAT32_MAX_JIT, INLINE_CHECK_IDS, ValueGuard, guard_pointer,
+                                      list_has_bad_id, record_failed, rows_in_range)
 from samplecheck.kernels.validation import (check_id_layout, check_logits, check_row_param, history, range_describer,
                                             token_ids_describer)
 
@@ -94,10 +94,12 @@ PAIR_LAUNCH = {"cuda": (32, 4), "cpu": (8, 1)}
 # least this): fewer LENGTHs, fewer specializations to compile (a GPU's 512 keys cost little
 # more than 128 to sort). ROW_SORT_MOST_KEYS: the most (longer lists take the host path
 # whatever `row_sort_max_length` says). A program has a warp per ROW_SORT_KEYS_PER_WARP keys,
-# at least 4 (sm_90, Triton 3.6: 43-75 registers a thread from 512 to 8192 keys, no spill).
+# at least ROW_SORT_MIN_WARPS (sm_90, Triton 3.6: 43-75 registers a thread from 512 to 8192
+# keys, no spill).
 ROW_SORT_MIN_LENGTH = {"cuda": 512, "cpu": 8}
 ROW_SORT_MOST_KEYS = 8192
 ROW_SORT_KEYS_PER_WARP = 256
+ROW_SORT_MIN_WARPS = 4
 # Upper bound on the host scratch per list entry (P + O entries per row), in bytes.
 SCRATCH_BYTES_PER_ID = 64
 GUARD_BLOCK = {"cuda": 256, "cpu": 64}  # ids per step of the fused value check
@@ -173,9 +175,9 @@ def int32_keys(vocab: int) -> bool:
 def row_sort_launch(length: int, kind: str) -> tuple[int, int]:
     """(LENGTH, num_warps) of the row-sort kernel for lists of `length` entries (P + O) on a
     device of `kind`: P + O rounded up to a power of two, at least ROW_SORT_MIN_LENGTH; a warp
-    per ROW_SORT_KEYS_PER_WARP keys, at least 4."""
+    per ROW_SORT_KEYS_PER_WARP keys, at least ROW_SORT_MIN_WARPS."""
     keys = max(triton.next_power_of_2(length), ROW_SORT_MIN_LENGTH[kind])
-    return keys, max(4, keys // ROW_SORT_KEYS_PER_WARP)
+    return keys, max(ROW_SORT_MIN_WARPS, keys // ROW_SORT_KEYS_PER_WARP)
 
 
 def sorted_keys(prompt_token_ids: torch.Tensor, output_token_ids: torch.Tensor, vocab: int) -> torch.Tensor:
@@ -220,14 +222,14 @@ def _penalized(x, r, f, q, count, BLOCK: tl.constexpr):
 
 @triton.jit
 def _row_active(repetition_ptr, frequency_ptr, presence_ptr, row, guard_ptr, B, V, prompt_ptr, P, output_ptr, O,
-                check, GUARDED: tl.constexpr, CHECK_BLOCK: tl.constexpr):
+                check, guarded, CHECK_BLOCK: tl.constexpr):
     """(r, f, q, whether the row is written: a penalty is on, the guard flag is clear and,
     `check`, every check of the batch's values passes; module docstring)."""
     r = tl.load(repetition_ptr + row)
     f = tl.load(frequency_ptr + row)
     q = tl.load(presence_ptr + row)
     clear = True
-    if GUARDED:
+    if guarded:
         clear = tl.load(guard_ptr) == 0
         if check:
             failed = penalties_failures(prompt_ptr, B * P, output_ptr, B * O, repetition_ptr, frequency_ptr,
@@ -240,15 +242,15 @@ def _row_active(repetition_ptr, frequency_ptr, presence_ptr, row, guard_ptr, B, 
 # The lists and per-row parameters are read per row at unspecialized offsets: their alignment
 # gains nothing.
 @jit(do_not_specialize=["row_stride", "V", "L", "B", "P", "O", "prompt_ptr", "output_ptr", "repetition_ptr",
-                       "frequency_ptr", "presence_ptr", "guard_ptr"])
+                       "frequency_ptr", "presence_ptr", "guard_ptr", "guarded"])
 def _penalties_kernel(logits_ptr, row_stride, tokens_ptr, counts_ptr, L, prompt_ptr, P, output_ptr, O,
-                      repetition_ptr, frequency_ptr, presence_ptr, V, guard_ptr, B, check, GUARDED: tl.constexpr,
+                      repetition_ptr, frequency_ptr, presence_ptr, V, guard_ptr, B, check, guarded,
                       CHECK_BLOCK: tl.constexpr, BLOCK: tl.constexpr):
     """Sorted path: (tokens, counts) from `first_occurrences`, each id once per row; the
     lists themselves only for the value checks."""
     row = tl.program_id(0).to(tl.int64)
     r, f, q, active = _row_active(repetition_ptr, frequency_ptr, presence_ptr, row, guard_ptr, B, V, prompt_ptr, P,
-                                  output_ptr, O, check, GUARDED, CHECK_BLOCK)
+                                  output_ptr, O, check, guarded, CHECK_BLOCK)
     if active:
         cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
         token = tl.load(tokens_ptr + row * L + cols, mask=cols < L, other=V)
@@ -294,9 +296,9 @@ def _history_length(output_row_ptr, O, BLOCK: tl.constexpr):
 
 
 @jit(do_not_specialize=["row_stride", "V", "P", "O", "B", "prompt_ptr", "output_ptr", "repetition_ptr",
-                       "frequency_ptr", "presence_ptr", "guard_ptr"])
+                       "frequency_ptr", "presence_ptr", "guard_ptr", "guarded"])
 def _penalties_pairs_kernel(logits_ptr, row_stride, prompt_ptr, P, output_ptr, O, repetition_ptr, frequency_ptr,
-                            presence_ptr, V, guard_ptr, B, check, GUARDED: tl.constexpr,
+                            presence_ptr, V, guard_ptr, B, check, guarded,
                             CHECK_BLOCK: tl.constexpr, BLOCK: tl.constexpr):
     """Short-list path, no host preprocessing. A row's entries are taken in the order output
     list ++ prompt list, in blocks of BLOCK that never straddle the two: program (row, blk)
@@ -307,7 +309,7 @@ def _penalties_pairs_kernel(logits_ptr, row_stride, prompt_ptr, P, output_ptr, O
     j that is written)."""
     row = tl.program_id(0).to(tl.int64)
     r, f, q, active = _row_active(repetition_ptr, frequency_ptr, presence_ptr, row, guard_ptr, B, V, prompt_ptr, P,
-                                  output_ptr, O, check, GUARDED, CHECK_BLOCK)
+                                  output_ptr, O, check, guarded, CHECK_BLOCK)
     if active:
         output_row = output_ptr + row * O
         prompt_row = prompt_ptr + row * P
@@ -373,16 +375,16 @@ def _row_keys(prompt_row_ptr, P, output_row_ptr, O, V, LENGTH: tl.constexpr):
 # The lists and per-row parameters are read per row at unspecialized offsets: their alignment
 # gains nothing.
 @jit(do_not_specialize=["row_stride", "V", "P", "O", "B", "prompt_ptr", "output_ptr", "repetition_ptr",
-                       "frequency_ptr", "presence_ptr", "guard_ptr"])
+                       "frequency_ptr", "presence_ptr", "guard_ptr", "guarded"])
 def _penalties_row_sort_kernel(logits_ptr, row_stride, prompt_ptr, P, output_ptr, O, repetition_ptr, frequency_ptr,
-                               presence_ptr, V, guard_ptr, B, check, GUARDED: tl.constexpr,
+                               presence_ptr, V, guard_ptr, B, check, guarded,
                                CHECK_BLOCK: tl.constexpr, LENGTH: tl.constexpr):
     """Short-list path, one program per row (P + O <= LENGTH, 2 * V + 1 < 2**31): the row's keys
     sorted; each id's output keys counted by a scan over the sorted keys that restarts at
     every new id; the id written at its last key, which holds its whole count."""
     row = tl.program_id(0).to(tl.int64)
     r, f, q, active = _row_active(repetition_ptr, frequency_ptr, presence_ptr, row, guard_ptr, B, V, prompt_ptr, P,
-                                  output_ptr, O, check, GUARDED, CHECK_BLOCK)
+                                  output_ptr, O, check, guarded, CHECK_BLOCK)
     if active:
         keys = tl.sort(_row_keys(prompt_ptr + row * P, P, output_ptr + row * O, O, V, LENGTH))
         token = keys >> 1
@@ -433,8 +435,11 @@ def launch_penalties(logits: torch.Tensor, prompt_token_ids: torch.Tensor, outpu
     # An empty list is passed as it is (never read): its pointer keeps the list's dtype, so an
     # empty list adds no specialization.
     lists = (prompt_token_ids.contiguous(), prompt_len, output_token_ids.contiguous(), output_len)
-    params = (repetition_penalty, frequency_penalty, presence_penalty, vocab, flag, batch, check)
-    checks = dict(GUARDED=flag is not None, CHECK_BLOCK=GUARD_BLOCK[kind])
+    # The guard is a runtime bool, and without a flag an int32 view of repetition_penalty stands
+    # for it (never read): a guarded and an unguarded call share a compiled kernel.
+    params = (repetition_penalty, frequency_penalty, presence_penalty, vocab,
+              guard_pointer(flag, repetition_penalty), batch, check, flag is not None)
+    checks = dict(CHECK_BLOCK=GUARD_BLOCK[kind])
     limit = ROW_SORT_MAX_LENGTH[kind] if row_sort_max_length is None else row_sort_max_length
     pairs_work = PAIRS_MAX_WORK[kind] if pairs_max_work is None else pairs_max_work
     # The interpreter computes with numpy, which warns when l / r or l * r overflows to

@@ -1,6 +1,6 @@
-"""A guarded and an unguarded call of a selection kernel whose guard is a runtime bool (the
-one-program kernel and the chunk path: the two that take Triton longest to compile) specialize
-alike: every argument has the type, alignment and divisibility Triton keys its compiles on
+"""A guarded and an unguarded call of a kernel whose guard is a runtime bool (the selection
+kernels that take Triton longest to compile, the one-program kernel and the chunk path, and the
+penalties' three kernels) specialize alike: every argument has the type, alignment and divisibility Triton keys its compiles on
 (`native_specialize_impl`, run on the CPU), and the constexprs are equal. So a run that calls them
 in several value-check modes (deferred, eager, off) compiles each specialization once, not once
 per mode. The launches' arguments are what is compared (on a GPU and under the interpreter,
@@ -11,7 +11,7 @@ import torch
 from triton._C.libtriton import native_specialize_impl
 from triton.backends.compiler import BaseBackend
 
-from samplecheck.kernels import top_k_chunks, top_k_top_p
+from samplecheck.kernels import penalties, top_k_chunks, top_k_top_p
 from samplecheck.kernels.runtime import device_kind
 from samplecheck.kernels.top_k_chunks import CHUNKS_CONFIG, chunks_plan
 from samplecheck.kernels.validation import raise_pending, unchecked_values, value_checks
@@ -40,8 +40,26 @@ def launch_keys(monkeypatch, kernel, call) -> list[tuple]:
     return keys
 
 
+def assert_modes_specialize_alike(monkeypatch, kernel, logits, apply):
+    """`apply(out)` in every value-check mode: the same launch keys of `kernel` (at least one)
+    and the same output."""
+    keys, outputs = {}, {}
+    for mode, context in MODES.items():
+        out = logits.clone()
+
+        def call():
+            with context():
+                apply(out)
+                raise_pending()
+
+        keys[mode] = launch_keys(monkeypatch, kernel, call)
+        outputs[mode] = out
+    assert keys["deferred"] and keys["deferred"] == keys["eager"] == keys["off"], keys
+    assert torch.equal(outputs["deferred"], outputs["eager"]) and torch.equal(outputs["eager"], outputs["off"])
+
+
 @pytest.mark.parametrize("path", ["one_program", "chunks"])
-def test_guarded_and_unguarded_calls_specialize_alike(device, monkeypatch, path):
+def test_guarded_and_unguarded_selection_calls_specialize_alike(device, monkeypatch, path):
     kind = device_kind(torch.empty(0, device=device))
     # The chunk path takes at most 4 rows on the CPU and vocabs from 8192 on a GPU.
     batch, vocab = (6, 300) if path == "one_program" else (2, max(300, CHUNKS_CONFIG[kind]["MIN_VOCAB"]))
@@ -50,16 +68,22 @@ def test_guarded_and_unguarded_calls_specialize_alike(device, monkeypatch, path)
     p = torch.tensor([0.9, 0.5, 1.0, 0.3, 0.8, 0.95][:batch], device=device)
     assert (chunks_plan(batch, vocab, kind, True, True) is not None) == (path == "chunks")
     kernel = top_k_top_p._top_k_top_p_kernel if path == "one_program" else top_k_chunks._top_k_chunks_kernel
-    keys, outputs = {}, {}
-    for mode, context in MODES.items():
-        out = logits.clone()
+    assert_modes_specialize_alike(monkeypatch, kernel, logits, lambda out: top_k_top_p.apply_top_k_top_p(out, k, p))
 
-        def call():
-            with context():
-                top_k_top_p.apply_top_k_top_p(out, k, p)
-                raise_pending()
 
-        keys[mode] = launch_keys(monkeypatch, kernel, call)
-        outputs[mode] = out
-    assert keys["deferred"] and keys["deferred"] == keys["eager"] == keys["off"], keys
-    assert torch.equal(outputs["deferred"], outputs["eager"]) and torch.equal(outputs["eager"], outputs["off"])
+PENALTIES_PATHS = {"pairs": (penalties._penalties_pairs_kernel, dict(pairs_max_work=2**62)),
+                   "row_sort": (penalties._penalties_row_sort_kernel, dict(pairs_max_work=0)),
+                   "host_sorted": (penalties._penalties_kernel, dict(row_sort_max_length=0))}
+
+
+@pytest.mark.parametrize("path", PENALTIES_PATHS)
+def test_guarded_and_unguarded_penalties_calls_specialize_alike(device, monkeypatch, path):
+    kernel, knobs = PENALTIES_PATHS[path]
+    logits = torch.randn(2, 50, generator=torch.Generator().manual_seed(7)).to(device, torch.bfloat16)
+    args = dict(prompt_token_ids=torch.tensor([[1, 2, -1], [3, 8, 8]], device=device),
+                output_token_ids=torch.tensor([[1, 9], [-1, 8]], device=device),
+                repetition_penalty=torch.tensor([1.2, 0.8], device=device),
+                frequency_penalty=torch.tensor([0.5, 0.0], device=device),
+                presence_penalty=torch.tensor([0.0, -1.0], device=device))
+    assert_modes_specialize_alike(monkeypatch, kernel, logits,
+                                  lambda out: penalties.apply_penalties(out, **args, **knobs))
