@@ -1,4 +1,4 @@
-"""How long Triton takes to compile the selection kernels (and the penalties' row-sort kernel) for
+"""How long Triton takes to compile the selection kernels (and the penalties' in-kernel paths) for
 a GPU, on any machine (no GPU is needed: `triton.compile` for a target), and what the compiled code holds.
 
     python -m bench.compile_times                          # sm_90, every variant below
@@ -15,7 +15,8 @@ p and both, and top-p alone's wide config (one-k, one-p, one-k+p, one-p-wide); t
 (`samplecheck.kernels.top_k_chunks`) without and with p (chunks-k, chunks-k+p); the k-split
 path's four kernels (`samplecheck.kernels.top_k_split`: split-lanes, split-bound, split-collect,
 split-finish); the penalties' row-sort kernel at its default longest list (penalties-row-sort,
-`samplecheck.kernels.penalties`: 2048 keys sorted in registers). Per variant: the
+`samplecheck.kernels.penalties`: 2048 keys sorted in registers) and its pair kernel
+(penalties-pairs). Per variant: the
 seconds of `triton.compile` (one at a time, from no cache), the Triton IR's op count, and from the
 cubin (cuobjdump) registers a thread and stack bytes (spills show as stack). `--maxnreg N` compiles
 under Triton's launch option of that name, a cap on registers a thread (at 8 warps, 128 lets an
@@ -79,6 +80,9 @@ def variants(dtype: str):
     keys, warps = penalties.row_sort_launch(penalties.ROW_SORT_MAX_LENGTH["cuda"], "cuda")
     yield ("penalties-row-sort", penalties._penalties_row_sort_kernel,
            dict(CHECK_BLOCK=penalties.GUARD_BLOCK["cuda"], LENGTH=keys), warps)
+    block, warps = penalties.PAIR_LAUNCH["cuda"]
+    yield ("penalties-pairs", penalties._penalties_pairs_kernel,
+           dict(CHECK_BLOCK=penalties.GUARD_BLOCK["cuda"], BLOCK=block), warps)
 
 
 def resources(cubin: bytes) -> str:
