@@ -1,8 +1,8 @@
 """The compile-time tool (bench/compile_times.py) compiles a selection kernel for sm_90 on this
 machine, with Triton's compiler and not its interpreter, under a register cap (`--maxnreg`), and
 reports it: a row with the seconds, the IR's op count and the cubin's registers, within the cap;
-and the penalties' row-sort kernel (a sort, a scan and a gather in registers, which the
-interpreter runs whatever the GPU's compiler accepts). So a kernel edit that does not compile
+and the penalties' in-kernel paths (the row sort: a sort, a scan and a gather in registers,
+which the interpreter runs whatever the GPU's compiler accepts; the pair kernel). So a kernel edit that does not compile
 for the GPU fails here, on a CPU."""
 
 import os
@@ -35,8 +35,9 @@ def test_a_variant_compiles_for_sm_90(device):
     assert dtype == "bf16" and float(seconds) > 0 and int(ops) > 0 and 0 < int(registers) <= 96, rows[0]
 
 
-def test_penalties_row_sort_compiles_for_sm_90(device):
-    stdout, rows = compiled_rows(device, "penalties-row-sort")
+@pytest.mark.parametrize("variant", ["penalties-row-sort", "penalties-pairs"])
+def test_penalties_kernels_compile_for_sm_90(device, variant):
+    stdout, rows = compiled_rows(device, variant)
     assert len(rows) == 1, stdout
     _, dtype, seconds, ops, registers, stack = rows[0]
     assert dtype == "bf16" and int(ops) > 0 and int(registers) > 0 and stack.strip(" |") == "0", rows[0]
