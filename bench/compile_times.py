@@ -77,7 +77,7 @@ def variants(dtype: str):
              dict(GUARDED=True, BLOCK=s["ROW_BLOCK"], NUM_STAGES=s["NUM_STAGES"], MAX_SPLITS=s["MAX_SPLITS"],
                   TILE=s["TILE"], NUM_PIVOTS=s["NUM_PIVOTS"], CAP=s["CAP"]))):
         yield name, kernel, constexprs, s["num_warps"]
-    keys, warps = penalties.row_sort_launch(penalties.ROW_SORT_MAX_LENGTH["cuda"], "cuda")
+    keys, warps = penalties.row_sort_launch(penalties.IN_KERNEL_MAX_LENGTH["cuda"], "cuda")
     yield ("penalties-row-sort", penalties._penalties_row_sort_kernel,
            dict(CHECK_BLOCK=penalties.GUARD_BLOCK["cuda"], LENGTH=keys), warps)
     block, warps = penalties.PAIR_LAUNCH["cuda"]

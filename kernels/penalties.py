@@ -34,11 +34,12 @@ Design: no [B, V] scratch (no counts, no masks, no fp32 copy); every id of a row
 exactly once, so programs never race. Each entry of a row becomes a key: 2*id (prompt),
 2*id + 1 (output), 2*V where ignored, so that a row's sorted keys hold each id's entries
 together, its output entries last. Three paths, the same arithmetic per id:
-- short lists (P + O <= ROW_SORT_MAX_LENGTH, V < 2**30), few rows (B * (P + O)**2 <=
+- short lists (P + O <= IN_KERNEL_MAX_LENGTH, V < 2**30), few rows (B * (P + O)**2 <=
   PAIRS_MAX_WORK): one kernel, grid B x (cdiv(O, BLOCK) + cdiv(P, BLOCK)), BLOCK of
-  PAIR_LAUNCH (`_penalties_pairs_kernel`); a row's entries are taken in the order output list ++ prompt
-  list, each entry is compared with the entries that decide it, and written iff it is its
-  id's first occurrence in that order, with its count of output occurrences. No scratch.
+  PAIR_LAUNCH (`_penalties_pairs_kernel`); a row's entries are taken in the order output
+  list ++ prompt list, each entry is compared with the entries that decide it, and written
+  iff it is its id's first occurrence in that order, with its count of output occurrences.
+  No scratch.
 - other short lists: one kernel, one program per row (`_penalties_row_sort_kernel`); the
   program loads the row's P + O keys (LENGTH of them, a power of two, the rest 2*V), sorts
   them in registers, counts each id's output keys with a scan that restarts at every new id,
@@ -76,10 +77,10 @@ from samplecheck.kernels.validation import (check_id_layout, check_logits, check
 # it). The interpreter pays per program, so the CPU block holds a drawn row's lists whole; the
 # full-size regression example's lists span several blocks.
 BLOCK = {"cuda": 256, "cpu": 128}
-# Lists of at most ROW_SORT_MAX_LENGTH entries (prompt + output) are handled in the kernel (one
+# Lists of at most IN_KERNEL_MAX_LENGTH entries (prompt + output) are handled in the kernel (one
 # launch, no host preprocessing); longer ones sorted on the host first. On CPU the limit is
 # small so that the suite's drawn lists exercise every path.
-ROW_SORT_MAX_LENGTH = {"cuda": 2048, "cpu": 6}
+IN_KERNEL_MAX_LENGTH = {"cuda": 2048, "cpu": 6}
 # Of those, a batch of at most PAIRS_MAX_WORK compares (B * (P + O)**2) takes the pair kernel,
 # whose B x cdiv(P + O, BLOCK) programs fill the GPU where one program a row (latency-bound
 # by its sort) does not. On an H100 at 512 + 256 ids a row (docs/gpu-runs.md, sessions 43 and
@@ -93,7 +94,7 @@ PAIR_LAUNCH = {"cuda": (32, 4), "cpu": (8, 1)}
 # The fewest keys the row-sort kernel sorts (LENGTH is P + O rounded up to a power of two, at
 # least this): fewer LENGTHs, fewer specializations to compile (a GPU's 512 keys cost little
 # more than 128 to sort). ROW_SORT_MOST_KEYS: the most (longer lists take the host path
-# whatever `row_sort_max_length` says). A program has a warp per ROW_SORT_KEYS_PER_WARP keys,
+# whatever `in_kernel_max_length` says). A program has a warp per ROW_SORT_KEYS_PER_WARP keys,
 # at least ROW_SORT_MIN_WARPS (sm_90, Triton 3.6: 43-75 registers a thread from 512 to 8192
 # keys, no spill).
 ROW_SORT_MIN_LENGTH = {"cuda": 512, "cpu": 8}
@@ -399,15 +400,15 @@ def _penalties_row_sort_kernel(logits_ptr, row_stride, prompt_ptr, P, output_ptr
 
 def apply_penalties(logits: torch.Tensor, *, prompt_token_ids: torch.Tensor, output_token_ids: torch.Tensor,
                     repetition_penalty: torch.Tensor, frequency_penalty: torch.Tensor,
-                    presence_penalty: torch.Tensor, row_sort_max_length: int | None = None,
+                    presence_penalty: torch.Tensor, in_kernel_max_length: int | None = None,
                     pairs_max_work: int | None = None) -> torch.Tensor:
     """Apply the penalties to `logits` in place (module docstring) and return it.
-    `row_sort_max_length` (an int >= 0; None: ROW_SORT_MAX_LENGTH of the device) is the longest
+    `in_kernel_max_length` (an int >= 0; None: IN_KERNEL_MAX_LENGTH of the device) is the longest
     list (P + O) handled in the kernel (at most ROW_SORT_MOST_KEYS, where V < 2**30), and
     `pairs_max_work` (an int >= 0; None: PAIRS_MAX_WORK of the device) the most B * (P + O)**2
     compares of such lists that take the pair kernel instead of the row sort. They pick the
     path only: every path gives the same bits."""
-    for name, value in (("row_sort_max_length", row_sort_max_length), ("pairs_max_work", pairs_max_work)):
+    for name, value in (("in_kernel_max_length", in_kernel_max_length), ("pairs_max_work", pairs_max_work)):
         if value is not None and (not isinstance(value, int) or value < 0):
             raise ValueError(f"{name} must be None or an int >= 0; got {value!r}")
     guard = check_penalties(logits, prompt_token_ids, output_token_ids, repetition_penalty, frequency_penalty,
@@ -415,16 +416,16 @@ def apply_penalties(logits: torch.Tensor, *, prompt_token_ids: torch.Tensor, out
     ids = prompt_token_ids.numel() + output_token_ids.numel()
     flag = guard.settle(in_kernel=logits.numel() > 0 and 0 < ids <= INLINE_CHECK_IDS[device_kind(logits)])
     return launch_penalties(logits, prompt_token_ids, output_token_ids, repetition_penalty, frequency_penalty,
-                            presence_penalty, flag, guard.on_device, row_sort_max_length, pairs_max_work)
+                            presence_penalty, flag, guard.on_device, in_kernel_max_length, pairs_max_work)
 
 
 def launch_penalties(logits: torch.Tensor, prompt_token_ids: torch.Tensor, output_token_ids: torch.Tensor,
                      repetition_penalty: torch.Tensor, frequency_penalty: torch.Tensor,
                      presence_penalty: torch.Tensor, flag: torch.Tensor | None, check: bool,
-                     row_sort_max_length: int | None = None, pairs_max_work: int | None = None) -> torch.Tensor:
+                     in_kernel_max_length: int | None = None, pairs_max_work: int | None = None) -> torch.Tensor:
     """`apply_penalties`'s launch, for arguments that passed `check_penalties` (and checked
-    `row_sort_max_length` and `pairs_max_work`): under the guard flag `flag` (None: unguarded); `check`: the kernel
-    makes the call's value checks."""
+    `in_kernel_max_length` and `pairs_max_work`): under the guard flag `flag` (None: unguarded);
+    `check`: the kernel makes the call's value checks."""
     batch, vocab = logits.shape
     prompt_len, output_len = prompt_token_ids.size(1), output_token_ids.size(1)
     length = prompt_len + output_len
@@ -440,7 +441,7 @@ def launch_penalties(logits: torch.Tensor, prompt_token_ids: torch.Tensor, outpu
     params = (repetition_penalty, frequency_penalty, presence_penalty, vocab,
               guard_pointer(flag, repetition_penalty), batch, check, flag is not None)
     checks = dict(CHECK_BLOCK=GUARD_BLOCK[kind])
-    limit = ROW_SORT_MAX_LENGTH[kind] if row_sort_max_length is None else row_sort_max_length
+    limit = IN_KERNEL_MAX_LENGTH[kind] if in_kernel_max_length is None else in_kernel_max_length
     pairs_work = PAIRS_MAX_WORK[kind] if pairs_max_work is None else pairs_max_work
     # The interpreter computes with numpy, which warns when l / r or l * r overflows to
     # +-inf (or the fp16 store does): that is the specified result, not an error.

@@ -104,8 +104,8 @@ def penalties_scratch(logits, args):
     return SCRATCH_BYTES_PER_ID * logits.size(0) * length
 
 
-def row_sort_path(args) -> int:
-    """The row_sort_max_length that keeps the lists in the kernel, which needs no host scratch
+def in_kernel_path(args) -> int:
+    """The in_kernel_max_length that keeps the lists in the kernel, which needs no host scratch
     (the host-sorted path's is 64 bytes per list entry: 128 GiB at 2**31 entries)."""
     return args["prompt_token_ids"].size(1) + args["output_token_ids"].size(1)
 
@@ -114,8 +114,9 @@ PENALTIES = register(ValueInfo(
     name="penalties",
     off_encodings=PENALTIES_OFF,
     id_lists=IdLists((IdList("prompt_token_ids", (None,)), IdList("output_token_ids", (None,))),
-                     knobs={"row_sort_max_length": row_sort_path}),
-    backends=(Backend("triton", "samplecheck.kernels.penalties:apply_penalties", knobs=("row_sort_max_length", "pairs_max_work"),
+                     knobs={"in_kernel_max_length": in_kernel_path}),
+    backends=(Backend("triton", "samplecheck.kernels.penalties:apply_penalties",
+                      knobs=("in_kernel_max_length", "pairs_max_work"),
                       capturable=True, guard_flag=True, batch_invariant=True),),
     cases=penalties_cases, make_args=penalties_args,
     reference=Oracle(penalties_reference, tolerance="rtol"),

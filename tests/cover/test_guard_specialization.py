@@ -1,10 +1,10 @@
 """A guarded and an unguarded call of a kernel whose guard is a runtime bool (the selection
 kernels that take Triton longest to compile, the one-program kernel and the chunk path, and the
-penalties' three kernels) specialize alike: every argument has the type, alignment and divisibility Triton keys its compiles on
-(`native_specialize_impl`, run on the CPU), and the constexprs are equal. So a run that calls them
-in several value-check modes (deferred, eager, off) compiles each specialization once, not once
-per mode. The launches' arguments are what is compared (on a GPU and under the interpreter,
-which compiles nothing, alike)."""
+penalties' three kernels) specialize alike: every argument has the type, alignment and
+divisibility Triton keys its compiles on (`native_specialize_impl`, run on the CPU), and the
+constexprs are equal. So a run that calls them in several value-check modes (deferred, eager,
+off) compiles each specialization once, not once per mode. The launches' arguments are what is
+compared (on a GPU and under the interpreter, which compiles nothing, alike)."""
 
 import pytest
 import torch
@@ -73,7 +73,7 @@ def test_guarded_and_unguarded_selection_calls_specialize_alike(device, monkeypa
 
 PENALTIES_PATHS = {"pairs": (penalties._penalties_pairs_kernel, dict(pairs_max_work=2**62)),
                    "row_sort": (penalties._penalties_row_sort_kernel, dict(pairs_max_work=0)),
-                   "host_sorted": (penalties._penalties_kernel, dict(row_sort_max_length=0))}
+                   "host_sorted": (penalties._penalties_kernel, dict(in_kernel_max_length=0))}
 
 
 @pytest.mark.parametrize("path", PENALTIES_PATHS)

@@ -55,7 +55,7 @@ CALLS = {
     "min_p-split": (apply_min_p, call(zeros_on(1, 9000), min_p=floats([0.1]))),
     "penalties-row-sort": (apply_penalties, call(**PENALTIES, pairs_max_work=0)),
     "penalties-pairs": (apply_penalties, call(**PENALTIES, pairs_max_work=2**62)),
-    "penalties-host-sorted": (apply_penalties, call(**PENALTIES, row_sort_max_length=0)),
+    "penalties-host-sorted": (apply_penalties, call(**PENALTIES, in_kernel_max_length=0)),
     "logit_bias": (apply_logit_bias, call(**LOGIT_BIAS)),
     "logit_bias-int32": (apply_logit_bias, call(**logit_bias_args(torch.int32))),
     "bad_words": (apply_bad_words, call(bad_words=ids([[[1, 2]], [[3, -1]]]), output_token_ids=ids([[1, -1], [0, 4]]))),

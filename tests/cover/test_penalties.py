@@ -61,9 +61,9 @@ def test_every_path_gives_the_same_bits(combo, device, budget, data):
     same logits."""
     case = draw_case(data, combo, combo.info.cases(budget))
     placed, args = prepare(combo, case, device)
-    paths = {"pair kernel": {"row_sort_max_length": 2**30, "pairs_max_work": 2**62},
-             "row-sort kernel": {"row_sort_max_length": 2**30, "pairs_max_work": 0},
-             "host-sorted path": {"row_sort_max_length": 0}}
+    paths = {"pair kernel": {"in_kernel_max_length": 2**30, "pairs_max_work": 2**62},
+             "row-sort kernel": {"in_kernel_max_length": 2**30, "pairs_max_work": 0},
+             "host-sorted path": {"in_kernel_max_length": 0}}
     (first, knobs), *others = paths.items()
     expected = run(combo, placed.view.clone(), {**args, **knobs})
     for path, knobs in others:
@@ -72,7 +72,7 @@ def test_every_path_gives_the_same_bits(combo, device, budget, data):
 
 
 @pytest.mark.matrix(kernel="penalties", knob="pairs_max_work", layouts=("contig",))
-@pytest.mark.parametrize("knob", ["row_sort_max_length", "pairs_max_work"])
+@pytest.mark.parametrize("knob", ["in_kernel_max_length", "pairs_max_work"])
 def test_path_knobs_are_checked(combo, device, knob):
     """A path knob below 0 (or not an int) raises a ValueError naming it; 0 is accepted."""
     logits = torch.zeros(1, 4, dtype=combo.dtype, device=device)

@@ -14,7 +14,7 @@ from samplecheck.registry.checks import assert_bitwise_equal
 
 pytestmark = pytest.mark.interpreter
 
-IN_KERNEL = 2**30  # a row_sort_max_length that keeps every list of these tests in the kernel
+IN_KERNEL = 2**30  # an in_kernel_max_length that keeps every list of these tests in the kernel
 
 
 def drawn_call(device: str, seed: int) -> tuple[torch.Tensor, dict]:
@@ -37,9 +37,9 @@ def drawn_call(device: str, seed: int) -> tuple[torch.Tensor, dict]:
 
 
 def assert_matches_host_path(logits: torch.Tensor, args: dict, pairs_max_work: int, path: str):
-    in_kernel = penalties.apply_penalties(logits.clone(), **args, row_sort_max_length=IN_KERNEL,
+    in_kernel = penalties.apply_penalties(logits.clone(), **args, in_kernel_max_length=IN_KERNEL,
                                           pairs_max_work=pairs_max_work)
-    on_host = penalties.apply_penalties(logits.clone(), **args, row_sort_max_length=0)
+    on_host = penalties.apply_penalties(logits.clone(), **args, in_kernel_max_length=0)
     assert_bitwise_equal(in_kernel, on_host, f"{path} vs host-sorted path")
     assert not torch.equal(in_kernel, logits)
 
