@@ -5,7 +5,8 @@ xdist workers share the GPUs, and a dozen 4+ GB buffers at once exhaust even an 
 other workers' tests then fail on OOM). A test whose buffers are that large builds and frees
 them inside `big_buffers(device)`: it gives its own cache back, takes a file lock keyed by the
 GPU's UUID (so processes that see the GPU under another index, CUDA_VISIBLE_DEVICES, share it)
-and waits (at most BIG_WAIT_S) until BIG_FREE_SHARE of the GPU is free, clears the frames
+and waits (at most BIG_WAIT_S) until enough of the GPU is free (`free_bytes_wanted`: its
+declared peak and a margin, at most BIG_FREE_SHARE of the GPU), clears the frames
 of a failure's traceback (Hypothesis keeps every failure to report it: the frames would hold
 on to their buffers) and gives the cached memory back before the next holder of the lock runs.
 After each test, `release_cache` gives a worker's cached memory back while another worker
@@ -31,10 +32,13 @@ import torch
 
 from samplecheck.harness.mps import SHARING_PROCESSES
 
-# The share of a GPU's memory that must be free before a holder of the lock builds its
-# buffers, and the longest it waits for it (the other workers give their caches back when
-# their running test ends); past the wait it goes on, and an OOM is the test's failure.
+# The free memory a holder of the lock waits for before it builds its buffers: its declared
+# peak plus BIG_MARGIN_SHARE of the GPU (the other workers' running tests), at most
+# BIG_FREE_SHARE of the GPU, which is also the wait of a block that declares no peak; and the
+# longest it waits (the other workers give their caches back when their running test ends).
+# Past the wait it goes on, and an OOM is the test's failure.
 BIG_FREE_SHARE = 0.5
+BIG_MARGIN_SHARE = 0.1
 BIG_WAIT_S = 120.0
 # All the workers' caches together stay within this share of the GPU between tests.
 CACHES_SHARE = 0.5
@@ -56,8 +60,9 @@ def big_buffers(device: torch.device, need_bytes: int = 0, what: str = "the test
     """Run the block as the only holder of big buffers on `device` (module docstring). The
     buffers must live in frames the block calls (its callees), whose failure frames this
     clears; the block's own locals stay until it returns. `need_bytes`: the block's peak of
-    device memory; on a GPU with less memory in all, the test is skipped, naming `what` and
-    both sizes (a card too small for a property's buffers is no finding)."""
+    device memory (0: not declared), what its wait for free memory is sized by; on a GPU with
+    less memory in all, the test is skipped, naming `what` and both sizes (a card too small
+    for a property's buffers is no finding)."""
     with contextlib.ExitStack() as stack:
         if device.type == "cuda":
             total = torch.cuda.get_device_properties(_index(device)).total_memory
@@ -70,7 +75,7 @@ def big_buffers(device: torch.device, need_bytes: int = 0, what: str = "the test
             torch.cuda.empty_cache()
             fcntl.flock(lock, fcntl.LOCK_EX)
             stack.callback(torch.cuda.empty_cache)
-            _wait_for_free_memory(device)
+            _wait_for_free_memory(device, free_bytes_wanted(total, need_bytes))
         try:
             yield
         except BaseException as error:
@@ -78,12 +83,19 @@ def big_buffers(device: torch.device, need_bytes: int = 0, what: str = "the test
             raise
 
 
-def _wait_for_free_memory(device: torch.device) -> None:
+def free_bytes_wanted(total: int, need_bytes: int) -> int:
+    """The free bytes a holder with peak `need_bytes` (0: not declared) waits for on a GPU of
+    `total` bytes."""
+    most = int(BIG_FREE_SHARE * total)
+    return min(most, need_bytes + int(BIG_MARGIN_SHARE * total)) if need_bytes > 0 else most
+
+
+def _wait_for_free_memory(device: torch.device, wanted: int) -> None:
     torch.cuda.empty_cache()
     deadline = time.monotonic() + BIG_WAIT_S
     while time.monotonic() < deadline:
-        free, total = torch.cuda.mem_get_info(device)
-        if free >= BIG_FREE_SHARE * total:
+        free, _ = torch.cuda.mem_get_info(device)
+        if free >= wanted:
             return
         time.sleep(0.1)
 

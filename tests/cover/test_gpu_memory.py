@@ -1,7 +1,7 @@
 """GPU memory shared by the workers of a run (samplecheck.harness.big_buffers): a worker gives
 its cache back past its share of the GPU, while another worker holds big buffers, and before
-it queues for them; a holder of big buffers waits for free memory first; a GPU smaller in all than a holder's
-declared need skips the test. torch.cuda is stood in for, so this runs
+it queues for them; a holder of big buffers waits for the free memory its declared need asks
+for first; a GPU smaller in all than a holder's declared need skips the test. torch.cuda is stood in for, so this runs
 without a GPU."""
 
 import fcntl
@@ -130,6 +130,30 @@ def test_a_holder_goes_on_after_its_longest_wait(gpu, monkeypatch):
     monkeypatch.setattr(big_buffers.time, "sleep", lambda seconds: clock.__setitem__(0, clock[0] + seconds))
     with big_buffers.big_buffers(GPU):
         assert clock[0] >= big_buffers.BIG_WAIT_S
+
+
+@pytest.mark.cpu_subject
+def test_a_holder_waits_only_for_its_declared_peak_and_a_margin(gpu, monkeypatch):
+    """A small declared peak does not hold the lock (and every queued worker) waiting for half
+    the GPU; an undeclared or large one waits for BIG_FREE_SHARE."""
+    margin = int(big_buffers.BIG_MARGIN_SHARE * gpu.total)
+    waits = []
+
+    def sleep(seconds):  # every other cache comes back while it waits
+        waits.append(seconds)
+        gpu.free = gpu.total
+
+    monkeypatch.setattr(big_buffers.time, "sleep", sleep)
+    gpu.free = GIB + margin
+    with big_buffers.big_buffers(GPU, GIB, "a small far list"):
+        assert waits == []
+    gpu.free = GIB + margin - 1
+    with big_buffers.big_buffers(GPU, GIB, "a small far list"):
+        assert len(waits) == 1
+    for need in (0, 60 * GIB):
+        gpu.free, waits[:] = int(big_buffers.BIG_FREE_SHARE * gpu.total) - 1, []
+        with big_buffers.big_buffers(GPU, need):
+            assert len(waits) == 1
 
 
 @pytest.mark.cpu_subject

@@ -24,6 +24,9 @@ from samplecheck.registry.checks import assert_bitwise_equal, assert_same_output
 pytestmark = pytest.mark.gpu
 
 FAR = 2**31  # elements: the first offset an int32 cannot hold
+# A bound on a case's device memory, in elements of its dtype: the far buffer (at most 1.5 FAR
+# with three rows or more) and the case's own copies and outputs.
+FAR_PEAK_ELEMENTS = 2 * FAR
 SHORT_ROWS = 4096  # columns at most, in the many-rows shape
 WIDE_ROWS = 8192  # columns beyond, in the wide shape: past every kernel's split width
 # shape -> (the budget cases are drawn from, given the device's; the cases kept)
@@ -55,7 +58,7 @@ def place_far(values: torch.Tensor, poison: float) -> tuple[torch.Tensor, torch.
 def test_large_offsets(combo, shape, device, budget, data):
     shaped_budget, kept = SHAPES[shape]
     case = draw_case(data, combo, combo.info.cases(shaped_budget(budget)).filter(kept))
-    with big_buffers(device):  # one 4.3 GB buffer per GPU at a time, freed before the next
+    with big_buffers(device, FAR_PEAK_ELEMENTS * combo.dtype.itemsize, "rows 2**31 elements apart"):
         check_far_apart(combo, case, device)
 
 
