@@ -95,12 +95,15 @@ PAIR_LAUNCH = {"cuda": (32, 4), "cpu": (8, 1)}
 # least this): fewer LENGTHs, fewer specializations to compile (a GPU's 512 keys cost little
 # more than 128 to sort). ROW_SORT_MOST_KEYS: the most (longer lists take the host path
 # whatever `in_kernel_max_length` says). A program has a warp per ROW_SORT_KEYS_PER_WARP keys,
-# at least ROW_SORT_MIN_WARPS (sm_90, Triton 3.6: 43-75 registers a thread from 512 to 8192
-# keys, no spill).
+# at least ROW_SORT_MIN_WARPS and at most ROW_SORT_MOST_WARPS. On an H100 at 1024 keys a row
+# (docs/gpu-runs.md, session 45), GPU time at 256 x 32000 / 256 x 151936 / 1024 x 151936: 4
+# warps 26.5 / 32.2 / 93.7 us, 8 warps 22.7 / 28.0 / 76.8, 16 warps 20.9 / 25.3 / 74.6, the
+# same at 16 warps whichever setting gives them.
 ROW_SORT_MIN_LENGTH = {"cuda": 512, "cpu": 8}
 ROW_SORT_MOST_KEYS = 8192
-ROW_SORT_KEYS_PER_WARP = 256
+ROW_SORT_KEYS_PER_WARP = 64
 ROW_SORT_MIN_WARPS = 4
+ROW_SORT_MOST_WARPS = 16
 # Upper bound on the host scratch per list entry (P + O entries per row), in bytes.
 SCRATCH_BYTES_PER_ID = 64
 GUARD_BLOCK = {"cuda": 256, "cpu": 64}  # ids per step of the fused value check
@@ -176,9 +179,9 @@ def int32_keys(vocab: int) -> bool:
 def row_sort_launch(length: int, kind: str) -> tuple[int, int]:
     """(LENGTH, num_warps) of the row-sort kernel for lists of `length` entries (P + O) on a
     device of `kind`: P + O rounded up to a power of two, at least ROW_SORT_MIN_LENGTH; a warp
-    per ROW_SORT_KEYS_PER_WARP keys, at least ROW_SORT_MIN_WARPS."""
+    per ROW_SORT_KEYS_PER_WARP keys, from ROW_SORT_MIN_WARPS to ROW_SORT_MOST_WARPS."""
     keys = max(triton.next_power_of_2(length), ROW_SORT_MIN_LENGTH[kind])
-    return keys, max(ROW_SORT_MIN_WARPS, keys // ROW_SORT_KEYS_PER_WARP)
+    return keys, min(ROW_SORT_MOST_WARPS, max(ROW_SORT_MIN_WARPS, keys // ROW_SORT_KEYS_PER_WARP))
 
 
 def sorted_keys(prompt_token_ids: torch.Tensor, output_token_ids: torch.Tensor, vocab: int) -> torch.Tensor:
