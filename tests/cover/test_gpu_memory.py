@@ -1,8 +1,8 @@
 """GPU memory shared by the workers of a run (samplecheck.harness.big_buffers): a worker gives
 its cache back past its share of the GPU, while another worker holds big buffers, and before
 it queues for them; a holder of big buffers waits for the free memory its declared need asks
-for first; a GPU smaller in all than a holder's declared need skips the test. torch.cuda is stood in for, so this runs
-without a GPU."""
+for first; a GPU smaller in all than a holder's declared need skips the test. torch.cuda is
+stood in for, so this runs without a GPU."""
 
 import fcntl
 import os
