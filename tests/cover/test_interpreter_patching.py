@@ -1,6 +1,7 @@
 """samplecheck.harness.interpreter_patching: under the CPU interpreter a helper call does not
-patch triton.language again while a launch runs, the kernels' outputs are bit for bit those
-of Triton's own patching, and the language is left as Triton leaves it."""
+patch triton.language again while a launch runs, numpy dtypes are Triton's own, the kernels'
+outputs are bit for bit those of Triton's own interpreter, and the language is left as Triton
+leaves it."""
 
 import pytest
 import torch
@@ -57,6 +58,7 @@ def test_outputs_equal_triton_own_patching(device, monkeypatch):
     assert install()
     ours = _calls(device)
     monkeypatch.setattr(interpreter, "_patch_lang", interpreter._patch_lang.__wrapped__)
+    monkeypatch.setattr(interpreter, "_get_np_dtype", interpreter._get_np_dtype.__wrapped__)
     for mine, theirs in zip(ours, _calls(device), strict=True):
         assert torch.equal(mine, theirs)
 
@@ -84,9 +86,20 @@ def test_the_language_is_restored_after_a_launch_that_raises(device, counted):
     assert counted[0] == "_failing_kernel" and len(counted) == 2, counted  # patched afresh, not skipped
 
 
+@pytest.mark.parametrize("tt_dtype", [tl.float32, tl.bfloat16, tl.float16, tl.int1, tl.int32, tl.uint64,
+                                      tl.pointer_type(tl.float32), tl.block_type(tl.bfloat16, [4]),
+                                      tl.block_type(tl.pointer_type(tl.int64), [8])], ids=str)
+def test_numpy_dtypes_are_triton_own(tt_dtype):
+    assert install()
+    own = interpreter._get_np_dtype.__wrapped__
+    assert interpreter._get_np_dtype(tt_dtype) == own(tt_dtype)
+    assert interpreter._get_np_dtype(tt_dtype) == own(tt_dtype)  # remembered
+
+
 def test_install_is_idempotent_and_declines_an_unknown_interpreter(monkeypatch):
     assert install() and install()
     assert not hasattr(interpreter._patch_lang.__wrapped__, "__wrapped__"), "installed twice over itself"
+    assert not hasattr(interpreter._get_np_dtype.__wrapped__, "__wrapped__"), "installed twice over itself"
     monkeypatch.delattr(interpreter, "_LangPatchScope")
     monkeypatch.setattr(interpreter, "_patch_lang", interpreter._patch_lang.__wrapped__)
     assert install() is False
