@@ -25,7 +25,6 @@ returns False), and one without `_get_np_dtype` keeps its lookups.
 """
 
 import functools
-import inspect
 
 _INSTALLED = "_samplecheck_patch_once"  # marks the replacement, so a second install is a no-op
 
@@ -34,7 +33,8 @@ def languages(fn) -> frozenset:
     """The triton.language modules visible from `fn`'s globals, the ones `_patch_lang(fn)` patches."""
     import triton.language as tl
 
-    return frozenset(value for value in fn.__globals__.values() if inspect.ismodule(value) and value in (tl, tl.core))
+    language, core = tl, tl.core
+    return frozenset(value for value in fn.__globals__.values() if value is language or value is core)
 
 
 def install() -> bool:
