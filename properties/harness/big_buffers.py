@@ -92,8 +92,8 @@ def free_bytes_wanted(total: int, need_bytes: int) -> int:
 
 
 def _wait_for_free_memory(device: torch.device, wanted: int) -> None:
-    """Wait until `wanted` bytes of `device` are free, at most BIG_WAIT_S; past it, warn (the
-    run's warnings summary names the test) and go on."""
+    """Wait until `wanted` bytes of `device` are free, at most BIG_WAIT_S; past it, warn with
+    the GPU's processes and their memory (the run's warnings summary names the test) and go on."""
     torch.cuda.empty_cache()
     deadline = time.monotonic() + BIG_WAIT_S
     while time.monotonic() < deadline:
@@ -102,7 +102,16 @@ def _wait_for_free_memory(device: torch.device, wanted: int) -> None:
             return
         time.sleep(0.1)
     warnings.warn(f"big_buffers: {free / 2**30:.1f} of {total / 2**30:.1f} GiB free on {device} after "
-                  f"{BIG_WAIT_S:.0f} s, {wanted / 2**30:.1f} GiB wanted: going on", RuntimeWarning, stacklevel=2)
+                  f"{BIG_WAIT_S:.0f} s, {wanted / 2**30:.1f} GiB wanted: going on\n{_gpu_processes(device)}",
+                  RuntimeWarning, stacklevel=2)
+
+
+def _gpu_processes(device: torch.device) -> str:
+    """torch's listing of the processes on `device` and their memory (NVML), or why there is none."""
+    try:
+        return torch.cuda.list_gpu_processes(device)
+    except Exception as error:  # a diagnostic: an NVML failure must not fail the test it describes
+        return f"the GPU's processes not listed: {error!r}"
 
 
 def _big_buffers_held(device: torch.device) -> bool:

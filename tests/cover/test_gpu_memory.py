@@ -1,8 +1,9 @@
 """GPU memory shared by the workers of a run (samplecheck.harness.big_buffers): a worker gives
 its cache back past its share of the GPU, while another worker holds big buffers, and before
 it queues for them; a holder of big buffers waits for the free memory its declared need asks
-for first; a GPU smaller in all than a holder's declared need skips the test. torch.cuda is
-stood in for, so this runs without a GPU."""
+for first, and one that waited in vain warns, naming the GPU's processes; a GPU smaller in all
+than a holder's declared need skips the test. torch.cuda is stood in for, so this runs without
+a GPU."""
 
 import fcntl
 import os
@@ -123,14 +124,36 @@ def test_a_holder_of_big_buffers_waits_for_free_memory(gpu, monkeypatch):
     assert len(waits) == 3
 
 
-@pytest.mark.cpu_subject
-def test_a_holder_goes_on_after_its_longest_wait(gpu, monkeypatch):
+@pytest.fixture
+def memory_never_free(gpu, monkeypatch):
+    """No free memory on the stand-in GPU, and a clock that each wait's sleep moves on; the clock
+    (seconds, in a list)."""
     gpu.free, clock = 0, [0.0]
     monkeypatch.setattr(big_buffers.time, "monotonic", lambda: clock[0])
     monkeypatch.setattr(big_buffers.time, "sleep", lambda seconds: clock.__setitem__(0, clock[0] + seconds))
-    with pytest.warns(RuntimeWarning, match=r"0\.0 of 80\.0 GiB free on cuda:0 after 120 s, 40\.0 GiB wanted"):
+    return clock
+
+
+@pytest.mark.cpu_subject
+def test_a_holder_goes_on_after_its_longest_wait(memory_never_free, monkeypatch):
+    clock = memory_never_free
+    monkeypatch.setattr(torch.cuda, "list_gpu_processes", lambda device=None: "process 4242 uses 48790.0 MB GPU memory")
+    with pytest.warns(RuntimeWarning, match=r"0\.0 of 80\.0 GiB free on cuda:0 after 120 s, 40\.0 GiB wanted: "
+                                            r"going on\nprocess 4242 uses 48790\.0 MB"):
         with big_buffers.big_buffers(GPU):
             assert clock[0] >= big_buffers.BIG_WAIT_S
+
+
+@pytest.mark.cpu_subject
+def test_a_failing_process_listing_does_not_fail_the_holder(memory_never_free, monkeypatch):
+    def no_nvml(device=None):
+        raise RuntimeError("NVML unavailable")
+
+    monkeypatch.setattr(torch.cuda, "list_gpu_processes", no_nvml)
+    with pytest.warns(RuntimeWarning, match=r"the GPU's processes not listed: RuntimeError\('NVML unavailable'\)"):
+        with big_buffers.big_buffers(GPU):
+            ran = True
+    assert ran
 
 
 @pytest.mark.cpu_subject
