@@ -93,8 +93,8 @@ def free_bytes_wanted(total: int, need_bytes: int) -> int:
 
 def _wait_for_free_memory(device: torch.device, wanted: int) -> None:
     """Wait until `wanted` bytes of `device` are free, at most BIG_WAIT_S; past it, warn with
-    the GPU's processes and their memory (the run's warnings summary names the test) and go on."""
-    torch.cuda.empty_cache()
+    the GPU's processes and their memory (the run's warnings summary names the test) and go on.
+    The caller gave its cache back before it queued for the lock."""
     deadline = time.monotonic() + BIG_WAIT_S
     while time.monotonic() < deadline:
         free, total = torch.cuda.mem_get_info(device)
