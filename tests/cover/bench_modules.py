@@ -29,6 +29,12 @@ def loaded_on_cpu(name: str, device, why: str):
     sys.path (its own imports of bench.*) for the fixture's scope; skipped on a GPU (`why`)."""
     if device.type != "cpu":
         pytest.skip(why)
+    yield from loaded_with_bench(name)
+
+
+def loaded_with_bench(name: str):
+    """For a module-scoped fixture (`yield from`): bench/NAME.py loaded with bench/'s parent on
+    sys.path (its own imports of bench.*) for the fixture's scope."""
     sys.path.insert(0, str(BENCH.parent))
     try:
         yield load(name)
