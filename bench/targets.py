@@ -8,7 +8,8 @@ result's timings: end to end (`us`, the table's summary: host work included; the
 measure, so it decides) and GPU time alone (`gpu_us`, a graph replay: where only the end-to-end
 figure misses, host work is what misses). The targets:
 - selection: each op of SELECTION takes at most the time of FlashInfer's matching call (the
-  same row's `flashinfer` cell);
+  same row's `flashinfer` cell; top-k + top-p masking has no matching FlashInfer call, so no
+  target here);
 - elementwise: each op of ELEMENTWISE runs at >= ELEMENTWISE_SHARE of the copy's bandwidth
   (copy time / our time) at B >= ELEMENTWISE_MIN_BATCH, and takes <= ONE_ROW_US at B = 1;
 - pipeline: the whole pipeline takes at most PIPELINE_FACTOR x FlashInfer's
