@@ -97,6 +97,11 @@ class Backend:
     # knobs); properties and error inputs that pass a knob run only on backends declaring it,
     # so a plug-in is called with contract arguments alone.
     knobs: tuple[str, ...] = ()
+    # {path name: knob values} that route every call through one of its code paths, whatever
+    # the case's sizes (a path the drawn cases alone never reach, e.g. one for lists longer than
+    # any drawn). The properties that must see every path run each case under each
+    # (test_every_path_gives_the_same_bits, test_memory_safety). Empty: the path the sizes pick.
+    paths: dict[str, dict] = dataclasses.field(default_factory=dict, hash=False)
     # {axis: value} along the axes of samplecheck.registry.semantics where it departs from the
     # record's strict default (e.g. its tie policy); each value swaps in that axis's oracle
     # branch for this backend alone.

@@ -5,10 +5,13 @@ combo's calls run in a child pytest under compute-sanitizer memcheck (with PyTor
 allocator off: every tensor its own allocation), on interpreter-sized cases (the sanitizer
 runs kernels far slower) whose batch and vocabulary are odd, so that every power-of-two tiling
 of rows or columns ends in a partial tile (where a lost mask reads past the tensor), in the
-padded layout; any invalid access fails the combo with the
-sanitizer's reports and the command that reruns it. Our kernels and their mutants (backends
-with `guard_flag`); scripts/sanitize.sh runs memcheck, racecheck and initcheck over the
-benchmark's calls. GPU only; skipped where compute-sanitizer is not installed."""
+padded layout (every row ends in a gap inside the buffer) and the contiguous one (the last
+row ends the buffer, so a read one past a row's end is past the tensor there), each call once
+through every code path its backend declares (`Backend.paths`: a path the small cases never
+pick, such as one for long lists, is checked too); any invalid access fails the combo with
+the sanitizer's reports and the command that reruns it. Our kernels and their mutants
+(backends with `guard_flag`); scripts/sanitize.sh runs memcheck, racecheck and initcheck over
+the benchmark's calls. GPU only; skipped where compute-sanitizer is not installed."""
 
 import os
 import re
@@ -26,7 +29,8 @@ from samplecheck.harness.runner import prepare, run
 from samplecheck.inputs.drawing import draw_case
 from samplecheck.inputs.strategies import BUDGETS
 
-pytestmark = [pytest.mark.gpu, pytest.mark.matrix(dtypes=(torch.bfloat16,), layouts=("padded64",), guard_flag=True)]
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.matrix(dtypes=(torch.bfloat16,), layouts=("padded64", "contig"), guard_flag=True)]
 
 CHILD_TIMEOUT = 300  # seconds for one combo's child under the sanitizer
 
@@ -57,6 +61,7 @@ def test_calls_under_memcheck(combo, device, data):
     if not os.environ.get(CHILD_ENV):
         pytest.skip("test_memory_safety runs this under compute-sanitizer")
     case = draw_case(data, combo, combo.info.cases(BUDGETS["cpu"]).filter(ragged))
-    placed, args = prepare(combo, case, device)
-    run(combo, placed.view, args)
+    for knobs in combo.backend.paths.values() or [{}]:
+        placed, args = prepare(combo, case, device)  # in the combo's layout, afresh for each path
+        run(combo, placed.view, {**args, **knobs})
     torch.cuda.synchronize()

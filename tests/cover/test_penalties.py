@@ -61,10 +61,7 @@ def test_every_path_gives_the_same_bits(combo, device, budget, data):
     same logits."""
     case = draw_case(data, combo, combo.info.cases(budget))
     placed, args = prepare(combo, case, device)
-    paths = {"pair kernel": {"in_kernel_max_length": 2**30, "pairs_max_work": 2**62},
-             "row-sort kernel": {"in_kernel_max_length": 2**30, "pairs_max_work": 0},
-             "host-sorted path": {"in_kernel_max_length": 0}}
-    (first, knobs), *others = paths.items()
+    (first, knobs), *others = combo.backend.paths.items()
     expected = run(combo, placed.view.clone(), {**args, **knobs})
     for path, knobs in others:
         assert_bitwise_equal(run(combo, placed.view.clone(), {**args, **knobs}), expected,
