@@ -65,11 +65,11 @@ def _against(ours: float | None, bound: float | None, text: str) -> tuple[str, b
     return f"{ours:.1f} {'<=' if met else '>'} {bound:.1f}{text} {'met' if met else '**missed**'}", met
 
 
-def _selection(row: dict, key: str, _copy_key: str) -> tuple[str, bool]:
+def _selection(row: dict, rows: dict, key: str, _copy_key: str) -> tuple[str, bool]:
     return _against(_ok(row["ours"], key), _ok(row["flashinfer"], key), " (FlashInfer)")
 
 
-def _elementwise(row: dict, key: str, copy_key: str) -> tuple[str, bool]:
+def _elementwise(row: dict, rows: dict, key: str, copy_key: str) -> tuple[str, bool]:
     ours = _ok(row["ours"], key)
     if _batch(row["size"]) == 1:
         return _against(ours, ONE_ROW_US, "")
@@ -81,27 +81,35 @@ def _elementwise(row: dict, key: str, copy_key: str) -> tuple[str, bool]:
     return f"{share:.0%} of copy BW ({ours:.1f} µs) {'met' if met else '**missed**'}", met
 
 
+def _pipeline(row: dict, rows: dict, key: str, _copy_key: str) -> tuple[str, bool]:
+    sampler = _ok(rows.get(("top_k_top_p_sample", row["size"]), {}).get("flashinfer"), key)
+    return _against(_ok(row["ours"], key), None if sampler is None else PIPELINE_FACTOR * sampler,
+                    f" ({PIPELINE_FACTOR:g} x FlashInfer)")
+
+
+def _target(op: str, batch: int):
+    """(the target's name, its judge) for an op at a batch size, or None where none applies."""
+    if op in SELECTION:
+        return f"{op} <= FlashInfer", _selection
+    if op in ELEMENTWISE and batch == 1:
+        return f"{op} <= {ONE_ROW_US:g} µs", _elementwise
+    if op in ELEMENTWISE and batch >= ELEMENTWISE_MIN_BATCH:
+        return f"{op} >= {ELEMENTWISE_SHARE:.0%} of copy BW", _elementwise
+    if op == "pipeline":
+        return f"pipeline <= {PIPELINE_FACTOR:g} x FlashInfer top_k_top_p_sampling_from_logits", _pipeline
+    return None
+
+
 def verdicts(result: dict) -> list[Verdict]:
     """Every target that applies to the result's rows, in the rows' order."""
     rows = {(row["op"], row["size"]): row for row in result["rows"]}
     found = []
     for (op, size), row in rows.items():
-        if op in SELECTION:
-            name, judge = f"{op} <= FlashInfer", _selection
-        elif op in ELEMENTWISE and (_batch(size) == 1 or _batch(size) >= ELEMENTWISE_MIN_BATCH):
-            name, judge = (f"{op} <= {ONE_ROW_US:g} µs" if _batch(size) == 1
-                           else f"{op} >= {ELEMENTWISE_SHARE:.0%} of copy BW"), _elementwise
-        elif op == "pipeline":
-            sampler = rows.get(("top_k_top_p_sample", size), {}).get("flashinfer")
-
-            def judge(row, key, _copy_key, sampler=sampler):
-                bound = _ok(sampler, key)
-                return _against(_ok(row["ours"], key), None if bound is None else PIPELINE_FACTOR * bound,
-                                f" ({PIPELINE_FACTOR:g} x FlashInfer)")
-            name = f"pipeline <= {PIPELINE_FACTOR:g} x FlashInfer top_k_top_p_sampling_from_logits"
-        else:
+        target = _target(op, _batch(size))
+        if target is None:
             continue
-        judged = [judge(row, key, copy_key) for key, copy_key, _ in TIMINGS]
+        name, judge = target
+        judged = [judge(row, rows, key, copy_key) for key, copy_key, _ in TIMINGS]
         found.append(Verdict(name, size, tuple(t for t, _ in judged), tuple(m for _, m in judged)))
     return found
 
