@@ -13,13 +13,21 @@ nothing: in each value-check mode that raises (docs/validation.md).
   (every per-row tensor, SamplingBatch fields included, cut to that row) in deferred mode:
   a row that raises raises the declared type and changes nothing, and some row raises (a
   one-row call's device check sees its bad value).
-The last two apply to value errors only; a layout error raised in the call skips them."""
+The last two apply to value errors only; a layout error raised in the call skips them.
+
+Beside an empty vocabulary (`test_error_inputs_beside_an_empty_vocabulary`): the same bad
+argument with the logits cut to [2, 0] still raises the declared type, in eager and deferred
+mode and on each id-check path (the message is not judged: see `expected_raise`), and
+changes nothing. A call on logits of no element launches no op kernel, so a check left to
+one would pass the bad value unseen. A backend that rejects an empty vocabulary itself may
+raise that ValueError about the logits instead."""
 
 import re
 
 import pytest
 import torch
 
+from samplecheck.families.errors import B, V
 from samplecheck.harness.call_inputs import cut_rows
 from samplecheck.judging.bad_calls import CHECK_PATHS, changed, snapshot
 from samplecheck.kernels import value_modes
@@ -106,3 +114,40 @@ def test_error_inputs(error_case, device, mode, monkeypatch):
         value_error(error, backend, call, args, kwargs)
         check_rows_alone(error, call, args, kwargs)
     assert not changed(before, args, kwargs), f"{mode}: the call changed its inputs before raising"
+
+
+def empty_vocabulary(error, device) -> tuple[tuple, dict]:
+    """The error input's call with its logits cut to no column; skips an input whose error is
+    about the logits themselves or whose logits are not the common [B, V]."""
+    args, kwargs = error.make(device)
+    if error.argument == "logits" or not isinstance(args[0], torch.Tensor) or tuple(args[0].shape) != (B, V):
+        pytest.skip("the error is about the logits, or the input has logits of its own shape")
+    return (args[0][:, :0], *args[1:]), kwargs
+
+
+def expected_raise(error, raised, where: str) -> None:
+    """`raised` is the declared error type, or a ValueError about the logits (a backend that
+    refuses an empty vocabulary). The message is not judged: beside no column the input's
+    valid id lists hold ids out of range too, and may be the error reported first."""
+    refused = isinstance(raised, ValueError) and "logits" in str(raised)
+    assert isinstance(raised, error.error) or refused, (
+        f"{where}, logits [{B}, 0]: expected {error.error.__name__}, got {raised!r}")
+
+
+@pytest.mark.parametrize("mode", ["eager", "deferred"])
+def test_error_inputs_beside_an_empty_vocabulary(error_case, device, mode, monkeypatch):
+    info, backend, error = error_case
+    call = backend.resolve()
+    args, kwargs = empty_vocabulary(error, device)
+    before = snapshot(args, kwargs)
+    if mode == "eager":
+        with value_checks(mode), pytest.raises(Exception) as raised:
+            call(*args, **kwargs)
+            raise_pending()
+        expected_raise(error, raised.value, mode)
+    else:
+        for path, inline_ids in CHECK_PATHS.items():
+            monkeypatch.setitem(INLINE_CHECK_IDS, torch.device(device).type, inline_ids)
+            _, raised = deferred_call(call, args, kwargs)
+            expected_raise(error, raised, f"ids checked {path}")
+    assert not changed(before, args, kwargs), f"{mode}, logits [{B}, 0]: the call changed its inputs before raising"
