@@ -12,12 +12,14 @@ fields) named by the environment variable SAMPLECHECK_GENERATED_MUTANTS, so `--s
 resolves them by name in any process that inherits it.
 """
 
+import atexit
 import functools
 import importlib
 import importlib.util
 import json
 import os
 import pkgutil
+import shutil
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -111,10 +113,19 @@ def _exec(name: str, path: Path):
 
 
 @functools.cache
+def _patched_dir() -> Path:
+    """This process's directory of patched modules, removed when it exits: a kernel's source
+    file must outlive its import (Triton reads it to compile)."""
+    path = Path(tempfile.mkdtemp(prefix="samplecheck-mutants-"))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
+
+
+@functools.cache
 def load(name: str):
     """The mutant's entry point, from its patched module (through `via`'s fresh copy)."""
     mutant = MUTANTS[name]
-    path = Path(tempfile.mkdtemp(prefix="samplecheck-mutant-")) / f"{mutant.name}.py"
+    path = _patched_dir() / f"{mutant.name}.py"
     path.write_text(mutant.patched_source())
     module = _exec(f"samplecheck_mutant_{mutant.name}", path)
     inner = mutant.module
