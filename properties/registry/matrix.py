@@ -182,8 +182,8 @@ def error_cases(device: str) -> list:
 
 def declarations() -> list[str]:
     """One line per kernel: its backends and what each declares beyond the defaults (devices,
-    dtypes, layouts, own memory bound, the cases it accepts, knobs, semantics, capturable),
-    for report headers."""
+    dtypes, layouts, own memory bound, the cases it accepts, knobs, code paths, semantics,
+    capturable), for report headers."""
     lines = []
     for info in REGISTRY.values():
         described = []
@@ -194,6 +194,7 @@ def declarations() -> list[str]:
             parts += ["own memory bound"] if b.extra_memory is not None else []
             parts += [f"cases: {(b.accepts.__doc__ or b.accepts.__name__).splitlines()[0]}"] if b.accepts else []
             parts += [f"knobs={','.join(b.knobs)}"] if b.knobs else []
+            parts += [f"paths={','.join(b.paths)}"] if b.paths else []
             parts += [fixed_vocabs_label(b.fixed_vocabs)] if b.fixed_vocabs else []
             parts += ["CUDA-graph capturable"] if b.capturable else []
             parts += [f"semantics {describe(b.semantics)}"] if describe(b.semantics) else []
