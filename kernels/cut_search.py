@@ -169,27 +169,40 @@ def collect(row_ptr, V, lo, hi, scratch_ptr, row_max, mass_floor, WITH_MASS: tl.
 @triton.jit
 def collect_chunk(row_ptr, start, end, lo, hi, counter_ptr, scratch_ptr, CAP: tl.constexpr, BLOCK: tl.constexpr,
                   NUM_STAGES: tl.constexpr, DROP: tl.constexpr):
-    """One pass over columns [start, end) of a row split over programs: copy the entries with
-    key in [lo, hi] to the row's scratch (CAP entries) at positions reserved by an atomic add
-    at `counter_ptr` (int64), which ends at the population of [lo, hi] over every program;
-    entries past CAP are counted, not stored. The scratch's order varies from run to run.
-    DROP (lo at or below the row's cut), as `collect`'s: also write -inf at the entries with
-    key below lo and at NaN, and store each copied entry's column CAP entries after it."""
+    """Columns [start, end) of a row split over programs: copy the entries with key in [lo, hi]
+    to the row's scratch (CAP entries) at positions reserved by an atomic add at `counter_ptr`
+    (int64), which ends at the population of [lo, hi] over every program; entries past CAP are
+    counted, not stored. The scratch's order varies from run to run. DROP (lo at or below the
+    row's cut), as `collect`'s: also write -inf at the entries with key below lo and at NaN,
+    and store each copied entry's column CAP entries after it.
+    Two passes: the first streams the columns, counting the entries in the bracket (and
+    dropping); one atomic add reserves the program's positions; the second reads the columns
+    again (from L2) and copies the entries in column order. An atomic add in the streaming loop
+    would make each step wait for its round trip. The first pass writes only entries outside
+    the bracket, so the second takes the same entries."""
     groups = group_columns(BLOCK)
+    total = tl.zeros([], dtype=tl.int32)
     for first in tl.range(start, end, BLOCK, num_stages=NUM_STAGES):
         idx = first + groups
         live = idx < end
         x, key, take, nan = in_bracket(row_ptr + idx, live, lo, hi)
-        # Prefix sums only for a block that holds a candidate: most blocks of a row hold none.
-        if tl.sum(tl.sum(take, axis=1), axis=0) > 0:
-            pos, taken = compact_positions(take)
-            pos += tl.atomic_add(counter_ptr, taken.to(tl.int64)).to(tl.int32)
-            stored = (take == 1) & (pos < CAP)
-            tl.store(scratch_ptr + pos, x, mask=stored)
-            if DROP:
-                tl.store(scratch_ptr + CAP + pos, idx.to(tl.float32, bitcast=True), mask=stored)
+        total += tl.sum(tl.sum(take, axis=1), axis=0)
         if DROP:
             store_neg_inf(row_ptr + idx, live & ((key < lo) | nan))
+    if total > 0:
+        base = tl.atomic_add(counter_ptr, total.to(tl.int64)).to(tl.int32)
+        for first in range(start, end, BLOCK):
+            idx = first + groups
+            x, _, take, _ = in_bracket(row_ptr + idx, idx < end, lo, hi)
+            # Prefix sums only for a block that holds a candidate: most blocks of a row hold none.
+            if tl.sum(tl.sum(take, axis=1), axis=0) > 0:
+                pos, taken = compact_positions(take)
+                pos += base
+                stored = (take == 1) & (pos < CAP)
+                tl.store(scratch_ptr + pos, x, mask=stored)
+                if DROP:
+                    tl.store(scratch_ptr + CAP + pos, idx.to(tl.float32, bitcast=True), mask=stored)
+                base += taken
 
 
 @triton.jit
