@@ -126,6 +126,20 @@ def compact_positions(take):
 
 
 @triton.jit
+def store_taken(scratch_ptr, x, idx, take, base, CAP: tl.constexpr, DROP: tl.constexpr):
+    """Store the entries `x` where `take` ([G, 8] tiles laid out by `group_columns`) at scratch
+    positions base, base + 1, ... in column order (those below CAP), and, DROP, their columns
+    `idx` (int32 bits) CAP entries after them; returns how many were taken."""
+    pos, taken = compact_positions(take)
+    pos += base
+    stored = (take == 1) & (pos < CAP)
+    tl.store(scratch_ptr + pos, x, mask=stored)
+    if DROP:
+        tl.store(scratch_ptr + CAP + pos, idx.to(tl.float32, bitcast=True), mask=stored)
+    return taken
+
+
+@triton.jit
 def in_bracket(ptrs, mask, lo, hi):
     """Entries at `ptrs` (as `load_row` reads them: NaN as -inf), their keys, 1 where the key is
     in [lo, hi] (int32), and where the entry is NaN."""
@@ -152,14 +166,9 @@ def collect(row_ptr, V, lo, hi, scratch_ptr, row_max, mass_floor, WITH_MASS: tl.
         idx = start + groups
         in_row = idx < V
         x, key, take, nan = in_bracket(row_ptr + idx, in_row, lo, hi)
-        pos, taken = compact_positions(take)
-        pos += n
-        stored = (take == 1) & (pos < CAP)
-        tl.store(scratch_ptr + pos, x, mask=stored)
+        n += store_taken(scratch_ptr, x, idx, take, n, CAP, DROP)
         if DROP:
-            tl.store(scratch_ptr + CAP + pos, idx.to(tl.float32, bitcast=True), mask=stored)
             store_neg_inf(row_ptr + idx, in_row & ((key < lo) | nan))
-        n += taken
         if WITH_MASS:
             lane_mass += tl.where(in_row & (key >= mass_floor), weight(x, row_max), 0)
     tl.debug_barrier()  # the scratch is written before any thread reads it
@@ -196,13 +205,7 @@ def collect_chunk(row_ptr, start, end, lo, hi, counter_ptr, scratch_ptr, CAP: tl
             x, _, take, _ = in_bracket(row_ptr + idx, idx < end, lo, hi)
             # Prefix sums only for a block that holds a candidate: most blocks of a row hold none.
             if tl.sum(tl.sum(take, axis=1), axis=0) > 0:
-                pos, taken = compact_positions(take)
-                pos += base
-                stored = (take == 1) & (pos < CAP)
-                tl.store(scratch_ptr + pos, x, mask=stored)
-                if DROP:
-                    tl.store(scratch_ptr + CAP + pos, idx.to(tl.float32, bitcast=True), mask=stored)
-                base += taken
+                base += store_taken(scratch_ptr, x, idx, take, base, CAP, DROP)
 
 
 @triton.jit
