@@ -22,6 +22,8 @@ import importlib.util
 import multiprocessing
 import os
 import sys
+import types
+from pathlib import Path
 
 TARGET = ("cuda", 90, 32)  # backend, compute capability (the H100's and H200's), warp size
 OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")  # launch options the front end reads
@@ -84,12 +86,29 @@ class LaunchLog:
 
 
 def _module(name: str, path: str):
-    """The kernel's module as a GPU run imports it; one not importable by name from its file."""
-    if name in sys.modules:
-        return sys.modules[name]
-    if importlib.util.find_spec(name.partition(".")[0]) is not None:
+    """The kernel's module as a GPU run imports it. One whose top package is not importable by
+    name (a vendored copy imported under a package name of its own, a mutant's patched module)
+    is loaded from its file, each package above it from the folders above the file."""
+    parts = name.split(".")
+    if name in sys.modules or importlib.util.find_spec(parts[0]) is not None:
         return importlib.import_module(name)
-    spec = importlib.util.spec_from_file_location(name, path)
+    for depth in range(1, len(parts)):
+        package = ".".join(parts[:depth])
+        if package not in sys.modules:
+            _execute(package, Path(path).parents[len(parts) - 1 - depth] / "__init__.py", package=True)
+    return _execute(name, Path(path))
+
+
+def _execute(name: str, path: Path, package: bool = False):
+    """The module `name` executed from `path` and entered in sys.modules; a package's folder
+    is searched for its submodules (an empty package where it has no __init__.py)."""
+    if package and not path.is_file():
+        module = types.ModuleType(name)
+        module.__path__ = [str(path.parent)]
+        sys.modules[name] = module
+        return module
+    spec = importlib.util.spec_from_file_location(name, path,
+                                                  submodule_search_locations=[str(path.parent)] if package else None)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
