@@ -126,20 +126,6 @@ def compact_positions(take):
 
 
 @triton.jit
-def store_taken(scratch_ptr, x, idx, take, base, CAP: tl.constexpr, DROP: tl.constexpr):
-    """Store the entries `x` where `take` ([G, 8] tiles laid out by `group_columns`) at scratch
-    positions base, base + 1, ... in column order (those below CAP), and, DROP, their columns
-    `idx` (int32 bits) CAP entries after them; returns how many were taken."""
-    pos, taken = compact_positions(take)
-    pos += base
-    stored = (take == 1) & (pos < CAP)
-    tl.store(scratch_ptr + pos, x, mask=stored)
-    if DROP:
-        tl.store(scratch_ptr + CAP + pos, idx.to(tl.float32, bitcast=True), mask=stored)
-    return taken
-
-
-@triton.jit
 def in_bracket(ptrs, mask, lo, hi):
     """Entries at `ptrs` (as `load_row` reads them: NaN as -inf), their keys, 1 where the key is
     in [lo, hi] (int32), and where the entry is NaN."""
@@ -166,9 +152,14 @@ def collect(row_ptr, V, lo, hi, scratch_ptr, row_max, mass_floor, WITH_MASS: tl.
         idx = start + groups
         in_row = idx < V
         x, key, take, nan = in_bracket(row_ptr + idx, in_row, lo, hi)
-        n += store_taken(scratch_ptr, x, idx, take, n, CAP, DROP)
+        pos, taken = compact_positions(take)
+        pos += n
+        stored = (take == 1) & (pos < CAP)
+        tl.store(scratch_ptr + pos, x, mask=stored)
         if DROP:
+            tl.store(scratch_ptr + CAP + pos, idx.to(tl.float32, bitcast=True), mask=stored)
             store_neg_inf(row_ptr + idx, in_row & ((key < lo) | nan))
+        n += taken
         if WITH_MASS:
             lane_mass += tl.where(in_row & (key >= mass_floor), weight(x, row_max), 0)
     tl.debug_barrier()  # the scratch is written before any thread reads it
@@ -178,34 +169,27 @@ def collect(row_ptr, V, lo, hi, scratch_ptr, row_max, mass_floor, WITH_MASS: tl.
 @triton.jit
 def collect_chunk(row_ptr, start, end, lo, hi, counter_ptr, scratch_ptr, CAP: tl.constexpr, BLOCK: tl.constexpr,
                   NUM_STAGES: tl.constexpr, DROP: tl.constexpr):
-    """Columns [start, end) of a row split over programs: copy the entries with key in [lo, hi]
-    to the row's scratch (CAP entries) at positions reserved by an atomic add at `counter_ptr`
-    (int64), which ends at the population of [lo, hi] over every program; entries past CAP are
-    counted, not stored. The scratch's order varies from run to run. DROP (lo at or below the
-    row's cut), as `collect`'s: also write -inf at the entries with key below lo and at NaN,
-    and store each copied entry's column CAP entries after it.
-    Two passes: the first streams the columns, counting the entries in the bracket (and
-    dropping); one atomic add reserves the program's positions; the second reads the columns
-    again (from L2) and copies the entries in column order. An atomic add in the streaming loop
-    would make each step wait for its round trip. The first pass writes only entries outside
-    the bracket, so the second takes the same entries."""
+    """One pass over columns [start, end) of a row split over programs: copy the entries with
+    key in [lo, hi] to the row's scratch (CAP entries) at positions reserved by an atomic add
+    at `counter_ptr` (int64), which ends at the population of [lo, hi] over every program;
+    entries past CAP are counted, not stored. The scratch's order varies from run to run.
+    DROP (lo at or below the row's cut), as `collect`'s: also write -inf at the entries with
+    key below lo and at NaN, and store each copied entry's column CAP entries after it."""
     groups = group_columns(BLOCK)
-    total = tl.zeros([], dtype=tl.int32)
     for first in tl.range(start, end, BLOCK, num_stages=NUM_STAGES):
         idx = first + groups
         live = idx < end
         x, key, take, nan = in_bracket(row_ptr + idx, live, lo, hi)
-        total += tl.sum(tl.sum(take, axis=1), axis=0)
+        # Prefix sums only for a block that holds a candidate: most blocks of a row hold none.
+        if tl.sum(tl.sum(take, axis=1), axis=0) > 0:
+            pos, taken = compact_positions(take)
+            pos += tl.atomic_add(counter_ptr, taken.to(tl.int64)).to(tl.int32)
+            stored = (take == 1) & (pos < CAP)
+            tl.store(scratch_ptr + pos, x, mask=stored)
+            if DROP:
+                tl.store(scratch_ptr + CAP + pos, idx.to(tl.float32, bitcast=True), mask=stored)
         if DROP:
             store_neg_inf(row_ptr + idx, live & ((key < lo) | nan))
-    if total > 0:
-        base = tl.atomic_add(counter_ptr, total.to(tl.int64)).to(tl.int32)
-        for first in range(start, end, BLOCK):
-            idx = first + groups
-            x, _, take, _ = in_bracket(row_ptr + idx, idx < end, lo, hi)
-            # Prefix sums only for a block that holds a candidate: most blocks of a row hold none.
-            if tl.sum(tl.sum(take, axis=1), axis=0) > 0:
-                base += store_taken(scratch_ptr, x, idx, take, base, CAP, DROP)
 
 
 @triton.jit

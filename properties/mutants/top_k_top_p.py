@@ -90,8 +90,8 @@ MUTANTS = (
     Mutant(
         name="top_p_split_candidates_overwrite", kernel="top_k_top_p", module="samplecheck.kernels.cut_search",
         via=("samplecheck.kernels.top_k_top_p_split", "samplecheck.kernels.top_k_top_p"), entry="apply_top_k_top_p",
-        find="base = tl.atomic_add(counter_ptr, total.to(tl.int64)).to(tl.int32)",
-        replace="base = tl.atomic_add(counter_ptr, total.to(tl.int64)).to(tl.int32) * 0",
+        find="pos += tl.atomic_add(counter_ptr, taken.to(tl.int64)).to(tl.int32)",
+        replace="tl.atomic_add(counter_ptr, taken.to(tl.int64))",
         description="the split top-p path's chunks copy their candidates from position 0 of the row's scratch "
                     "(the count still adds up): they overwrite each other and leave unwritten slots ranked",
         ref="fault class: a compaction into a shared buffer without the global offset (a missing atomic "
