@@ -56,6 +56,14 @@ def deferred_call(call, args, kwargs) -> tuple[str | None, Exception | None]:
     return None, None
 
 
+def deferred_on_each_path(call, args, kwargs, device, monkeypatch):
+    """(path, the exception or None) of a `deferred_call` on each path of CHECK_PATHS, forced
+    through INLINE_CHECK_IDS on the call's device."""
+    for path, inline_ids in CHECK_PATHS.items():
+        monkeypatch.setitem(INLINE_CHECK_IDS, torch.device(device).type, inline_ids)
+        yield path, deferred_call(call, args, kwargs)[1]
+
+
 def value_error(error, backend, call, args, kwargs) -> Exception:
     """The declared error of a deferred call, raised from `raise_pending()`; skips the test
     for a layout error (raised in the call: no flag to judge)."""
@@ -93,9 +101,7 @@ def test_error_inputs(error_case, device, mode, monkeypatch):
             call(*args, **kwargs)
             raise_pending()
     elif mode == "deferred":
-        for path, inline_ids in CHECK_PATHS.items():
-            monkeypatch.setitem(INLINE_CHECK_IDS, torch.device(device).type, inline_ids)
-            _, raised = deferred_call(call, args, kwargs)
+        for path, raised in deferred_on_each_path(call, args, kwargs, device, monkeypatch):
             assert isinstance(raised, error.error), (
                 f"ids checked {path}: expected {error.error.__name__}, got {raised!r}")
             assert not backend.error_messages or re.search(error.match, str(raised)), (
@@ -146,8 +152,6 @@ def test_error_inputs_beside_an_empty_vocabulary(error_case, device, mode, monke
             raise_pending()
         expected_raise(error, raised.value, mode)
     else:
-        for path, inline_ids in CHECK_PATHS.items():
-            monkeypatch.setitem(INLINE_CHECK_IDS, torch.device(device).type, inline_ids)
-            _, raised = deferred_call(call, args, kwargs)
+        for path, raised in deferred_on_each_path(call, args, kwargs, device, monkeypatch):
             expected_raise(error, raised, f"ids checked {path}")
     assert not changed(before, args, kwargs), f"{mode}, logits [{B}, 0]: the call changed its inputs before raising"
