@@ -26,9 +26,6 @@ runs. Run it without TRITON_INTERPRET: the interpreter compiles nothing.
 
 import argparse
 import os
-import re
-import subprocess
-import sys
 import tempfile
 import time
 
@@ -37,6 +34,7 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
 from bench.kernels import LOGIT_DTYPES
+from samplecheck.harness.lowering import cubin_usage
 from samplecheck.kernels import penalties, top_k_chunks, top_k_split, top_k_top_p
 from samplecheck.kernels.chunk_codes import LIST_KEY_BITS
 
@@ -86,14 +84,9 @@ def variants(dtype: str):
 
 
 def resources(cubin: bytes) -> str:
-    """'REG:n STACK:n ...' of the cubin's kernel, from Triton's own cuobjdump."""
-    tool = os.path.join(os.path.dirname(sys.modules["triton.backends.nvidia"].__file__), "bin", "cuobjdump")
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        out = subprocess.run([tool, "--dump-resource-usage", f.name], capture_output=True, text=True).stdout
-    found = re.search(r"REG:(\d+) STACK:(\d+)", out)
-    return f"{found.group(1)} | {found.group(2)}" if found else "? | ?"
+    """'registers | stack bytes' of the cubin's kernel, from Triton's own cuobjdump."""
+    usage = cubin_usage(cubin)
+    return f"{usage['REG']} | {usage['STACK']}"
 
 
 def compile_one(kernel, dtype: str, constexprs: dict, num_warps: int, arch: int, maxnreg: int | None = None):

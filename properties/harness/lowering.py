@@ -12,6 +12,13 @@ specialization types Triton's binder gives the arguments (`mangle_type`; annotat
 keep their annotation), constexpr values, num_warps. A kernel whose module is not importable
 by name (a mutant's patched module) is loaded from its source file. The child lives as long as
 the process that started it and lowers each distinct launch once; it needs no CUDA driver.
+
+`compiled_resources(launches)` compiles each launch all the way for TARGET in the same child
+(Triton's whole pipeline, its own ptxas included) and reads what a program takes on the GPU
+(`Resources`): registers a thread and local memory (cuobjdump's resource usage of the cubin),
+shared memory (the compiled kernel's metadata) and the loads Triton's software pipelining made
+asynchronous. These are this machine's Triton's figures: another Triton version allocates
+differently.
 """
 
 import atexit
@@ -21,12 +28,21 @@ import importlib
 import importlib.util
 import multiprocessing
 import os
+import re
+import subprocess
 import sys
+import tempfile
 import types
 from pathlib import Path
 
 TARGET = ("cuda", 90, 32)  # backend, compute capability (the H100's and H200's), warp size
 OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg")  # launch options the front end reads
+# An sm_90 SM's limits on the programs it holds at once: registers, shared memory (bytes; each
+# program also takes SHARED_RESERVED), warps and programs; registers are allocated a warp at a
+# time in REGISTER_UNIT blocks.
+SM_LIMITS = dict(registers=65536, shared=233472, warps=64, programs=32)
+SHARED_RESERVED = 1024
+REGISTER_UNIT = 256
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,6 +60,27 @@ class Launch:
         return f"{self.kernel[1]}({shown}) [{self.kernel[0]}]"
 
 
+@dataclasses.dataclass(frozen=True)
+class Resources:
+    """What one program of a compiled launch takes on TARGET: `registers` a thread, `local_bytes`
+    of local memory a thread (register spills, stack), `shared_bytes` of shared memory,
+    `num_warps`, and `async_copies`: the loads Triton's software pipelining turned into
+    asynchronous copies to shared memory (0: every load waits where its value is used)."""
+
+    registers: int
+    local_bytes: int
+    shared_bytes: int
+    num_warps: int
+    async_copies: int
+
+    def programs_per_sm(self) -> int:
+        """Programs of this launch one SM holds at once (SM_LIMITS)."""
+        warp_registers = -(-self.registers * 32 // REGISTER_UNIT) * REGISTER_UNIT
+        by_registers = SM_LIMITS["registers"] // (warp_registers * self.num_warps) if self.registers else 1 << 30
+        by_shared = SM_LIMITS["shared"] // (self.shared_bytes + SHARED_RESERVED)
+        return min(by_registers, by_shared, SM_LIMITS["warps"] // self.num_warps, SM_LIMITS["programs"])
+
+
 def _argument(value) -> tuple:
     import torch
 
@@ -53,10 +90,14 @@ def _argument(value) -> tuple:
 
 
 class LaunchLog:
-    """Records interpreted launches into `self.launches` (a set) while entered."""
+    """Records interpreted launches while entered: `launches`, the distinct ones (a set), and
+    `grids`, every launch with its grid (a tuple, or the callable given) in launch order. `execute=False` records them without
+    running the kernels (what they would write stays unwritten)."""
 
-    def __init__(self):
+    def __init__(self, execute: bool = True):
         self.launches: set[Launch] = set()
+        self.grids: list[tuple[Launch, tuple]] = []
+        self.execute = execute
         self._original = None
 
     def __enter__(self):
@@ -69,11 +110,12 @@ class LaunchLog:
             fn = function.fn
             names = function.arg_names
             arguments = {**dict(zip(names, args)), **{k: v for k, v in kwargs.items() if k in names}}
-            log.launches.add(Launch(
-                (fn.__module__, fn.__name__, fn.__code__.co_filename),
-                tuple((name, _argument(value)) for name, value in arguments.items()),
-                tuple(sorted((k, v) for k, v in kwargs.items() if k in OPTIONS))))
-            return original(function, *args, grid=grid, warmup=warmup, **kwargs)
+            launch = Launch((fn.__module__, fn.__name__, fn.__code__.co_filename),
+                            tuple((name, _argument(value)) for name, value in arguments.items()),
+                            tuple(sorted((k, v) for k, v in kwargs.items() if k in OPTIONS)))
+            log.launches.add(launch)
+            log.grids.append((launch, grid if callable(grid) else tuple(grid)))
+            return original(function, *args, grid=grid, warmup=warmup, **kwargs) if log.execute else None
 
         InterpretedFunction.run = run
         return self
@@ -124,11 +166,9 @@ def _backend():
     return target, make_backend(target)
 
 
-@functools.cache
-def _lowered(launch: Launch) -> str | None:
-    """None when Triton's front end lowers the launch for TARGET, else the error."""
+def _source(launch: Launch):
+    """The launch's kernel as Triton compiles it: (ASTSource, launch options)."""
     import torch
-    from triton._C.libtriton import ir
     from triton.compiler import ASTSource
     from triton.runtime.jit import mangle_type
 
@@ -145,17 +185,60 @@ def _lowered(launch: Launch) -> str | None:
             constexprs[(index,)] = value
         else:
             signature[param.name] = param.annotation_type or mangle_type(value)
+    return ASTSource(fn=kernel, signature=signature, constexprs=constexprs), dict(launch.options)
+
+
+@functools.cache
+def _lowered(launch: Launch) -> str | None:
+    """None when Triton's front end lowers the launch for TARGET, else the error."""
+    from triton._C.libtriton import ir
+
+    source, launch_options = _source(launch)
     target, backend = _backend()
-    options = backend.parse_options(dict(launch.options))
+    options = backend.parse_options(launch_options)
     context = ir.context()
     ir.load_dialects(context)
     backend.load_dialects(context)
     try:
-        ASTSource(fn=kernel, signature=signature, constexprs=constexprs).make_ir(
+        source.make_ir(
             target, options, backend.get_codegen_implementation(options), backend.get_module_map(), context)
     except Exception as error:  # the front end's verdict, reported to the test
         return f"{type(error).__name__}: {error}"
     return None
+
+
+def cubin_usage(cubin: bytes) -> dict[str, int]:
+    """The resource usage cuobjdump (the one Triton's NVIDIA backend ships) reads from a one-kernel
+    cubin, by its names: REG (registers a thread), STACK and LOCAL (bytes a thread), SHARED
+    (static bytes), ..."""
+    import triton.backends.nvidia
+
+    tool = Path(triton.backends.nvidia.__file__).parent / "bin" / "cuobjdump"
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "kernel.cubin"
+        path.write_bytes(cubin)
+        usage = subprocess.run([str(tool), "--dump-resource-usage", str(path)], capture_output=True, text=True,
+                               check=True).stdout
+    return {name: int(value) for name, value in re.findall(r"\b([A-Z]+):(\d+)", usage)}
+
+
+@functools.cache
+def _resources(launch: Launch) -> Resources | str:
+    """The launch compiled for TARGET (module docstring), or the compiler's error."""
+    import triton
+
+    source, launch_options = _source(launch)
+    try:
+        compiled = triton.compile(source, target=_backend()[0], options=launch_options)
+    except Exception as error:  # the compiler's verdict, reported to the caller
+        return f"{type(error).__name__}: {error}"
+    usage = cubin_usage(compiled.asm["cubin"])
+    return Resources(usage["REG"], usage["LOCAL"], compiled.metadata.shared, compiled.metadata.num_warps,
+                     compiled.asm["ttgir"].count("async_copy_global_to_local"))
+
+
+def _resources_in_child(launches: list[Launch]) -> list[Resources | str]:
+    return [_resources(launch) for launch in launches]
 
 
 def _lower_in_child(launches: list[Launch]) -> list[tuple[str, str]]:
@@ -180,3 +263,9 @@ def lower(launches) -> list[tuple[str, str]]:
     order given (module docstring)."""
     ordered = sorted(launches, key=lambda launch: (launch.kernel, repr(launch.arguments), repr(launch.options)))
     return _child().apply(_lower_in_child, (ordered,)) if ordered else []
+
+
+def compiled_resources(launches) -> dict:
+    """Each launch's `Resources` on TARGET, or the compiler's error (module docstring)."""
+    launches = list(dict.fromkeys(launches))
+    return dict(zip(launches, _child().apply(_resources_in_child, (launches,)))) if launches else {}
