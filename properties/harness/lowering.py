@@ -91,8 +91,9 @@ def _argument(value) -> tuple:
 
 class LaunchLog:
     """Records interpreted launches while entered: `launches`, the distinct ones (a set), and
-    `grids`, every launch with its grid (a tuple, or the callable given) in launch order. `execute=False` records them without
-    running the kernels (what they would write stays unwritten)."""
+    `grids`, every launch with its grid (a tuple, or the callable given) in launch order.
+    `execute=False` records them without running the kernels (what they would write stays
+    unwritten)."""
 
     def __init__(self, execute: bool = True):
         self.launches: set[Launch] = set()
@@ -200,8 +201,8 @@ def _lowered(launch: Launch) -> str | None:
     ir.load_dialects(context)
     backend.load_dialects(context)
     try:
-        source.make_ir(
-            target, options, backend.get_codegen_implementation(options), backend.get_module_map(), context)
+        source.make_ir(target, options, backend.get_codegen_implementation(options), backend.get_module_map(),
+                       context)
     except Exception as error:  # the front end's verdict, reported to the test
         return f"{type(error).__name__}: {error}"
     return None
