@@ -11,12 +11,14 @@ tiles, warps), and with its launches recorded, not run (`LaunchLog(execute=False
 deferred, so no launch's output is read on the host). Each distinct launch is then compiled for
 sm_90 by this machine's Triton, without a GPU (`samplecheck.harness.lowering.compiled_resources`).
 
-The figures are this machine's Triton's, printed with its version: the GPU runner's Triton may
-allocate differently (the one-program top-k kernel took 110 registers a thread under Triton 3.9
-here and 140-172 under 3.6 on an H100, docs/benchmarks-2026-12-06.md). Programs an SM follow from
-registers, shared memory and warps alone (`Resources.programs_per_sm`). "async loads" 0 means
-every load of the kernel waits where its value is first used: a streaming loop then keeps only
-the loads it issued ahead by hand in flight.
+Each launch is specialized as on a GPU: Triton's own binder sees stand-ins of its arguments
+(tensors of their dtype and 16-byte alignment, the integers themselves), so sizes divisible by 16
+and aligned pointers are specialized, and 16-bit loads vectorized and pipelined, as there.
+The figures are this machine's Triton's, printed with its version; another version allocates
+differently (the one-program top-k kernel at bf16: 117 registers a thread under Triton 3.6, 128
+under 3.9): put the GPU runner's Triton first on PYTHONPATH to read its figures. Programs an SM
+follow from registers, shared memory and warps alone (`Resources.programs_per_sm`). "async
+loads" 0 means every load of the kernel waits where its value is first used.
 """
 
 import argparse

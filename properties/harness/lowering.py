@@ -7,9 +7,10 @@ while it is active, each launch the interpreter runs (`InterpretedFunction.run`)
 (its module, name and source file), its arguments (a tensor as its dtype, anything else as its
 value) and its launch options. `lower(launches)` hands them to a child process started without
 the interpreter, which imports each kernel as a GPU run would (`triton.jit`) and runs Triton's
-front end on each distinct launch (`ASTSource.make_ir` for TARGET, an sm_90 GPU): the
-specialization types Triton's binder gives the arguments (`mangle_type`; annotated parameters
-keep their annotation), constexpr values, num_warps. A kernel whose module is not importable
+front end on each distinct launch (`ASTSource.make_ir` for TARGET, an sm_90 GPU), with the
+signature, constexprs and specialization Triton's own binder gives stand-ins of the arguments (a
+tensor of the recorded dtype and 16-byte alignment, any other value itself), and its launch
+options: the kernel as a GPU launch of those arguments compiles it. A kernel whose module is not importable
 by name (a mutant's patched module) is loaded from its source file. The child lives as long as
 the process that started it and lowers each distinct launch once; it needs no CUDA driver.
 
@@ -85,8 +86,20 @@ def _argument(value) -> tuple:
     import torch
 
     if isinstance(value, torch.Tensor):
-        return "tensor", str(value.dtype).removeprefix("torch.")
+        return "tensor", str(value.dtype).removeprefix("torch."), value.data_ptr() % 16 == 0
     return "value", value
+
+
+def _stand_in(argument: tuple):
+    """A value Triton's binder specializes as it did the recorded argument: a tensor of its dtype,
+    16-byte aligned or not as it was; any other value itself."""
+    import torch
+
+    kind, value, *aligned = argument
+    if kind != "tensor":
+        return value
+    tensor = torch.empty(16, dtype=getattr(torch, value))
+    return tensor if aligned[0] else tensor[1:]
 
 
 class LaunchLog:
@@ -168,25 +181,22 @@ def _backend():
 
 
 def _source(launch: Launch):
-    """The launch's kernel as Triton compiles it: (ASTSource, launch options)."""
-    import torch
+    """The launch's kernel as Triton compiles it for TARGET: (ASTSource, launch options). Its
+    signature, constexprs and specialization (integers divisible by 16, pointers aligned to 16
+    bytes) come from Triton's own binder and argument packing, so the kernel compiles as a GPU
+    launch of the same arguments compiles it."""
     from triton.compiler import ASTSource
-    from triton.runtime.jit import mangle_type
+    from triton.runtime.jit import create_function_from_signature
 
     module, name, path = launch.kernel
     kernel = getattr(_module(module, path), name)
-    given = dict(launch.arguments)
-    signature, constexprs = {}, {}
-    for index, param in enumerate(kernel.params):
-        kind, value = given.get(param.name, ("value", param.default))
-        if kind == "tensor":
-            value = torch.empty(0, dtype=getattr(torch, value))
-        if param.is_constexpr or value is None:
-            signature[param.name] = "constexpr"
-            constexprs[(index,)] = value
-        else:
-            signature[param.name] = param.annotation_type or mangle_type(value)
-    return ASTSource(fn=kernel, signature=signature, constexprs=constexprs), dict(launch.options)
+    _, backend = _backend()
+    options = dict(launch.options)
+    binder = create_function_from_signature(kernel.signature, kernel.params, backend)
+    bound, specialization, bound_options = binder(
+        **{name: _stand_in(argument) for name, argument in launch.arguments}, **options)
+    _, signature, constexprs, attrs = kernel._pack_args(backend, options, bound, specialization, bound_options)
+    return ASTSource(kernel, signature, constexprs, attrs), options
 
 
 @functools.cache

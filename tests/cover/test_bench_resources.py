@@ -5,7 +5,9 @@ registers, shared memory and programs an SM; and how programs an SM follow from 
 
 import pytest
 
-from samplecheck.harness.lowering import Resources
+import torch
+
+from samplecheck.harness.lowering import Resources, _stand_in
 from samplecheck.tests.cover.bench_modules import in_checkout, loaded_on_cpu
 
 pytestmark = [pytest.mark.interpreter, in_checkout("resources")]
@@ -26,6 +28,9 @@ def test_each_launch_at_the_gpu_tables(resources, tmp_path):
     for _, _, _, warps, registers, local, shared, programs, _ in rows:
         assert warps == "8" and 0 < int(registers) <= 255 and int(local) >= 0 and int(shared) >= 0, table
         assert 1 <= int(programs) <= 8, table
+    # Compiled as a GPU launch is: the aligned bf16 rows' loads are specialized, so the lanes
+    # pass's loads are vectorized and pipelined (unspecialized, none of them is).
+    assert int(rows[0][8].rstrip(" |")) > 0, table
     assert "## top_k at 64x151936" in table and "sm_90" in table
 
 
@@ -43,3 +48,10 @@ def test_the_gpu_is_refused(resources):
 ])
 def test_programs_an_sm_holds(found, programs):
     assert found.programs_per_sm() == programs
+
+
+@pytest.mark.parametrize("aligned", [True, False])
+def test_a_tensor_stands_in_with_its_alignment(aligned):
+    tensor = _stand_in(("tensor", "bfloat16", aligned))
+    assert tensor.dtype == torch.bfloat16 and (tensor.data_ptr() % 16 == 0) == aligned
+    assert _stand_in(("value", 32000)) == 32000
