@@ -18,7 +18,9 @@ The figures are this machine's Triton's, printed with its version; another versi
 differently (the one-program top-k kernel at bf16: 117 registers a thread under Triton 3.6, 128
 under 3.9): put the GPU runner's Triton first on PYTHONPATH to read its figures. Programs an SM
 follow from registers, shared memory and warps alone (`Resources.programs_per_sm`). "async
-loads" 0 means every load of the kernel waits where its value is first used.
+loads" 0 means every load of the kernel waits where its value is first used; "loads" counts the
+kernel's global load instructions by the bytes a thread loads with one (16: eight 16-bit entries
+at once; 2: one), from its SASS.
 """
 
 import argparse
@@ -72,16 +74,17 @@ def markdown(rows: list[tuple[str, str, list]], resources: dict, dtype: str, com
              "registers, shared memory and warps (bench/resources.py, its docstring).", ""]
     for op, size, grids in rows:
         lines += [f"## {op} at {size}", "", "| # | kernel | grid | warps | registers | local (B) | shared (B) | "
-                  "programs an SM | async loads |", "|---|---|---|---|---|---|---|---|---|"]
+                  "programs an SM | async loads | loads (bytes: count) |", "|---|---|---|---|---|---|---|---|---|---|"]
         for i, (launch, grid) in enumerate(grids, start=1):
             found = resources[launch]
             grid_text = "x".join(str(g) for g in grid) if isinstance(grid, tuple) else "callable"
             if isinstance(found, str):
-                lines.append(f"| {i} | {launch.kernel[1]} | {grid_text} | compile error: {found[:200]} |||||")
+                lines.append(f"| {i} | {launch.kernel[1]} | {grid_text} | compile error: {found[:200]} ||||||")
                 continue
+            widths = " ".join(f"{width}: {count}" for width, count in found.load_widths)
             lines.append(f"| {i} | {launch.kernel[1]} | {grid_text} | {found.num_warps} | {found.registers} | "
                          f"{found.local_bytes} | {found.shared_bytes} | {found.programs_per_sm()} | "
-                         f"{found.async_copies} |")
+                         f"{found.async_copies} | {widths} |")
         lines.append("")
     return "\n".join(lines)
 

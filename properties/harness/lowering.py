@@ -65,14 +65,18 @@ class Launch:
 class Resources:
     """What one program of a compiled launch takes on TARGET: `registers` a thread, `local_bytes`
     of local memory a thread (register spills, stack), `shared_bytes` of shared memory,
-    `num_warps`, and `async_copies`: the loads Triton's software pipelining turned into
-    asynchronous copies to shared memory (0: every load waits where its value is used)."""
+    `num_warps`, `async_copies`: the loads Triton's software pipelining turned into
+    asynchronous copies to shared memory (0: every load waits where its value is used), and
+    `load_widths`: the kernel's global load instructions (synchronous or not) by the bytes each
+    thread loads with one, from the SASS (16: vectorized loads of eight 16-bit entries; 2: one
+    16-bit entry a load)."""
 
     registers: int
     local_bytes: int
     shared_bytes: int
     num_warps: int
     async_copies: int
+    load_widths: tuple[tuple[int, int], ...] = ()  # (bytes a thread loads at once, instructions), widest first
 
     def programs_per_sm(self) -> int:
         """Programs of this launch one SM holds at once (SM_LIMITS)."""
@@ -218,19 +222,37 @@ def _lowered(launch: Launch) -> str | None:
     return None
 
 
-def cubin_usage(cubin: bytes) -> dict[str, int]:
-    """The resource usage cuobjdump (the one Triton's NVIDIA backend ships) reads from a one-kernel
-    cubin, by its names: REG (registers a thread), STACK and LOCAL (bytes a thread), SHARED
-    (static bytes), ..."""
+def _cuobjdump(cubin: bytes, option: str) -> str:
+    """What cuobjdump (the one Triton's NVIDIA backend ships) prints for a cubin with `option`."""
     import triton.backends.nvidia
 
     tool = Path(triton.backends.nvidia.__file__).parent / "bin" / "cuobjdump"
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "kernel.cubin"
         path.write_bytes(cubin)
-        usage = subprocess.run([str(tool), "--dump-resource-usage", str(path)], capture_output=True, text=True,
-                               check=True).stdout
+        return subprocess.run([str(tool), option, str(path)], capture_output=True, text=True, check=True).stdout
+
+
+def cubin_usage(cubin: bytes) -> dict[str, int]:
+    """The resource usage cuobjdump reads from a one-kernel cubin, by its names: REG (registers a
+    thread), STACK and LOCAL (bytes a thread), SHARED (static bytes), ..."""
+    usage = _cuobjdump(cubin, "--dump-resource-usage")
     return {name: int(value) for name, value in re.findall(r"\b([A-Z]+):(\d+)", usage)}
+
+
+# Bytes a thread loads with one global load instruction, by its size suffix (none: 4).
+LOAD_SUFFIX_BYTES = {"U8": 1, "S8": 1, "U16": 2, "S16": 2, "64": 8, "128": 16}
+
+
+def global_load_widths(sass: str) -> tuple[tuple[int, int], ...]:
+    """(bytes, instructions) of the global loads (LDG, and LDGSTS: asynchronous copies) in a
+    kernel's SASS, widest first."""
+    counts: dict[int, int] = {}
+    for suffixes in re.findall(r"\bLDG(?:STS)?((?:\.[A-Z0-9]+)*)(?![A-Z0-9])", sass):
+        sizes = [LOAD_SUFFIX_BYTES[part] for part in suffixes.split(".") if part in LOAD_SUFFIX_BYTES]
+        width = sizes[0] if sizes else 4
+        counts[width] = counts.get(width, 0) + 1
+    return tuple(sorted(counts.items(), reverse=True))
 
 
 @functools.cache
@@ -245,7 +267,8 @@ def _resources(launch: Launch) -> Resources | str:
         return f"{type(error).__name__}: {error}"
     usage = cubin_usage(compiled.asm["cubin"])
     return Resources(usage["REG"], usage["LOCAL"], compiled.metadata.shared, compiled.metadata.num_warps,
-                     compiled.asm["ttgir"].count("async_copy_global_to_local"))
+                     compiled.asm["ttgir"].count("async_copy_global_to_local"),
+                     global_load_widths(_cuobjdump(compiled.asm["cubin"], "-sass")))
 
 
 def _resources_in_child(launches: list[Launch]) -> list[Resources | str]:

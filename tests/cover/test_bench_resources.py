@@ -7,7 +7,7 @@ import pytest
 
 import torch
 
-from samplecheck.harness.lowering import Resources, _stand_in
+from samplecheck.harness.lowering import Resources, _stand_in, global_load_widths
 from samplecheck.tests.cover.bench_modules import in_checkout, loaded_on_cpu
 
 pytestmark = [pytest.mark.interpreter, in_checkout("resources")]
@@ -25,12 +25,12 @@ def test_each_launch_at_the_gpu_tables(resources, tmp_path):
     rows = [line.split(" | ") for line in table.splitlines() if line.startswith("| ") and line[2].isdigit()]
     assert [row[1] for row in rows] == ["_lanes_kernel", "_bound_kernel", "_collect_kernel", "_finish_kernel"], table
     assert [row[2] for row in rows] == ["64x19", "64", "64x19", "64"], table
-    for _, _, _, warps, registers, local, shared, programs, _ in rows:
+    for _, _, _, warps, registers, local, shared, programs, _, _ in rows:
         assert warps == "8" and 0 < int(registers) <= 255 and int(local) >= 0 and int(shared) >= 0, table
         assert 1 <= int(programs) <= 8, table
     # Compiled as a GPU launch is: the aligned bf16 rows' loads are specialized, so the lanes
-    # pass's loads are vectorized and pipelined (unspecialized, none of them is).
-    assert int(rows[0][8].rstrip(" |")) > 0, table
+    # pass loads eight entries at once, pipelined (unspecialized, one entry a load, synchronous).
+    assert int(rows[0][8]) > 0 and rows[0][9].startswith("16: "), table
     assert "## top_k at 64x151936" in table and "sm_90" in table
 
 
@@ -55,3 +55,16 @@ def test_a_tensor_stands_in_with_its_alignment(aligned):
     tensor = _stand_in(("tensor", "bfloat16", aligned))
     assert tensor.dtype == torch.bfloat16 and (tensor.data_ptr() % 16 == 0) == aligned
     assert _stand_in(("value", 32000)) == 32000
+
+
+def test_global_loads_counted_by_width():
+    sass = """
+        LDGSTS.E.BYPASS.128 [R1], desc[UR4][R2.64] ;
+        LDGDEPBAR ;
+        @!P0 LDG.E.U16 R3, desc[UR4][R4.64] ;
+        LDG.E R5, desc[UR4][R6.64] ;
+        LDG.E R7, desc[UR4][R6.64+0x4] ;
+        LDG.E.64.STRONG.GPU R8, desc[UR4][R6.64] ;
+        STG.E.128 desc[UR4][R2.64], R12 ;
+    """
+    assert global_load_widths(sass) == ((16, 1), (8, 1), (4, 2), (2, 1))
