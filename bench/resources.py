@@ -1,6 +1,7 @@
 """What our calls' kernels take on a GPU, found without one: for each launch a call makes at the
 GPU's launch tables, its registers a thread, local memory (spills), shared memory, the programs
-an SM holds at once, and the loads Triton's software pipelining made asynchronous.
+an SM holds at once, and how it loads (the loads Triton's software pipelining made asynchronous,
+the bytes a thread loads at once).
 
     python -m bench.resources --ops top_k,top_p --sizes 256x32000,64x151936
     python -m bench.resources --ops top_k --dtype fp32 --sizes 1024x151936
