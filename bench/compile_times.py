@@ -20,8 +20,8 @@ split-finish); the penalties' row-sort kernel at its default longest list (penal
 seconds of `triton.compile` (one at a time, from no cache), the Triton IR's op count, and from the
 cubin (cuobjdump) registers a thread and stack bytes (spills show as stack). These registers are
 not a launch's: without the divisibility specialization a GPU launch gets, 16-bit loads are
-neither vectorized nor pipelined (`python -m bench.resources` compiles each launch as the GPU does). `--maxnreg N` compiles
-under Triton's launch option of that name, a cap on registers a thread (at 8 warps, 128 lets an
+neither vectorized nor pipelined (`python -m bench.resources` compiles each launch as the GPU
+does). `--maxnreg N` compiles under Triton's launch option of that name, a cap on registers a thread (at 8 warps, 128 lets an
 SM hold two programs). Registers depend on the Triton version: measure with the one the GPU
 runs. Run it without TRITON_INTERPRET: the interpreter compiles nothing.
 """

@@ -10,9 +10,10 @@ the interpreter, which imports each kernel as a GPU run would (`triton.jit`) and
 front end on each distinct launch (`ASTSource.make_ir` for TARGET, an sm_90 GPU), with the
 signature, constexprs and specialization Triton's own binder gives stand-ins of the arguments (a
 tensor of the recorded dtype and 16-byte alignment, any other value itself), and its launch
-options: the kernel as a GPU launch of those arguments compiles it. A kernel whose module is not importable
-by name (a mutant's patched module) is loaded from its source file. The child lives as long as
-the process that started it and lowers each distinct launch once; it needs no CUDA driver.
+options: the kernel as a GPU launch of those arguments compiles it. A kernel whose module is
+not importable by name (a mutant's patched module) is loaded from its source file. The child
+lives as long as the process that started it and lowers each distinct launch once; it needs no
+CUDA driver.
 
 `compiled_resources(launches)` compiles each launch all the way for TARGET in the same child
 (Triton's whole pipeline, its own ptxas included) and reads what a program takes on the GPU
@@ -23,6 +24,7 @@ differently.
 """
 
 import atexit
+import collections
 import dataclasses
 import functools
 import importlib
@@ -247,11 +249,9 @@ LOAD_SUFFIX_BYTES = {"U8": 1, "S8": 1, "U16": 2, "S16": 2, "64": 8, "128": 16}
 def global_load_widths(sass: str) -> tuple[tuple[int, int], ...]:
     """(bytes, instructions) of the global loads (LDG, and LDGSTS: asynchronous copies) in a
     kernel's SASS, widest first."""
-    counts: dict[int, int] = {}
-    for suffixes in re.findall(r"\bLDG(?:STS)?((?:\.[A-Z0-9]+)*)(?![A-Z0-9])", sass):
-        sizes = [LOAD_SUFFIX_BYTES[part] for part in suffixes.split(".") if part in LOAD_SUFFIX_BYTES]
-        width = sizes[0] if sizes else 4
-        counts[width] = counts.get(width, 0) + 1
+    counts = collections.Counter(
+        next((LOAD_SUFFIX_BYTES[part] for part in suffixes.split(".") if part in LOAD_SUFFIX_BYTES), 4)
+        for suffixes in re.findall(r"\bLDG(?:STS)?((?:\.[A-Z0-9]+)*)(?![A-Z0-9])", sass))
     return tuple(sorted(counts.items(), reverse=True))
 
 
