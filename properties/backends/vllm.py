@@ -19,6 +19,7 @@ from samplecheck.inputs.pools import expand_pool
 from samplecheck.judging.edge_values import kept_set_differs_in_rows_holding
 from samplecheck.kernels.logprobs import Logprobs
 from samplecheck.registry import catalog
+from samplecheck.registry.checks import rows_left_unmasked_only
 from samplecheck.registry.records import Backend, Mark, PackUnavailable
 
 MODULE = "samplecheck.backends.vllm"
@@ -354,10 +355,14 @@ INF_ROW_UNFILTERED = ("finding V10: a row holding +inf: V1's top-p keeps every e
 # the distance of a row's max from an estimate over its first 8192 logits, is not in the
 # failure), so there any kept-set difference is taken as the findings.
 INF_ROW_PIN = Mark("xfail", INF_ROW_UNFILTERED, test=catalog.EDGE_VALUES, witness=kept_set_differs_in_rows_holding("+inf"))
+UNMASKED_IN_ONE_LAYOUT = ("finding V12: apply_top_k_top_p_triton's standalone top-p leaves whole rows unmasked in "
+                          "one layout that another masks (a padded row stride changes its sums' rounding; where its "
+                          "pivot comes out NaN or not below the row max it skips the row's masking)")
 TRITON_TOP_P_FINDINGS = tuple(Mark("xfail", SKIPPED_TOP_P, test=test)
                               for test in (catalog.ORACLE_EQUIVALENCE, catalog.OFF_ENCODINGS)) + (
     Mark("xfail", INF_ROW_UNFILTERED, test=catalog.EDGE_VALUES,
-         witness=lambda failure: "kept set differs from the oracle" in failure),)
+         witness=lambda failure: "kept set differs from the oracle" in failure),
+    Mark("xfail", UNMASKED_IN_ONE_LAYOUT, test=catalog.STRIDED_BITWISE, witness=rows_left_unmasked_only))
 RANK_OF_NEG_INF = "finding V1: MRV2 _ranks_kernel counts its last block's masked lanes when the sampled logit is -inf"
 UNBOUNDED_TILE = ("finding V8 (vllm#46746, fixed upstream after the vendored commit): _topk_log_softmax_kernel's "
                   "tile is next_pow2(n + 1) lanes, one compile per size of n, minutes at n = V = 262144")

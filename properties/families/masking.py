@@ -32,6 +32,7 @@ def check_masked(original, output, reference, what):
 class MaskingInfo(KernelInfo):
     check: Callable = check_masked
     law: Callable | None = masked_input_law
+    same_output: Callable | None = checks.assert_same_masks  # bitwise, reported row by row
 
 
 # --- top-k then top-p ------------------------------------------------------------------------

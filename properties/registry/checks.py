@@ -1,5 +1,7 @@
 """Assertions shared by the generic properties. Each failure message says what differs and where."""
 
+import re
+
 import torch
 
 from samplecheck.registry.layouts import as_bits
@@ -81,6 +83,33 @@ def assert_same_output(info, actual, expected, what: str, vocab: int) -> None:
         assert_outputs_bitwise(actual, expected, what)
     else:
         info.same_output(actual, expected, what, vocab)
+
+
+def assert_same_masks(actual: torch.Tensor, expected: torch.Tensor, what: str, vocab: int) -> None:
+    """Two masked outputs, bitwise (a masking record's `same_output`). A difference is reported
+    row by row: the rows that differ, each output's count of entries above -inf in them, and
+    how many of them one output leaves unmasked (no -inf entry there, where the other has
+    some), the signature of a kernel that skips a row's masking."""
+    differ = as_bits(actual) != as_bits(expected)
+    if not bool(differ.any()):
+        return assert_bitwise_equal(actual, expected, what)  # shape and dtype
+    rows = differ.any(dim=-1).nonzero().flatten().tolist()
+    kept_a, kept_e = (t[rows] != float("-inf") for t in (actual, expected))
+    unmasked = kept_a.all(dim=-1) != kept_e.all(dim=-1)
+    counts = [f"{r}: {int(a)} vs {int(e)}" for r, a, e in zip(rows[:8], kept_a.sum(-1), kept_e.sum(-1))]
+    where = _first_positions(differ)
+    values = [(float(actual[w]), float(expected[w])) for w in where]
+    raise AssertionError(
+        f"{what}: {int(differ.sum())} of {differ.numel()} elements differ bitwise, in {len(rows)} rows; entries "
+        f"above -inf (actual vs expected) in rows {'; '.join(counts)}; {int(unmasked.sum())} of {len(rows)} "
+        f"differing rows left unmasked by one output; first at {where} (actual, expected) = {values}")
+
+
+def rows_left_unmasked_only(failure: str) -> bool:
+    """A `Mark.witness`: the failure is `assert_same_masks`'s, and in every row that differs one
+    output left the row unmasked."""
+    found = re.search(r"(\d+) of (\d+) differing rows left unmasked by one output", failure)
+    return found is not None and found.group(1) == found.group(2)
 
 
 def assert_group_counts(original: torch.Tensor, actual: torch.Tensor, group: torch.Tensor,

@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 from samplecheck.backends import transformers
 from samplecheck.registry import catalog
@@ -164,23 +165,52 @@ def test_edge_value_signatures_name_their_rows(name, inf_rows, finite_draws, fin
     assert INF_ROW_MASKED_OR_SHORT_NUCLEUS[0].witness(failure) is (inf_rows or finite_drops or both)
 
 
-def test_a_property_s_pins_apply_to_its_regression_example_variant():
-    """The fixed edge rows of the regression examples check the edge-value property: a pin of that
-    property marks its regression-example test too (catalog.PROPERTY_OF), and no other test."""
+@pytest.mark.parametrize("test, variant", [(catalog.EDGE_VALUES, "test_edge_values_on_regression_examples"),
+                                           (catalog.STRIDED_BITWISE, "test_strided_bitwise_maxima_at_row_ends")])
+def test_a_property_s_pins_apply_to_its_variants(test, variant):
+    """A test that checks a property on other inputs (the regression examples' fixed edge rows;
+    the drawn logits with each row's maximum moved to an end of the row) takes that property's
+    pins (catalog.PROPERTY_OF), and no other test does."""
     import dataclasses
-
-    import torch
 
     from samplecheck.registry import matrix
     from samplecheck.registry.records import Mark
 
     info = matrix.RECORDS["top_k_top_p"]
-    pin = Mark("xfail", "finding Z", test=catalog.EDGE_VALUES, witness=lambda failure: False)
+    pin = Mark("xfail", "finding Z", test=test, witness=lambda failure: False)
     backend = dataclasses.replace(info.backends[0], marks=(pin,))
     combo = matrix.Combo(info, backend, torch.float32, "contig")
 
     def pinned(test):
         return any(m.name == "finding" for m in matrix._marks(combo, test, backend.devices[0]))
 
-    assert pinned(catalog.EDGE_VALUES) and pinned("test_edge_values_on_regression_examples")
+    assert pinned(test) and pinned(variant)
     assert not pinned(catalog.ORACLE_EQUIVALENCE)
+
+
+UNMASKED_ROW = torch.tensor([[0.5, 2.0, -1.0, 3.0], [1.0, -4.0, 2.0, 0.0], [-1.0, 5.0, 0.0, 1.0]])
+
+
+@pytest.mark.parametrize("rows, unmasked, signed", [
+    ((1,), 1, True), ((0, 2), 2, True), ((1, "partial"), 1, False), (("partial",), 0, False)])
+def test_masks_compared_row_by_row(rows, unmasked, signed):
+    """Two masked outputs that differ are reported row by row (entries above -inf in each), with
+    the count of differing rows that one output left unmasked; the V12 signature
+    (`rows_left_unmasked_only`) accepts a failure only when that count is every differing row."""
+    from samplecheck.registry.checks import assert_same_masks, rows_left_unmasked_only
+
+    masked = UNMASKED_ROW.clone()
+    masked[:, [0, 2]] = float("-inf")
+    actual = masked.clone()
+    for row in rows:
+        if row == "partial":  # one more entry kept: a kept-set difference, not an unmasked row
+            actual[0, 0] = UNMASKED_ROW[0, 0]
+        else:
+            actual[row] = UNMASKED_ROW[row]
+    with pytest.raises(AssertionError) as failure:
+        assert_same_masks(actual, masked, "cell", 4)
+    text = str(failure.value)
+    assert f"{unmasked} of {len(rows)} differing rows left unmasked by one output" in text
+    assert rows_left_unmasked_only(text) is signed
+    assert_same_masks(masked, masked.clone(), "cell", 4)
+    assert not rows_left_unmasked_only("cell: 3 of 12 elements differ bitwise; first at [(0, 0)]")
