@@ -355,14 +355,14 @@ INF_ROW_UNFILTERED = ("finding V10: a row holding +inf: V1's top-p keeps every e
 # the distance of a row's max from an estimate over its first 8192 logits, is not in the
 # failure), so there any kept-set difference is taken as the findings.
 INF_ROW_PIN = Mark("xfail", INF_ROW_UNFILTERED, test=catalog.EDGE_VALUES, witness=kept_set_differs_in_rows_holding("+inf"))
-UNMASKED_IN_ONE_LAYOUT = ("finding V12: apply_top_k_top_p_triton's standalone top-p leaves whole rows unmasked in "
-                          "one layout that another masks (a padded row stride changes its sums' rounding; where its "
-                          "pivot comes out NaN or not below the row max it skips the row's masking)")
+ROWS_LEFT_UNMASKED = ("finding V12: apply_top_k_top_p_triton's standalone top-p leaves whole rows unmasked on a GPU: "
+                      "1-3% of rows with one dominant token (fp32 probability 1) keep every entry at any p < 1; which "
+                      "rows depends on the layout (a padded row stride changes the rounding of its sums)")
 TRITON_TOP_P_FINDINGS = tuple(Mark("xfail", SKIPPED_TOP_P, test=test)
                               for test in (catalog.ORACLE_EQUIVALENCE, catalog.OFF_ENCODINGS)) + (
     Mark("xfail", INF_ROW_UNFILTERED, test=catalog.EDGE_VALUES,
          witness=lambda failure: "kept set differs from the oracle" in failure),
-    Mark("xfail", UNMASKED_IN_ONE_LAYOUT, test=catalog.STRIDED_BITWISE, witness=rows_left_unmasked_only))
+    Mark("xfail", ROWS_LEFT_UNMASKED, test=catalog.STRIDED_BITWISE, witness=rows_left_unmasked_only))
 RANK_OF_NEG_INF = "finding V1: MRV2 _ranks_kernel counts its last block's masked lanes when the sampled logit is -inf"
 UNBOUNDED_TILE = ("finding V8 (vllm#46746, fixed upstream after the vendored commit): _topk_log_softmax_kernel's "
                   "tile is next_pow2(n + 1) lanes, one compile per size of n, minutes at n = V = 262144")

@@ -1,5 +1,5 @@
 """Minimal regression cases of the defects the vLLM pack found in vLLM's kernels
-(docs/findings-vllm.md, V1 to V11; V6, int32 row offsets, also by test_large_offsets' pin with a signature),
+(docs/findings-vllm.md, V1 to V12; V6, int32 row offsets, also by test_large_offsets' pin with a signature),
 each a strict xfail that turns red when vLLM fixes it.
 Each states our contract on a hand-sized input and calls the pack's adapter; skipped
 without a vLLM source (samplecheck.backends.vllm_source)."""
@@ -12,6 +12,7 @@ import torch
 from samplecheck.backends import vllm, vllm_source
 from samplecheck.harness.runner import prepare, reference, run
 from samplecheck.infos.logit_bias import BIG_ALLOWLIST
+from samplecheck.inputs.recipes import LogitsRecipe, materialize
 from samplecheck.judging.memory import peak_extra_bytes
 from samplecheck.registry.matrix import RECORDS, Combo
 
@@ -133,6 +134,17 @@ def test_v7_triton_top_p_alone_masks_a_low_temperature_row(device):
     logits[0, 5] = 15.0
     out = vllm.v1_triton_top_k_top_p(logits / 0.05, None, torch.tensor([0.9], device=device))
     assert (out[0] > NEG_INF).nonzero().flatten().tolist() == [5]
+
+
+@pytest.mark.gpu
+@pytest.mark.xfail(strict=True, reason=vllm.ROWS_LEFT_UNMASKED)
+def test_v12_triton_top_p_alone_masks_a_peaked_row(device):
+    """Row 12 of 512 peaked rows (8193 normal logits of std 3, one 36 above them: probability 1 in
+    fp32) drawn on the CPU, p = 0.5: the nucleus is the dominant id alone (vLLM keeps all 8193 on
+    an H100; the interpreter masks it)."""
+    logits = materialize(LogitsRecipe(512, 8193, "peaked", 3.0, seed=0), torch.float32, "cpu")[12:13].to(device)
+    out = vllm.v1_triton_top_k_top_p(logits.clone(), None, torch.tensor([0.5], device=device))
+    assert (out[0] > NEG_INF).nonzero().flatten().tolist() == [int(logits[0].argmax())]
 
 
 @pytest.mark.gpu
