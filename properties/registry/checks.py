@@ -28,7 +28,8 @@ def assert_bitwise_equal(actual: torch.Tensor, expected: torch.Tensor, what: str
 def assert_masked_like(original: torch.Tensor, actual: torch.Tensor, kept: torch.Tensor,
                        ambiguous: torch.Tensor, what: str) -> None:
     """Every entry is either unchanged (bitwise) or -inf; it is unchanged exactly where
-    `kept`, except at `ambiguous` entries, where both are admissible."""
+    `kept`, except at `ambiguous` entries, where both are admissible. A kept-set difference
+    says in how many of its rows the output left the whole row unchanged (unmasked)."""
     unchanged = as_bits(actual) == as_bits(original)
     masked = actual == float("-inf")
     stray = ~unchanged & ~masked
@@ -40,9 +41,12 @@ def assert_masked_like(original: torch.Tensor, actual: torch.Tensor, kept: torch
     if bool(wrong.any()):
         where = _first_positions(wrong)
         detail = [f"{w}: value={float(original[w])}, oracle {'keeps' if kept[w] else 'masks'}" for w in where]
+        rows = wrong.any(dim=-1)
+        unmasked = rows & unchanged.all(dim=-1)
         raise AssertionError(
             f"{what}: kept set differs from the oracle at {int(wrong.sum())} entries "
-            f"(rows {sorted({w[0] for w in _first_positions(wrong, 50)})}); " + "; ".join(detail)
+            f"(rows {sorted({w[0] for w in _first_positions(wrong, 50)})}); {int(unmasked.sum())} of "
+            f"{int(rows.sum())} differing rows left unmasked; " + "; ".join(detail)
         )
 
 
@@ -106,9 +110,10 @@ def assert_same_masks(actual: torch.Tensor, expected: torch.Tensor, what: str, v
 
 
 def rows_left_unmasked_only(failure: str) -> bool:
-    """A `Mark.witness`: the failure is `assert_same_masks`'s, and in every row that differs one
-    output left the row unmasked."""
-    found = re.search(r"(\d+) of (\d+) differing rows left unmasked by one output", failure)
+    """A `Mark.witness`: the failure is `assert_same_masks`'s or `assert_masked_like`'s kept-set
+    difference, and every row that differs was left unmasked (by one of the two outputs; by the
+    output, against the oracle)."""
+    found = re.search(r"(\d+) of (\d+) differing rows left unmasked", failure)
     return found is not None and found.group(1) == found.group(2)
 
 

@@ -214,3 +214,22 @@ def test_masks_compared_row_by_row(rows, unmasked, signed):
     assert rows_left_unmasked_only(text) is signed
     assert_same_masks(masked, masked.clone(), "cell", 4)
     assert not rows_left_unmasked_only("cell: 3 of 12 elements differ bitwise; first at [(0, 0)]")
+
+
+def test_kept_set_difference_counts_rows_left_unmasked():
+    """Against the oracle, a kept-set difference says how many of its rows the output returned
+    whole (findings V7 and V12 of vLLM's Triton top-p); the signature accepts it only when that
+    is every differing row."""
+    from samplecheck.registry.checks import assert_masked_like, rows_left_unmasked_only
+
+    kept = torch.tensor([[False, True, False, True], [False, True, True, True], [True, True, False, True]])
+    ambiguous = torch.zeros_like(kept)
+    unmasked = UNMASKED_ROW.clone()  # row 0 returned whole: its two masked entries kept
+    partly = UNMASKED_ROW.masked_fill(~kept, float("-inf"))
+    partly[0, 0] = UNMASKED_ROW[0, 0]  # row 0 keeps one entry too many, not the whole row
+    for output, signed in ((unmasked.masked_fill(~kept & (torch.arange(3) > 0)[:, None], float("-inf")), True),
+                           (partly, False)):
+        with pytest.raises(AssertionError) as failure:
+            assert_masked_like(UNMASKED_ROW, output, kept, ambiguous, "cell")
+        assert "kept set differs from the oracle" in str(failure.value)
+        assert rows_left_unmasked_only(str(failure.value)) is signed
