@@ -94,9 +94,11 @@ def assert_same_masks(actual: torch.Tensor, expected: torch.Tensor, what: str, v
     row by row: the rows that differ, each output's count of entries above -inf in them, and
     how many of them one output leaves unmasked (no -inf entry there, where the other has
     some), the signature of a kernel that skips a row's masking."""
+    if actual.shape != expected.shape or actual.dtype != expected.dtype:
+        return assert_bitwise_equal(actual, expected, what)  # says which differs
     differ = as_bits(actual) != as_bits(expected)
     if not bool(differ.any()):
-        return assert_bitwise_equal(actual, expected, what)  # shape and dtype
+        return
     rows = differ.any(dim=-1).nonzero().flatten().tolist()
     kept_a, kept_e = (t[rows] != float("-inf") for t in (actual, expected))
     unmasked = kept_a.all(dim=-1) != kept_e.all(dim=-1)
