@@ -5,6 +5,7 @@ bound of `samplecheck.oracles.logprobs` on values. Also its cases: which token a
 the gather-step edges.
 """
 
+import re
 from dataclasses import dataclass
 
 import torch
@@ -107,7 +108,8 @@ def _check_top_k(x: torch.Tensor, top: torch.Tensor, kth: torch.Tensor, what: st
 
 def logprobs_check(original, output, reference: LogprobsReference, what):
     """ids and ranks exact (top-k tie-aware), logprobs within `samplecheck.oracles.logprobs.error_bound`
-    of the fp64 log_softmax at the returned ids."""
+    of the fp64 log_softmax at the returned ids. A rank difference says in how many of its rows
+    the sampled token's logit is -inf (`ranks_differ_only_at_neg_inf`, a pin's signature)."""
     if reference.num_logprobs is None:
         assert output is None, f"{what}: num_logprobs=None must return None, got {type(output).__name__}"
         return
@@ -128,8 +130,14 @@ def logprobs_check(original, output, reference: LogprobsReference, what):
         assert not bool(wrong.any()), f"{what}: num_logprobs=-1 columns are not ids 0..V-1 in rows {_rows(wrong)}"
     elif n >= 1:
         _check_top_k(x, token_ids[:, 1:], reference.kth, what)
-    torch.testing.assert_close(ranks, reference.ranks, rtol=0, atol=0,
-                               msg=lambda m: f"{what}: ranks (count of x >= x_sampled) differ: {m}")
+    wrong = ranks != reference.ranks
+    if bool(wrong.any()):
+        rows = _rows(wrong)
+        at_neg_inf = wrong & (x.gather(1, reference.sampled[:, None].to(torch.int64))[:, 0] == float("-inf"))
+        raise AssertionError(
+            f"{what}: ranks (count of x >= x_sampled) differ in rows {rows}: got {ranks[rows].tolist()}, expected "
+            f"{reference.ranks[rows].tolist()}; {int(at_neg_inf.sum())} of {int(wrong.sum())} differing rows "
+            f"sampled a -inf logit")
     expected = reference.log_probs.gather(1, token_ids)
     bound = error_bound(reference, expected)
 
@@ -161,3 +169,10 @@ def logprobs_memory(logits, args) -> int:
     topk = 2 * batch * n * (logits.element_size() + 8) + 4 * batch * vocab * (logits.element_size() + 8) \
         if num_logprobs >= 1 else 0
     return batch * (n + 1) * (8 + 4) + 8 * batch + topk + (8 * vocab if num_logprobs == -1 else 0)
+
+
+def ranks_differ_only_at_neg_inf(failure: str) -> bool:
+    """A `Mark.witness`: the failure is `logprobs_check`'s rank difference, and every row whose
+    rank differs sampled a token whose logit is -inf."""
+    found = re.search(r"(\d+) of (\d+) differing rows sampled a -inf logit", failure)
+    return found is not None and found.group(1) == found.group(2)

@@ -233,3 +233,21 @@ def test_kept_set_difference_counts_rows_left_unmasked():
             assert_masked_like(UNMASKED_ROW, output, kept, ambiguous, "cell")
         assert "kept set differs from the oracle" in str(failure.value)
         assert rows_left_unmasked_only(str(failure.value)) is signed
+
+
+@pytest.mark.parametrize("row, signed", [(1, True), (0, False)])
+def test_rank_difference_counts_rows_that_sampled_neg_inf(row, signed):
+    """A rank difference says in how many of its rows the sampled logit is -inf; finding V1's
+    signature (vLLM MRV2's rank of a -inf token) accepts it only when that is every such row."""
+    from samplecheck.families.logprobs import logprobs_check, ranks_differ_only_at_neg_inf
+    from samplecheck.oracles.logprobs import logprobs_reference
+
+    logits = torch.tensor([[0.0, 1.0, 2.0], [0.0, float("-inf"), 1.0]])
+    sampled = torch.tensor([2, 1])
+    reference = logprobs_reference(logits, sampled, 0, unit=1e-6)
+    ranks = reference.ranks.clone()
+    ranks[row] += 5
+    output = (sampled[:, None].clone(), reference.log_probs.gather(1, sampled[:, None]).float(), ranks)
+    with pytest.raises(AssertionError) as failure:
+        logprobs_check(logits, output, reference, "cell")
+    assert ranks_differ_only_at_neg_inf(str(failure.value)) is signed
