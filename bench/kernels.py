@@ -17,7 +17,6 @@ import datetime
 import gc
 import importlib
 import platform
-import shlex
 import sys
 from pathlib import Path
 
@@ -153,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"schema": report.SCHEMA, "meta": {
         "device": device_name(device), "backend": device, "torch": torch.__version__, "triton": triton.__version__,
         "flashinfer": fi_version, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": shlex.join(["python", "-m", "bench.kernels", *(sys.argv[1:] if argv is None else argv)]),
+        "command": report.command_line("bench.kernels", argv),
         "method": timing.CUDA_METHOD if device == "cuda" else timing.CPU_METHOD,
         "sizes": [f"{b}x{v}" for b, v in sizes], "dtype": args.dtype}, "rows": rows}
     text = report.markdown(result)

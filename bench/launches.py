@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = args.sizes or SIZES["issue" if device == "cuda" else "small"]
     with held_settings(args.fixed):
         rows = steps(set(args.ops.split(",")), sizes, device, args.dtype)
-    command = " ".join(["python -m bench.launches", *(sys.argv[1:] if argv is None else argv)])
+    command = report.command_line("bench.launches", argv)
     text = markdown(rows, device, args.dtype, command)
     report.emit(text, args.out)
     return 0

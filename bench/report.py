@@ -18,6 +18,8 @@ the call's CUDA graph, its GPU time alone, net of the restore's replay (`copy_gp
 """
 
 import json
+import shlex
+import sys
 from pathlib import Path
 
 SCHEMA = 1
@@ -30,6 +32,12 @@ def cell(call: str, *, us=None, graph=None, gpu_us=None, error=None, available=T
     """One implementation's outcome (module docstring's CELL)."""
     status = "n/a" if not available else "error" if error else "ok"
     return {"call": call, "status": status, "us": us, "graph": graph, "gpu_us": gpu_us, "error": error}
+
+
+def command_line(module: str, argv: list[str] | None) -> str:
+    """The command that ran `python -m module` with `argv` (None: this process's arguments),
+    quoted so that it runs verbatim in a shell."""
+    return shlex.join(["python", "-m", module, *(sys.argv[1:] if argv is None else argv)])
 
 
 def emit(text: str, out: Path | None) -> None:

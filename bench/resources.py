@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     with held_settings(args.fixed):
         rows = recorded_launches(set(args.ops.split(",")), args.sizes or SIZES["issue"], args.dtype)
     resources = compiled_resources(launch for _, _, grids in rows for launch, _ in grids)
-    command = " ".join(["python -m bench.resources", *(sys.argv[1:] if argv is None else argv)])
+    command = report.command_line("bench.resources", argv)
     report.emit(markdown(rows, resources, args.dtype, command), args.out)
     return 0
 

@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = args.sizes or SIZES["issue" if device == "cuda" else "small"]
     with held_settings(args.fixed):
         rows = sweep(args.setting, args.values, set(args.ops.split(",")), sizes, device, args.dtype)
-    command = " ".join(["python -m bench.settings_sweep", *(sys.argv[1:] if argv is None else argv)])
+    command = report.command_line("bench.settings_sweep", argv)
     text = markdown(args.setting, args.values, rows, device, args.dtype, command)
     report.emit(text, args.out)
     return 0

@@ -45,3 +45,10 @@ def test_the_header_names_the_logits_dtype(report):
     fp16["meta"]["dtype"] = "fp16"
     assert "Sizes (B x V, fp16 logits from randn)" in report.markdown(fp16)
     assert "Sizes (B x V, bf16 logits from randn)" in report.markdown(result(report, copy_gpu_us=None))
+
+
+def test_the_command_line_runs_verbatim(report):
+    """A report's command quotes what a shell would split."""
+    assert report.command_line("bench.resources", ["--ops", "top_k", "--sizes", "256x32000"]) == (
+        "python -m bench.resources --ops top_k --sizes 256x32000")
+    assert report.command_line("bench.kernels", ["--out", "my table.md"]) == "python -m bench.kernels --out 'my table.md'"
