@@ -5,7 +5,6 @@ bound of `samplecheck.oracles.logprobs` on values. Also its cases: which token a
 the gather-step edges.
 """
 
-import re
 from dataclasses import dataclass
 
 import torch
@@ -15,6 +14,7 @@ from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.inputs.pools import expand_pool, pools
 from samplecheck.inputs.strategies import Budget, logits_recipes
 from samplecheck.oracles.logprobs import LogprobsReference, error_bound
+from samplecheck.registry.checks import every_differing_row
 
 # How a row's sampled token is chosen from its logits: the last of the tied maxima, the last
 # minimum (-inf where the row has one), the first -inf entry (else the minimum), the last
@@ -171,8 +171,5 @@ def logprobs_memory(logits, args) -> int:
     return batch * (n + 1) * (8 + 4) + 8 * batch + topk + (8 * vocab if num_logprobs == -1 else 0)
 
 
-def ranks_differ_only_at_neg_inf(failure: str) -> bool:
-    """A `Mark.witness`: the failure is `logprobs_check`'s rank difference, and every row whose
-    rank differs sampled a token whose logit is -inf."""
-    found = re.search(r"(\d+) of (\d+) differing rows sampled a -inf logit", failure)
-    return found is not None and found.group(1) == found.group(2)
+# `logprobs_check`'s rank difference, every row whose rank differs one that sampled a -inf logit.
+ranks_differ_only_at_neg_inf = every_differing_row("sampled a -inf logit")

@@ -1,6 +1,7 @@
 """Assertions shared by the generic properties. Each failure message says what differs and where."""
 
 import re
+from typing import Callable
 
 import torch
 
@@ -111,12 +112,20 @@ def assert_same_masks(actual: torch.Tensor, expected: torch.Tensor, what: str, v
         f"differing rows left unmasked by one output; first at {where} (actual, expected) = {values}")
 
 
-def rows_left_unmasked_only(failure: str) -> bool:
-    """A `Mark.witness`: the failure is `assert_same_masks`'s or `assert_masked_like`'s kept-set
-    difference, and every row that differs was left unmasked (by one of the two outputs; by the
-    output, against the oracle)."""
-    found = re.search(r"(\d+) of (\d+) differing rows left unmasked", failure)
-    return found is not None and found.group(1) == found.group(2)
+def every_differing_row(phrase: str) -> Callable[[str], bool]:
+    """A `Mark.witness` for a check whose failure counts its differing rows that show a finding
+    ("k of n differing rows <phrase>"): the failure is that check's, and k == n."""
+    pattern = re.compile(rf"(\d+) of (\d+) differing rows {re.escape(phrase)}")
+
+    def witness(failure: str) -> bool:
+        found = pattern.search(failure)
+        return found is not None and found.group(1) == found.group(2)
+    return witness
+
+
+# `assert_same_masks`'s or `assert_masked_like`'s difference, every differing row left unmasked
+# (by one of the two outputs; by the output, against the oracle).
+rows_left_unmasked_only = every_differing_row("left unmasked")
 
 
 def assert_group_counts(original: torch.Tensor, actual: torch.Tensor, group: torch.Tensor,
