@@ -8,6 +8,7 @@ import torch
 from samplecheck.inputs.pools import expand_pool
 from samplecheck.judging.edge_values import kept_set_differs_in_rows_holding
 from samplecheck.registry import catalog
+from samplecheck.registry.checks import rows_dropping_underflowed_only
 from samplecheck.registry.records import Mark
 
 UNMASKED_ALLOWLIST = "finding T1: PrefixConstrainedLogitsProcessor sets an allowlist left all -inf to 0"
@@ -29,7 +30,7 @@ ADDITIVE_MASKS = (Mark("xfail", INF_MINUS_INF, test=catalog.EDGE_VALUES,
 ALLOWLIST_MASKS = (Mark("xfail", INF_MINUS_INF + "; and " + UNMASKED_ALLOWLIST, test=catalog.EDGE_VALUES,
                         witness=lambda failure: "(nan, -inf)" in failure or "(0.0, -inf)" in failure),)
 INF_ROWS = (Mark("xfail", INF_ROW_UNFILTERED, test=catalog.EDGE_VALUES, witness=kept_set_differs_in_rows_holding("+inf")),)
-CB_TOP_P = INF_ROWS + (Mark("xfail", P_ONE_MASKED, test=catalog.OFF_ENCODINGS),)
+CB_TOP_P = INF_ROWS + (Mark("xfail", P_ONE_MASKED, test=catalog.OFF_ENCODINGS, witness=rows_dropping_underflowed_only),)
 SAMPLING = tuple(Mark("xfail", SAMPLING_RAISES, test=test, witness=lambda failure: any(
     sign in failure for sign in ("probability tensor contains", "device-side assert")))
     for test in (catalog.EDGE_VALUES, catalog.ROW_ISOLATION))

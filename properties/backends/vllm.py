@@ -20,7 +20,7 @@ from samplecheck.inputs.pools import expand_pool
 from samplecheck.judging.edge_values import kept_set_differs_in_rows_holding
 from samplecheck.kernels.logprobs import Logprobs
 from samplecheck.registry import catalog
-from samplecheck.registry.checks import rows_left_unmasked_only
+from samplecheck.registry.checks import rows_dropping_underflowed_only, rows_left_unmasked_only
 from samplecheck.registry.records import Backend, Mark, PackUnavailable
 
 MODULE = "samplecheck.backends.vllm"
@@ -435,7 +435,8 @@ PACK: tuple[tuple[str, Backend], ...] = (
                              fixed_vocabs=V1_TRITON_VOCABS, marks=TRITON_TOP_P_FINDINGS,
                              semantics={"top_p_boundary": "pivot_search", **NAN_UNSPECIFIED})),
     ("top_k_top_p", _backend("vllm_v1_torch", "v1_torch_top_k_top_p", triton=False, dtypes=FP32,
-                             marks=(Mark("xfail", P_ONE_MASKED, test=catalog.OFF_ENCODINGS), INF_ROW_PIN),
+                             marks=(Mark("xfail", P_ONE_MASKED, test=catalog.OFF_ENCODINGS, witness=rows_dropping_underflowed_only),
+                                    INF_ROW_PIN),
                              semantics={**TORCH_PATH, **NAN_UNSPECIFIED})),
     ("top_k_top_p", _backend("vllm_v1_torch_top_k_only", "v1_torch_top_k_only", triton=False, dtypes=FP32, accepts=_top_k_only,
                              marks=(Mark("skip", EMPTY_TOP_K_ONLY, test=catalog.EMPTY_BATCH),),

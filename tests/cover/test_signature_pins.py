@@ -251,3 +251,25 @@ def test_rank_difference_counts_rows_that_sampled_neg_inf(row, signed):
     with pytest.raises(AssertionError) as failure:
         logprobs_check(logits, output, reference, "cell")
     assert ranks_differ_only_at_neg_inf(str(failure.value)) is signed
+
+
+@pytest.mark.parametrize("dropped, signed", [("underflowed", True), ("finite", False), ("kept", False)])
+def test_kept_set_difference_counts_rows_dropping_underflowed_entries(dropped, signed):
+    """Against the oracle, a kept-set difference says in how many of its rows the output only
+    dropped entries whose probability underflows fp32 (findings V2 and T5: a top-p = 1 row beside
+    top-p rows loses them); the signature accepts it only when that is every differing row, and
+    not where an entry of real probability is dropped or an entry the oracle masks is kept."""
+    from samplecheck.registry.checks import assert_masked_like, rows_dropping_underflowed_only
+
+    original = torch.tensor([[0.0, -200.0, -1.0, -300.0], [0.5, 2.0, -1.0, 3.0]])
+    kept = torch.tensor([[True, True, True, True], [False, True, False, True]])
+    output = original.masked_fill(~kept, float("-inf"))
+    if dropped == "underflowed":  # both entries of fp32 probability 0 (e**-200, e**-300)
+        output[0, [1, 3]] = float("-inf")
+    elif dropped == "finite":  # one of them, and an entry of probability 0.24
+        output[0, [1, 2]] = float("-inf")
+    else:  # one of them, and an entry the oracle masks kept in another row
+        output[0, 1], output[1, 0] = float("-inf"), original[1, 0]
+    with pytest.raises(AssertionError) as failure:
+        assert_masked_like(original, output, kept, torch.zeros_like(kept), "cell")
+    assert rows_dropping_underflowed_only(str(failure.value)) is signed
