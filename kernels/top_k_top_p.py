@@ -21,7 +21,7 @@ Contract (the oracle `samplecheck.oracles.top_k_top_p` states the semantics in f
   row on a GPU) for the candidates described below and their columns, or the one buffer of
   the path the call takes (`scratch_bytes`); nothing is cached between calls.
 - Paths: a small batch with p and no k (`samplecheck.kernels.top_k_top_p_split.split_plan`)
-  splits each row over several programs and four launches; a small batch with k (with or
+  splits each row over several programs and five launches; a small batch with k (with or
   without p; `samplecheck.kernels.top_k_chunks.chunks_plan`) splits each row over chunk
   programs in one launch; a larger batch with k and no p
   (`samplecheck.kernels.top_k_split.k_split_plan`) splits each row over chunk programs and four

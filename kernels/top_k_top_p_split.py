@@ -14,22 +14,26 @@ p = 1 do nothing in any of them:
 2. `_tally_kernel`: the search's first step (`top_p_first_step`; the same pivots in every
    program, its lo among them) over each chunk: the count and mass above each pivot and the
    row's mass in the chunk, written per chunk.
-3. `_collect_kernel`: every program sums the tallies into the bracket after that step and,
-   when it holds at most CAP entries, copies its chunk's entries in it to the row's scratch,
-   at positions reserved with an atomic counter (the scratch's order varies from run to run;
-   the ranking does not depend on it).
-4. `_rank_kernel` (grid [B, R]): R programs rank RANK_ROWS candidates at a time against all
-   of them; the cut is the smallest holding key (an atomic min). When the bracket holds more
-   than CAP entries (the sample misplaced the pivots, or many equal keys), program (row, 0)
+3. `_second_step_kernel`: every program sums the tallies into the bracket after that step;
+   where it holds more than CAP entries (the sample placed the pivots a little off), the
+   search's second step over each chunk: the count and mass above NUM_PIVOTS keys spread
+   evenly over the bracket, written per chunk.
+4. `_collect_kernel`: every program sums the tallies into the bracket after the first step,
+   and after the second where it ran, and, when it holds at most CAP entries, copies its
+   chunk's entries in it to the row's scratch, at positions reserved with an atomic counter
+   (the scratch's order varies from run to run; the ranking does not depend on it).
+5. `_rank_kernel` (grid [B, R]): R programs rank RANK_ROWS candidates at a time against all
+   of them; the cut is the smallest holding key (an atomic min). When the bracket still holds
+   more than CAP entries (many equal keys, or pivots far off), program (row, 0)
    finishes that row's search alone, as the one-program kernel does (`find_cut`). Each
    program then counts itself in at the row's counter (an atomic add, acquire-release, after
    a barrier); the last to count in writes -inf below the cut (and at NaN) over the whole
    row, nothing else, and nothing when the guard flag is set.
 
 Buffers per call: one int64 allocation (`split_buffer_bytes`) split into four parts, in
-order: state int64 [B, PIVOTS + NUM_PIVOTS], the scratch fp32 [B, CAP], step tallies int64
-[B, S, 2 * NUM_PIVOTS + 1] and chunk keys int32 [B, S, 2]; each but the last is padded to a
-multiple of 16 bytes, so every part starts 16-byte aligned, as Triton's pointer
+order: state int64 [B, PIVOTS + NUM_PIVOTS], the scratch fp32 [B, CAP], the two steps'
+tallies int64 [2, B, S, 2 * NUM_PIVOTS + 1] and chunk keys int32 [B, S, 2]; each but the last
+is padded to a multiple of 16 bytes, so every part starts 16-byte aligned, as Triton's pointer
 specialization (and so its vector accesses) needs. None needs to start zeroed: every launch
 reads only what earlier launches wrote, so a call needs no host synchronisation and captures
 in a CUDA graph.
@@ -66,9 +70,11 @@ SPLIT_CONFIG = {
     "cpu": dict(PROGRAMS=4, MAX_ROWS=2, MIN_VOCAB=0, MAX_SPLITS=4, MIN_CHUNK=128, BLOCK=128, ROW_BLOCK=4096,
                 NUM_STAGES=1, TILE=1024, NUM_PIVOTS=16, CAP=64, RANK_ROWS=4, RANK_COLS=64, SAMPLE=32),
 }
-# A row's state (int64 slots): the bracket after the first step, its population, the count
-# and mass above hi, the row's mass, the collect counter, the cut, the rank programs' counter,
-# then NUM_PIVOTS slots from PIVOTS for the first step's pivots.
+# A row's state (int64 slots): the bracket the collect launch settles on (after the first
+# step, or the second), its population, the count and mass above hi, the row's mass, the collect
+# counter, the cut, the rank programs' counter, the first step's lo, then NUM_PIVOTS slots from
+# PIVOTS for the first step's pivots (the first step's lo and pivots are never overwritten, so
+# every program of a later launch reads the same first step).
 LO = tl.constexpr(0)
 HI = tl.constexpr(1)
 POP = tl.constexpr(2)
@@ -78,7 +84,8 @@ TOTAL = tl.constexpr(5)
 COUNTER = tl.constexpr(6)
 CUT = tl.constexpr(7)
 RANKED = tl.constexpr(8)
-PIVOTS = tl.constexpr(9)
+FIRST_LO = tl.constexpr(9)
+PIVOTS = tl.constexpr(10)
 
 
 @triton.jit
@@ -150,7 +157,7 @@ def _tally_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, tally_ptr,
             tl.store(out + NUM_PIVOTS + slot, mass)
             tl.store(out + 2 * NUM_PIVOTS, total)
             if chunk == 0:
-                tl.store(state_ptr + LO, lo.to(tl.int64))
+                tl.store(state_ptr + FIRST_LO, lo.to(tl.int64))
                 tl.store(state_ptr + PIVOTS + slot, pivots.to(tl.int64))
                 tl.store(state_ptr + COUNTER, 0)
 
@@ -168,11 +175,52 @@ def _summed_tallies(tally_ptr, row, S, NUM_PIVOTS: tl.constexpr, MAX_SPLITS: tl.
     return count.to(tl.int32), mass, total
 
 
+@triton.jit
+def _first_bracket(state_ptr, tally_ptr, row, S, key_hi, V, p, NUM_PIVOTS: tl.constexpr,
+                   MAX_SPLITS: tl.constexpr):
+    """The bracket after the first search step, from the summed step tallies: lo, hi, its
+    population, the count and mass above hi, and the row's mass (a row with a finite max)."""
+    pivots = tl.load(state_ptr + PIVOTS + tl.arange(0, NUM_PIVOTS)).to(tl.int32)
+    first_lo = tl.load(state_ptr + FIRST_LO).to(tl.int32)
+    count, mass, total = _summed_tallies(tally_ptr, row, S, NUM_PIVOTS, MAX_SPLITS)
+    lo, hi, pop, count_hi, mass_hi = narrow_step(pivots, count, mass, first_lo, key_hi, tl.zeros([], dtype=tl.int32),
+                                                 tl.zeros([], dtype=tl.int64), V, p * total.to(tl.float32), True)
+    return lo, hi, pop, count_hi, mass_hi, total
+
+
+@jit(do_not_specialize=["p_ptr", "S"])
+def _second_step_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, tally_ptr, V, CHUNK, S,
+                        NUM_STAGES: tl.constexpr, MAX_SPLITS: tl.constexpr, TILE: tl.constexpr,
+                        NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, STATE: tl.constexpr):
+    """Launch 3: where the first step's bracket holds more than CAP entries, the second step's
+    count and mass above NUM_PIVOTS keys spread over it, over the chunk (into the tallies'
+    second half)."""
+    row = tl.program_id(0).to(tl.int64)
+    chunk = tl.program_id(1)
+    p = _row_p(p_ptr, row)
+    if p < 1.0:
+        key_lo, key_hi, row_max = row_keys(keys_ptr, row, S, MAX_SPLITS)
+        if row_max < float("inf"):
+            state_ptr += row * STATE
+            lo, hi, pop, _, _, _ = _first_bracket(state_ptr, tally_ptr, row, S, key_hi, V, p, NUM_PIVOTS, MAX_SPLITS)
+            if (lo < hi) & (pop > CAP):
+                start, end = chunk_columns(CHUNK, V)
+                count, mass, total = tally_above(logits_ptr + row * row_stride, start, end,
+                                                 spread_pivots(lo, hi, NUM_PIVOTS), row_max, key_lo, True, TILE,
+                                                 NUM_PIVOTS, NUM_STAGES)
+                out = tally_ptr + ((tl.num_programs(0) + row) * S + chunk) * (2 * NUM_PIVOTS + 1)
+                slot = tl.arange(0, NUM_PIVOTS)
+                tl.store(out + slot, count.to(tl.int64))
+                tl.store(out + NUM_PIVOTS + slot, mass)
+                tl.store(out + 2 * NUM_PIVOTS, total)
+
+
 @jit(do_not_specialize=["p_ptr", "S"])
 def _collect_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, tally_ptr, scratch_ptr, V, CHUNK, S,
                     BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr, MAX_SPLITS: tl.constexpr,
                     NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, STATE: tl.constexpr):
-    """Launch 3: the bracket after the first step; the chunk's entries in it to the scratch."""
+    """Launch 4: the bracket after the first step, or after the second where the first's held
+    more than CAP entries; the chunk's entries in it to the scratch."""
     row = tl.program_id(0).to(tl.int64)
     chunk = tl.program_id(1)
     p = _row_p(p_ptr, row)
@@ -185,11 +233,13 @@ def _collect_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, tally_pt
         count_hi = tl.zeros([], dtype=tl.int32)
         mass_hi = tl.zeros([], dtype=tl.int64)
         if row_max < float("inf"):  # else +inf survivors hold all the mass: only they are kept
-            pivots = tl.load(state_ptr + PIVOTS + tl.arange(0, NUM_PIVOTS)).to(tl.int32)
-            count, mass, total = _summed_tallies(tally_ptr, row, S, NUM_PIVOTS, MAX_SPLITS)
-            lo, hi, pop, count_hi, mass_hi = narrow_step(pivots, count, mass, tl.load(state_ptr + LO).to(tl.int32),
-                                                         key_hi, count_hi, mass_hi, V, p * total.to(tl.float32),
-                                                         True)
+            lo, hi, pop, count_hi, mass_hi, total = _first_bracket(state_ptr, tally_ptr, row, S, key_hi, V, p,
+                                                                   NUM_PIVOTS, MAX_SPLITS)
+            if (lo < hi) & (pop > CAP):
+                count, mass, _ = _summed_tallies(tally_ptr + tl.num_programs(0) * S * (2 * NUM_PIVOTS + 1), row, S,
+                                                 NUM_PIVOTS, MAX_SPLITS)
+                lo, hi, pop, count_hi, mass_hi = narrow_step(spread_pivots(lo, hi, NUM_PIVOTS), count, mass, lo, hi,
+                                                             count_hi, mass_hi, V, p * total.to(tl.float32), True)
             if chunk == 0:
                 tl.store(state_ptr + TOTAL, total)
         if chunk == 0:
@@ -211,7 +261,7 @@ def _rank_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, scratch_ptr
                  GUARDED: tl.constexpr, BLOCK: tl.constexpr, NUM_STAGES: tl.constexpr, MAX_SPLITS: tl.constexpr,
                  TILE: tl.constexpr, NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, RANK_ROWS: tl.constexpr,
                  RANK_COLS: tl.constexpr, STATE: tl.constexpr):
-    """Launch 4 (grid [B, R]): the cut from the scratch, or from the whole row when it
+    """Launch 5 (grid [B, R]): the cut from the scratch, or from the whole row when it
     overflowed; the row's last program to finish writes it."""
     row = tl.program_id(0).to(tl.int64)
     part = tl.program_id(1)
@@ -264,7 +314,7 @@ def _part_words(batch: int, splits: int, config: dict) -> tuple[int, int, int, i
     multiple of 16 bytes."""
     state = batch * (PIVOTS.value + config["NUM_PIVOTS"])
     scratch = cdiv(batch * config["CAP"], 2)
-    tallies = batch * splits * (2 * config["NUM_PIVOTS"] + 1)
+    tallies = 2 * batch * splits * (2 * config["NUM_PIVOTS"] + 1)
     return state + (state & 1), scratch + (scratch & 1), tallies + (tallies & 1), batch * splits
 
 
@@ -293,6 +343,7 @@ def launch_split(logits: torch.Tensor, p: torch.Tensor, plan: tuple[int, int], d
                         BLOCK=c["BLOCK"], NUM_STAGES=c["NUM_STAGES"], num_warps=warps)
     _tally_kernel[grid](logits, stride, p, keys, state, tallies, vocab, chunk, splits, TILE=c["TILE"],
                         SAMPLE=c["SAMPLE"], **common)
+    _second_step_kernel[grid](logits, stride, p, keys, state, tallies, vocab, chunk, splits, TILE=c["TILE"], **common)
     _collect_kernel[grid](logits, stride, p, keys, state, tallies, scratch, vocab, chunk, splits, BLOCK=c["BLOCK"],
                           **common)
     _rank_kernel[ranks](logits, stride, p, keys, state, scratch, vocab, splits, flag, GUARDED=flag is not None,

@@ -130,6 +130,13 @@ TOP_P_ALONE_SMALL_BATCH = RegressionExample("top-p alone, small batch",
                                             TopKTopPCase(LogitsRecipe(batch=2, vocab=600, family="randn", scale=1.0,
                                                                       seed=3), None, (0.8, 0.95)),
                                             dtypes=ALL_DTYPES, layouts=("contig", "padded64"))
+# The same regime with rows wide enough that the search's first step (pivots from the sample)
+# leaves more entries in its bracket than the scratch holds (on the CPU: 65-230 against 64), so
+# the split path takes its second step.
+TOP_P_ALONE_SECOND_STEP = RegressionExample("top-p alone, small batch, a second search step",
+                                            TopKTopPCase(LogitsRecipe(batch=2, vocab=2000, family="randn", scale=1.0,
+                                                                      seed=2000), None, (0.9, 0.5)),
+                                            dtypes=(torch.float32, torch.bfloat16), layouts=("contig",))
 # Nearly flat rows at V = 32000, in the H200 gate's failing FlashInfer cases (F4, F6).
 FLAT_ROWS_32000 = LogitsRecipe(batch=7, vocab=32000, family="randn", scale=0.1, seed=1)
 # Finding F6 pinned for every profile: with p off (passed to FlashInfer as 1.0) and V >= 2048,
@@ -187,7 +194,7 @@ TOP_K_TOP_P = register(MaskingInfo(
     error_inputs=TOP_K_TOP_P_ERRORS,
     examples=SEED_REGRESSIONS + (SMALL_K_ALONE, *SMALL_K_WITH_P, *GPU_CHUNK_REGIME, *K_SPLIT_REGIME,
                                  FLAT_ROWS_AT_THE_BOUND, ROWS_OF_RUNS, NARROWED_TOP_K_THEN_TOP_P,
-                                 TOP_P_ALONE_SMALL_BATCH, P_OFF_FLAT_ROWS, DOMINANT_ROWS_17)
+                                 TOP_P_ALONE_SMALL_BATCH, TOP_P_ALONE_SECOND_STEP, P_OFF_FLAT_ROWS, DOMINANT_ROWS_17)
     + P_ONE_BESIDE_TOP_P,
     targets=top_k_top_p_targets,
     extra_memory=top_k_top_p_scratch,

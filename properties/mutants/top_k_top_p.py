@@ -98,6 +98,16 @@ MUTANTS = (
             "reservation)",
     ),
     Mutant(
+        name="top_p_split_second_step_pivots_misplaced", **_SPLIT_PATH,
+        find="narrow_step(spread_pivots(lo, hi, NUM_PIVOTS), count, mass, lo, hi,",
+        replace="narrow_step(spread_pivots(lo, key_hi, NUM_PIVOTS), count, mass, lo, hi,",
+        description="the split top-p path combines its second search step's tallies as if their pivots were "
+                    "spread up to the row max, not over the first step's bracket: the bracket and the cut come "
+                    "from counts and masses of other keys",
+        ref="fault class: a multi-CTA search step whose combine assumes other pivots than the CTAs tallied "
+            "(step state re-derived from a value another program changed in between)",
+    ),
+    Mutant(
         name="top_p_split_written_before_last_rank", **_SPLIT_PATH,
         find="if tl.atomic_add(state_ptr + RANKED, 1) == tl.num_programs(1) - 1:",
         replace="if tl.atomic_add(state_ptr + RANKED, 1) == tl.num_programs(1) - 2:",

@@ -79,9 +79,11 @@ class _Launches:
                                                        ("cuda", 3, 100000), ("cuda", 32, 151936), ("cpu", 1, 384),
                                                        ("cpu", 2, 300)])
 def test_split_buffers_are_one_aligned_allocation(device_kind, batch, vocab, monkeypatch):
-    """The four buffers the kernels get are disjoint parts of one allocation of
-    `split_buffer_bytes`, each 16-byte aligned (launches stubbed: no kernel runs)."""
-    launches = {name: _Launches() for name in ("_stats_kernel", "_tally_kernel", "_collect_kernel", "_rank_kernel")}
+    """The four buffers the kernels get (the tallies of both search steps in one) are disjoint
+    parts of one allocation of `split_buffer_bytes`, each 16-byte aligned (launches stubbed: no
+    kernel runs)."""
+    launches = {name: _Launches() for name in ("_stats_kernel", "_tally_kernel", "_second_step_kernel",
+                                               "_collect_kernel", "_rank_kernel")}
     for name, stub in launches.items():
         monkeypatch.setattr(split, name, stub)
     plan = split.split_plan(batch, vocab, device_kind, False, True)
@@ -93,7 +95,7 @@ def test_split_buffers_are_one_aligned_allocation(device_kind, batch, vocab, mon
     # Each buffer (from the argument that the first launch taking it gets) and the bytes the kernels address in it.
     parts = {"state": (launches["_tally_kernel"].args[0][4], torch.int64, batch * (split.PIVOTS.value + pivots) * 8),
              "keys": (launches["_stats_kernel"].args[0][3], torch.int32, batch * splits * 2 * 4),
-             "tallies": (launches["_tally_kernel"].args[0][5], torch.int64, batch * splits * (2 * pivots + 1) * 8),
+             "tallies": (launches["_tally_kernel"].args[0][5], torch.int64, 2 * batch * splits * (2 * pivots + 1) * 8),
              "scratch": (launches["_collect_kernel"].args[0][6], torch.float32, batch * config["CAP"] * 4)}
     storage = parts["state"][0].untyped_storage()
     assert storage.nbytes() == split.split_buffer_bytes(batch, plan, device_kind)
