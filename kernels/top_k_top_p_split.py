@@ -11,13 +11,13 @@ Launches, each over a [B, S] grid (S chunks of CHUNK columns a row) unless state
 p = 1 do nothing in any of them:
 1. `_stats_kernel`: each chunk's min and max keys; program (0, 0) makes the call's value
    checks and records them in the guard flag.
-2. `_tally_kernel`: the search's first step (`top_p_first_step`; the same pivots in every
-   program, its lo among them) over each chunk: the count and mass above each pivot and the
-   row's mass in the chunk, written per chunk.
-3. `_second_step_kernel`: every program sums the tallies into the bracket after that step;
-   where it holds more than CAP entries (the sample placed the pivots a little off), the
-   search's second step over each chunk: the count and mass above NUM_PIVOTS keys spread
-   evenly over the bracket, written per chunk.
+2. `_tally_kernel` (STEP 1): the search's first step (`top_p_first_step`; the same pivots in
+   every program, its lo among them) over each chunk: the count and mass above each pivot and
+   the row's mass in the chunk, written per chunk.
+3. `_tally_kernel` (STEP 2): every program sums those tallies into the bracket after the
+   first step; where it holds more than CAP entries (the sample placed the pivots a little
+   off), the search's second step over each chunk: the count and mass above NUM_PIVOTS keys
+   spread evenly over the bracket, written per chunk.
 4. `_collect_kernel`: every program sums the tallies into the bracket after the first step,
    and after the second where it ran, and, when it holds at most CAP entries, copies its
    chunk's entries in it to the row's scratch, at positions reserved with an atomic counter
@@ -131,37 +131,6 @@ def _stats_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, B, V, CHUNK, S, guard
         tl.store(out + 1, order_key(tl.max(lane_max, axis=0)))
 
 
-@jit(do_not_specialize=["p_ptr", "S"])
-def _tally_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, tally_ptr, V, CHUNK, S,
-                  NUM_STAGES: tl.constexpr, MAX_SPLITS: tl.constexpr, TILE: tl.constexpr, NUM_PIVOTS: tl.constexpr,
-                  CAP: tl.constexpr, SAMPLE: tl.constexpr, STATE: tl.constexpr):
-    """Launch 2: the first search step's count and mass above each pivot, over the chunk."""
-    row = tl.program_id(0).to(tl.int64)
-    chunk = tl.program_id(1)
-    p = _row_p(p_ptr, row)
-    if p < 1.0:
-        key_lo, key_hi, row_max = row_keys(keys_ptr, row, S, MAX_SPLITS)
-        if row_max < float("inf"):
-            state_ptr += row * STATE
-            row_ptr = logits_ptr + row * row_stride
-            lo, pivots, _ = top_p_first_step(row_ptr, V, key_lo, key_hi, row_max, p, CAP, SAMPLE, NUM_PIVOTS)
-            # The smallest pivot is the bracket's lo, so that the step always yields its population.
-            pivots = tl.minimum(tl.maximum(pivots, lo), key_hi)
-            pivots = tl.where(pivots == tl.min(pivots, axis=0), lo, pivots)
-            start, end = chunk_columns(CHUNK, V)
-            count, mass, total = tally_above(row_ptr, start, end, pivots, row_max, key_lo,
-                                             True, TILE, NUM_PIVOTS, NUM_STAGES)
-            out = tally_ptr + (row * S + chunk) * (2 * NUM_PIVOTS + 1)
-            slot = tl.arange(0, NUM_PIVOTS)
-            tl.store(out + slot, count.to(tl.int64))
-            tl.store(out + NUM_PIVOTS + slot, mass)
-            tl.store(out + 2 * NUM_PIVOTS, total)
-            if chunk == 0:
-                tl.store(state_ptr + FIRST_LO, lo.to(tl.int64))
-                tl.store(state_ptr + PIVOTS + slot, pivots.to(tl.int64))
-                tl.store(state_ptr + COUNTER, 0)
-
-
 @triton.jit
 def _summed_tallies(tally_ptr, row, S, NUM_PIVOTS: tl.constexpr, MAX_SPLITS: tl.constexpr):
     """The step's count and mass above each pivot, and the row's mass, over the whole row."""
@@ -189,12 +158,13 @@ def _first_bracket(state_ptr, tally_ptr, row, S, key_hi, V, p, NUM_PIVOTS: tl.co
 
 
 @jit(do_not_specialize=["p_ptr", "S"])
-def _second_step_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, tally_ptr, V, CHUNK, S,
-                        NUM_STAGES: tl.constexpr, MAX_SPLITS: tl.constexpr, TILE: tl.constexpr,
-                        NUM_PIVOTS: tl.constexpr, CAP: tl.constexpr, STATE: tl.constexpr):
-    """Launch 3: where the first step's bracket holds more than CAP entries, the second step's
-    count and mass above NUM_PIVOTS keys spread over it, over the chunk (into the tallies'
-    second half)."""
+def _tally_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, tally_ptr, V, CHUNK, S,
+                  NUM_STAGES: tl.constexpr, MAX_SPLITS: tl.constexpr, TILE: tl.constexpr, NUM_PIVOTS: tl.constexpr,
+                  CAP: tl.constexpr, SAMPLE: tl.constexpr, STATE: tl.constexpr, STEP: tl.constexpr):
+    """Launches 2 and 3: a search step's count and mass above each of its pivots, over the
+    chunk, into the tallies' first (STEP 1) or second (STEP 2) half. STEP 1: the first step's
+    pivots (`top_p_first_step`, its lo among them), kept in the row's state by chunk 0. STEP 2:
+    only where the first step's bracket holds more than CAP entries, keys spread evenly over it."""
     row = tl.program_id(0).to(tl.int64)
     chunk = tl.program_id(1)
     p = _row_p(p_ptr, row)
@@ -202,17 +172,32 @@ def _second_step_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, tall
         key_lo, key_hi, row_max = row_keys(keys_ptr, row, S, MAX_SPLITS)
         if row_max < float("inf"):
             state_ptr += row * STATE
-            lo, hi, pop, _, _, _ = _first_bracket(state_ptr, tally_ptr, row, S, key_hi, V, p, NUM_PIVOTS, MAX_SPLITS)
-            if (lo < hi) & (pop > CAP):
+            row_ptr = logits_ptr + row * row_stride
+            if STEP == 1:
+                lo, pivots, _ = top_p_first_step(row_ptr, V, key_lo, key_hi, row_max, p, CAP, SAMPLE, NUM_PIVOTS)
+                # The smallest pivot is the bracket's lo, so that the step always yields its population.
+                pivots = tl.minimum(tl.maximum(pivots, lo), key_hi)
+                pivots = tl.where(pivots == tl.min(pivots, axis=0), lo, pivots)
+                taken = True
+            else:
+                lo, hi, pop, _, _, _ = _first_bracket(state_ptr, tally_ptr, row, S, key_hi, V, p, NUM_PIVOTS,
+                                                      MAX_SPLITS)
+                pivots = spread_pivots(lo, hi, NUM_PIVOTS)
+                taken = (lo < hi) & (pop > CAP)
+            if taken:
                 start, end = chunk_columns(CHUNK, V)
-                count, mass, total = tally_above(logits_ptr + row * row_stride, start, end,
-                                                 spread_pivots(lo, hi, NUM_PIVOTS), row_max, key_lo, True, TILE,
-                                                 NUM_PIVOTS, NUM_STAGES)
-                out = tally_ptr + ((tl.num_programs(0) + row) * S + chunk) * (2 * NUM_PIVOTS + 1)
+                count, mass, total = tally_above(row_ptr, start, end, pivots, row_max, key_lo,
+                                                 True, TILE, NUM_PIVOTS, NUM_STAGES)
+                out = tally_ptr + (((STEP - 1) * tl.num_programs(0) + row) * S + chunk) * (2 * NUM_PIVOTS + 1)
                 slot = tl.arange(0, NUM_PIVOTS)
                 tl.store(out + slot, count.to(tl.int64))
                 tl.store(out + NUM_PIVOTS + slot, mass)
                 tl.store(out + 2 * NUM_PIVOTS, total)
+                if STEP == 1:
+                    if chunk == 0:
+                        tl.store(state_ptr + FIRST_LO, lo.to(tl.int64))
+                        tl.store(state_ptr + PIVOTS + slot, pivots.to(tl.int64))
+                        tl.store(state_ptr + COUNTER, 0)
 
 
 @jit(do_not_specialize=["p_ptr", "S"])
@@ -341,9 +326,9 @@ def launch_split(logits: torch.Tensor, p: torch.Tensor, plan: tuple[int, int], d
                   STATE=state_width, num_warps=warps)
     _stats_kernel[grid](logits, stride, p, keys, batch, vocab, chunk, splits, flag, check, GUARDED=flag is not None,
                         BLOCK=c["BLOCK"], NUM_STAGES=c["NUM_STAGES"], num_warps=warps)
-    _tally_kernel[grid](logits, stride, p, keys, state, tallies, vocab, chunk, splits, TILE=c["TILE"],
-                        SAMPLE=c["SAMPLE"], **common)
-    _second_step_kernel[grid](logits, stride, p, keys, state, tallies, vocab, chunk, splits, TILE=c["TILE"], **common)
+    for step in (1, 2):
+        _tally_kernel[grid](logits, stride, p, keys, state, tallies, vocab, chunk, splits, TILE=c["TILE"],
+                            SAMPLE=c["SAMPLE"], STEP=step, **common)
     _collect_kernel[grid](logits, stride, p, keys, state, tallies, scratch, vocab, chunk, splits, BLOCK=c["BLOCK"],
                           **common)
     _rank_kernel[ranks](logits, stride, p, keys, state, scratch, vocab, splits, flag, GUARDED=flag is not None,

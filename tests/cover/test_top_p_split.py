@@ -82,8 +82,7 @@ def test_split_buffers_are_one_aligned_allocation(device_kind, batch, vocab, mon
     """The four buffers the kernels get (the tallies of both search steps in one) are disjoint
     parts of one allocation of `split_buffer_bytes`, each 16-byte aligned (launches stubbed: no
     kernel runs)."""
-    launches = {name: _Launches() for name in ("_stats_kernel", "_tally_kernel", "_second_step_kernel",
-                                               "_collect_kernel", "_rank_kernel")}
+    launches = {name: _Launches() for name in ("_stats_kernel", "_tally_kernel", "_collect_kernel", "_rank_kernel")}
     for name, stub in launches.items():
         monkeypatch.setattr(split, name, stub)
     plan = split.split_plan(batch, vocab, device_kind, False, True)
