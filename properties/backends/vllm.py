@@ -357,8 +357,9 @@ INF_ROW_UNFILTERED = ("finding V10: a row holding +inf: V1's top-p keeps every e
 # failure), so there any kept-set difference is taken as the findings.
 INF_ROW_PIN = Mark("xfail", INF_ROW_UNFILTERED, test=catalog.EDGE_VALUES, witness=kept_set_differs_in_rows_holding("+inf"))
 ROWS_LEFT_UNMASKED = ("finding V12: apply_top_k_top_p_triton's standalone top-p leaves whole rows unmasked on a GPU: "
-                      "1-3% of rows with one dominant token (fp32 probability 1) keep every entry at any p < 1; which "
-                      "rows depends on the layout (a padded row stride changes the rounding of its sums)")
+                      "1-3% of rows with one dominant token keep every entry at any p < 1 (the approximate fp32 "
+                      "division makes its probability 1 + 2**-23, above the pivot search's 1.0 sentinel); which rows "
+                      "depends on the layout (a padded row stride changes the rounding of the row's statistics)")
 # V7 and V12 both return whole rows unmasked: against the oracle, a kept-set difference in rows
 # the kernel left unchanged is either finding; any other difference fails the cell.
 UNMASKED_ROWS = ("findings V7 and V12: apply_top_k_top_p_triton's standalone top-p returns whole rows unmasked "
