@@ -7,9 +7,12 @@ computed from, following imports (static, function-level ones included) from thr
 its implementation (`Backend.target`'s module: our kernel, or a pack's adapter), its
 record's declaration (`samplecheck.infos.<record>`, with the families, strategies and checks it
 imports) and its record's oracle. A mutant's files are its kernel module's and the module
-that declares it. A changed file that belongs to some backend or mutant selects those; a
-changed file outside every such set is framework (the harness, the tests, the packaging):
-it selects everything. Documentation and benchmarks (IGNORED) select nothing.
+that declares it. A changed file that belongs to some backend or mutant selects those. A
+changed test module that the registry does not parametrize (no `combo`, `error_case` or
+`bad_input` argument, no `matrix` marker: a kernel's own tests) selects itself, run whole, and
+the mutants whose patched module it imports. Any other changed file is framework (the harness,
+the generic property tests, the packaging): it selects everything. Documentation and
+benchmarks (IGNORED) select nothing.
 """
 
 import ast
@@ -25,6 +28,9 @@ from pathlib import Path
 PACKAGE = "samplecheck"
 # Files that cannot change a verdict: prose, benchmarks, their baselines.
 IGNORED = ("*.md", "docs/*", "bench/*", "LICENSE")
+TEST_MODULES = "tests/*test_*.py"
+# What makes a test module judge registry cells: these arguments, or the `matrix` marker.
+REGISTRY_ARGUMENTS = frozenset({"combo", "error_case", "bad_input"})
 
 
 @dataclass(frozen=True)
@@ -37,14 +43,16 @@ class Scope:
     cells: frozenset[tuple[str, str]] = frozenset()
     mutants: frozenset[str] = frozenset()
     reason: str = ""
+    tests: frozenset[str] = frozenset()  # test modules (node-id paths, tests/...) run whole
 
     def describe(self) -> str:
         if self.everything:
             return f"the whole gate ({self.reason})"
-        if not self.cells and not self.mutants:
+        if not self.cells and not self.mutants and not self.tests:
             return "nothing: no changed file can change a verdict"
         cells = ", ".join(f"{record}/{backend}" for record, backend in sorted(self.cells)) or "none"
-        return f"cells {cells}; mutants {', '.join(sorted(self.mutants)) or 'none'}"
+        tests = f"; test modules {', '.join(sorted(self.tests))}" if self.tests else ""
+        return f"cells {cells}{tests}; mutants {', '.join(sorted(self.mutants)) or 'none'}"
 
 
 def changed_files(ref: str, root: Path) -> list[str]:
@@ -135,21 +143,43 @@ def mutant_files(root: Path) -> dict[str, set[str]]:
     return {name: closure({m.entry_module}, root) | {declared.get(name)} - {None} for name, m in MUTANTS.items()}
 
 
+def kernel_test_module(path: str, root: Path) -> bool:
+    """Whether `path` is a test module the registry does not parametrize (module docstring)."""
+    if not fnmatch.fnmatch(path, TEST_MODULES) or not (root / path).is_file():
+        return False
+    tree = ast.parse((root / path).read_text())
+    arguments = {node.arg for node in ast.walk(tree) if isinstance(node, ast.arg)}
+    marked = any(isinstance(node, ast.Attribute) and node.attr == "matrix" for node in ast.walk(tree))
+    return not marked and not arguments & REGISTRY_ARGUMENTS
+
+
+def imported_files(path: str, root: Path) -> set[str]:
+    """The checkout files of the samplecheck modules the source file `path` imports, transitively."""
+    return closure(_imported(PACKAGE, (root / path).read_text()), root)
+
+
 def scope(changed: list[str], records: dict, root: Path) -> Scope:
-    """The cells and mutants the `changed` files touch (Scope.everything on a framework file)."""
+    """The cells, test modules and mutants the `changed` files touch (Scope.everything on a
+    framework file)."""
+    from samplecheck.mutants import MUTANTS
+
     cells_files = backend_files(records, root)
     mutants_files = mutant_files(root)
-    cells, mutants = set(), set()
+    cells, mutants, tests = set(), set(), set()
     for path in changed:
         if any(fnmatch.fnmatch(path, pattern) for pattern in IGNORED):
             continue
         hit_cells = {cell for cell, files in cells_files.items() if path in files}
         hit_mutants = {name for name, files in mutants_files.items() if path in files}
         if not hit_cells and not hit_mutants:
-            return Scope(True, reason=f"{path} is framework")
+            if not kernel_test_module(path, root):
+                return Scope(True, reason=f"{path} is framework")
+            tests.add(path)
+            reached = imported_files(path, root)
+            hit_mutants = {name for name, m in MUTANTS.items() if module_file(m.module, root) in reached}
         cells |= hit_cells
         mutants |= hit_mutants
-    return Scope(False, frozenset(cells), frozenset(mutants | _mutants_of(cells, records)))
+    return Scope(False, frozenset(cells), frozenset(mutants | _mutants_of(cells, records)), tests=frozenset(tests))
 
 
 def _mutants_of(cells: set[tuple[str, str]], records: dict) -> set[str]:

@@ -49,6 +49,8 @@ def add_options(parser) -> None:
                          "the properties that judge them")
     group.addoption("--sc-cells", default=None, metavar="RECORD/BACKEND,...",
                     help="only the tests that judge these (record, backend) pairs (samplecheck gate --changed)")
+    group.addoption("--sc-tests", default=None, metavar="tests/PATH.py,...",
+                    help="with --sc-cells: also every test of these modules (samplecheck gate --changed)")
     group.addoption("--sc-packs", default="all", metavar="all|none|NAME,...",
                     help="which installed packs (third-party engines' kernels, docs/packs.md) are plugged")
     group.addoption("--sc-allow-broken-plugins", action="store_true",

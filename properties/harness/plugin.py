@@ -160,7 +160,9 @@ def pytest_collection_modifyitems(config, items):
             wanted = None if cells is None else parse_cells(cells)
         except ValueError as err:
             raise pytest.UsageError(str(err)) from err
-        dropped = {item for item in ours if not (judged_cells(item) if wanted is None else judged_cells(item) & wanted)}
+        whole = set(filter(None, (config.getoption("--sc-tests") or "").split(",")))
+        dropped = {item for item in ours if not (judged_cells(item) if wanted is None else judged_cells(item) & wanted)
+                   and item.nodeid.partition("::")[0] not in whole}
         if dropped:
             config.hook.pytest_deselected(items=[item for item in items if item in dropped])
             items[:] = [item for item in items if item not in dropped]

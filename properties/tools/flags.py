@@ -12,7 +12,8 @@ option clashes with them:
     --allow-broken-plugins      -> --sc-allow-broken-plugins
     --packs all|none|NAME,...   -> --sc-packs (default all: every installed pack)
     --mutant NAME               -> --sc-mutant
-    (gate --changed REF)        -> --sc-cells (the cells the change touches)
+    (gate --changed REF)        -> --sc-cells (the cells the change touches), --sc-tests (the
+                                   test modules it changes that judge no registry cell)
     --stat-alpha A              -> --sc-stat-alpha
 """
 
@@ -38,6 +39,7 @@ class SuiteFlags:
     mutant: str | None = None
     stat_alpha: float | None = None
     cells: str | None = None  # RECORD/BACKEND,... : only the tests judging these pairs
+    tests: str | None = None  # tests/PATH.py,... : with `cells`, also every test of these modules
 
     @property
     def resolved_profile(self) -> str:
@@ -53,6 +55,7 @@ class SuiteFlags:
         options += [f"--sc-mutant={self.mutant}"] if self.mutant else []
         options += [f"--sc-stat-alpha={self.stat_alpha:g}"] if self.stat_alpha is not None else []
         options += [f"--sc-cells={self.cells}"] if self.cells is not None else []
+        options += [f"--sc-tests={self.tests}"] if self.tests else []
         return options
 
 

@@ -9,8 +9,9 @@ The suite under the gate profile and, alongside it (its own processes, started w
 suite's), every mutant of our kernels against it (the kill table); exit 0 only when the suite
 passes and every mutant dies. `--changed REF` gates only
 what the files changed since git REF can affect (samplecheck.harness.changes): the cells of
-the kernels and adapters they implement and those kernels' mutants; a framework file gates
-everything, documentation nothing. Into `--out` go the suite's log (gate-suite.log), one JSON
+the kernels and adapters they implement and those kernels' mutants; a changed test module of a
+kernel's own (one the registry does not parametrize) runs whole, with the mutants of the modules it
+imports; a framework file gates everything, documentation nothing. Into `--out` go the suite's log (gate-suite.log), one JSON
 record per test with its duration (gate-results.json), the kill table (gate-kills.md) and its
 shared round's pytest output with that round's slowest tests (gate-kills-shared.log); the
 gate prints the 20 slowest tests, what Triton compiled for them (specializations and seconds
@@ -185,8 +186,9 @@ def main(argv: list[str]) -> int:
             parser.error(str(err))
         print(f"gate --changed {args.changed}: {scope.describe()}")
         if not scope.everything:
-            suite_wanted, hunt_all = bool(scope.cells), False
-            chosen = dataclasses.replace(chosen, cells=",".join(f"{r}/{b}" for r, b in sorted(scope.cells)))
+            suite_wanted, hunt_all = bool(scope.cells or scope.tests), False
+            chosen = dataclasses.replace(chosen, cells=",".join(f"{r}/{b}" for r, b in sorted(scope.cells)),
+                                         tests=",".join(sorted(scope.tests)))
             mutants = sorted(scope.mutants)
             if not suite_wanted and not mutants:
                 return 0

@@ -149,3 +149,23 @@ def test_a_framework_change_runs_the_whole_gate(monkeypatch, tmp_path):
     assert len(suites) == 1 and not any(option.startswith("--sc-cells") for option in suites[0])
     assert len(hunts) == 1 and set(hunts[0]) == set(MUTANTS), "a framework change hunts every mutant"
     assert (Path(tmp_path) / "gate-kills.md").is_file()
+
+
+def test_a_kernel_test_module_selects_itself_and_the_mutants_of_what_it_imports(records):
+    """A changed test module the registry does not parametrize (a kernel's own tests) runs whole,
+    beside the cells of the other changed files, with the mutants of the modules it imports; a
+    generic property test stays framework (test_a_framework_file_selects_everything)."""
+    scope = changes.scope(["tests/cover/test_top_p_split.py", "kernels/min_p.py"], records, ROOT)
+    assert not scope.everything and scope.tests == {"tests/cover/test_top_p_split.py"}, scope.describe()
+    assert mutants_of("samplecheck.kernels.top_k_top_p_split") <= scope.mutants
+    assert mutants_of("samplecheck.kernels.min_p") <= scope.mutants and ("min_p", "triton") in scope.cells
+    assert not mutants_of("samplecheck.kernels.penalties") & scope.mutants
+    assert "test modules tests/cover/test_top_p_split.py" in scope.describe()
+
+
+def test_a_kernel_test_module_runs_whole_beside_the_cells(monkeypatch, tmp_path):
+    scope = changes.Scope(False, frozenset({("min_p", "triton")}), tests=frozenset({"tests/cover/test_top_p_split.py"}))
+    (command,), _ = run_gate(monkeypatch, tmp_path, scope)
+    assert "--sc-cells=min_p/triton" in command and "--sc-tests=tests/cover/test_top_p_split.py" in command, command
+    suites, _ = run_gate(monkeypatch, tmp_path, changes.Scope(False, tests=frozenset({"tests/cover/test_x.py"})))
+    assert len(suites) == 1 and "--sc-cells=" in suites[0], "a test module alone still runs the suite"
