@@ -7,11 +7,11 @@
 
 The suite under the gate profile and, alongside it (its own processes, started with the
 suite's), every mutant of our kernels against it (the kill table); exit 0 only when the suite
-passes and every mutant dies. `--changed REF` gates only
-what the files changed since git REF can affect (samplecheck.harness.changes): the cells of
-the kernels and adapters they implement and those kernels' mutants; a changed test module of a
-kernel's own (one the registry does not parametrize) runs whole, with the mutants of the modules it
-imports; a framework file gates everything, documentation nothing. Into `--out` go the suite's log (gate-suite.log), one JSON
+passes and every mutant dies. `--changed REF` gates only what the files changed since git REF
+can affect (samplecheck.harness.changes): the cells of the kernels and adapters they implement
+and those kernels' mutants; a kernel's own changed test module (one the registry does not
+parametrize) runs whole, with the mutants of the modules it imports; a framework file gates
+everything, documentation nothing. Into `--out` go the suite's log (gate-suite.log), one JSON
 record per test with its duration (gate-results.json), the kill table (gate-kills.md) and its
 shared round's pytest output with that round's slowest tests (gate-kills-shared.log); the
 gate prints the 20 slowest tests, what Triton compiled for them (specializations and seconds
