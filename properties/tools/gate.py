@@ -51,7 +51,8 @@ def parse(argv: list[str]):
                         help="where gate-suite.log, gate-results.json and gate-kills.md go")
     parser.add_argument("--no-killtable", action="store_true", help="the suite alone (e.g. for plugged backends)")
     parser.add_argument("--changed", default=None, metavar="REF",
-                        help="gate only the cells, kernel test modules and mutants that the files changed since git REF can affect")
+                        help="gate only the cells, kernel test modules and mutants that the files changed since "
+                             "git REF can affect")
     parser.add_argument("--budget", type=float, default=None, metavar="SECONDS",
                         help=f"warn when the gate's wall time exceeds this (default {CUDA_BUDGET_S:.0f} s on CUDA)")
     parser.add_argument("--gpu-share", choices=("mps", "time-slice"), default=None,
