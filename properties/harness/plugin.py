@@ -17,6 +17,7 @@ it acts on every test of the run.
 - Every failure carries a `reproduce` section and JUnit properties (samplecheck.harness.reproduce).
 """
 
+import contextlib
 import os
 import sys
 
@@ -185,6 +186,7 @@ def pytest_runtest_call(item):
     import torch
 
     from samplecheck.harness.big_buffers import release_cache
+    from samplecheck.harness.gpu_division import approximate_division
     from samplecheck.harness.profiles import suite_settings
     from samplecheck.inputs.drawing import ExampleCounter
 
@@ -192,8 +194,9 @@ def pytest_runtest_call(item):
     on_gpu = item.config.samplecheck_device.type == "cuda"
     if on_gpu:
         torch.cuda.reset_peak_memory_stats()
+    gpu_division = not on_gpu and item.config.getoption("--sc-gpu-division")
     try:
-        with suite_settings(item.config):
+        with suite_settings(item.config), (approximate_division() if gpu_division else contextlib.nullcontext()):
             return (yield)
     finally:
         release_compile_locks()
