@@ -10,6 +10,7 @@ registered backends for report headers.
 """
 
 import dataclasses
+import fnmatch
 from dataclasses import dataclass
 from typing import Callable
 
@@ -100,13 +101,13 @@ def plug(backends: list[tuple[str, Backend]], *, only: bool) -> None:
         REGISTRY[name] = dataclasses.replace(info, backends=kept + tuple(plugged[name]))
 
 
-def combos(test: str, device: str, *, kernel=None, dtypes=None, layouts=None, sampled=False,
+def combos(test: str, device: str, *, kernel=None, backends=None, dtypes=None, layouts=None, sampled=False,
            own_sampler=False, output_law=False, knob=None, off_encodings=False, capturable=False,
            guard_flag=False, id_lists=False) -> list:
     """pytest params for `test` over every registered combo, with skips/xfails as marks.
 
-    kernel/dtypes/layouts restrict the matrix (kernel: one record, for kernel-specific
-    tests); sampled=True keeps only kernels with `distribution_cases`; own_sampler=True only
+    kernel/backends/dtypes/layouts restrict the matrix (kernel: one record, for kernel-specific
+    tests; backends: backend-name patterns, fnmatch's); sampled=True keeps only kernels with `distribution_cases`; own_sampler=True only
     samplers that draw their own ids (`sample`); output_law=True only
     those with a law that their output shows without sampling: kernels with no own sampler
     (the output's softmax) and samplers with an `induced_law`; knob=NAME only the backends
@@ -130,6 +131,8 @@ def combos(test: str, device: str, *, kernel=None, dtypes=None, layouts=None, sa
         if id_lists and info.id_lists is None:
             continue
         for backend in info.backends:
+            if backends is not None and not any(fnmatch.fnmatchcase(backend.name, name) for name in backends):
+                continue
             if knob is not None and knob not in backend.knobs:
                 continue
             if capturable and not backend.capturable:

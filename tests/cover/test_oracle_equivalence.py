@@ -1,8 +1,12 @@
-"""Every backend keeps exactly the oracle's set (bitwise), in every dtype and layout."""
+"""Every backend keeps exactly the oracle's set (bitwise), in every dtype and layout; our Triton
+kernels also on the CPU with fp32 `/` as a GPU computes it (samplecheck.harness.gpu_division:
+the interpreter's own division is exact, a GPU's is not)."""
 
 import pytest
+import torch
 from hypothesis import given, strategies as st, target
 
+from samplecheck.harness.gpu_division import approximate_division
 from samplecheck.inputs.drawing import draw_case, with_regression_examples
 from samplecheck.harness.runner import prepare, reference, run
 
@@ -12,6 +16,19 @@ pytestmark = pytest.mark.interpreter
 @with_regression_examples
 @given(data=st.data())
 def test_oracle_equivalence(combo, device, budget, data):
+    check_oracle_equivalence(combo, device, budget, data)
+
+
+@pytest.mark.cpu_subject
+@pytest.mark.matrix(backends=("triton", "mutant-*"), dtypes=(torch.float32,), layouts=("contig",))
+@with_regression_examples
+@given(data=st.data())
+def test_oracle_equivalence_under_a_gpu_division(combo, device, budget, data):
+    with approximate_division():
+        check_oracle_equivalence(combo, device, budget, data)
+
+
+def check_oracle_equivalence(combo, device, budget, data):
     case = draw_case(data, combo, combo.info.cases(budget))
     placed, args = prepare(combo, case, device)
     original = placed.view.clone()
