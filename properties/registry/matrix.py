@@ -107,8 +107,9 @@ def combos(test: str, device: str, *, kernel=None, backends=None, dtypes=None, l
     """pytest params for `test` over every registered combo, with skips/xfails as marks.
 
     kernel/backends/dtypes/layouts restrict the matrix (kernel: one record, for kernel-specific
-    tests; backends: backend-name patterns, fnmatch's); sampled=True keeps only kernels with `distribution_cases`; own_sampler=True only
-    samplers that draw their own ids (`sample`); output_law=True only
+    tests; backends: backend-name patterns, fnmatch's); sampled=True keeps only kernels with
+    `distribution_cases`; own_sampler=True only samplers that draw their own ids (`sample`);
+    output_law=True only
     those with a law that their output shows without sampling: kernels with no own sampler
     (the output's softmax) and samplers with an `induced_law`; knob=NAME only the backends
     that declare that launch knob; off_encodings=True only records that list off encodings;

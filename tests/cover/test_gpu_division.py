@@ -86,6 +86,7 @@ def test_the_option_reaches_the_kernels(tmp_path, option):
 
     result = subprocess.run(
         [sys.executable, "-m", "pytest",
-         f"{suite_path() / 'test_gpu_division.py'}::test_x_over_x_follows_the_run_s_division", *config_args(), "-p", "no:cacheprovider", "-p", "no:xdist", "--sc-device=cpu", *option],
+         f"{suite_path() / 'test_gpu_division.py'}::test_x_over_x_follows_the_run_s_division", *config_args(),
+         "-p", "no:cacheprovider", "-p", "no:xdist", "--sc-device=cpu", *option],
         cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0 and "1 passed" in result.stdout, result.stdout[-2000:]
