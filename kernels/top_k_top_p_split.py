@@ -132,10 +132,17 @@ def _stats_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, B, V, CHUNK, S, guard
 
 
 @triton.jit
-def _summed_tallies(tally_ptr, row, S, NUM_PIVOTS: tl.constexpr, MAX_SPLITS: tl.constexpr):
-    """The step's count and mass above each pivot, and the row's mass, over the whole row."""
+def _chunk_tallies(tally_ptr, step, row, chunk, S, NUM_PIVOTS: tl.constexpr):
+    """Where search step `step` (1 or 2) keeps its tallies of (row, chunk): the buffer's
+    [2, B, S, 2 * NUM_PIVOTS + 1] layout (module docstring), B the grid's rows."""
+    return tally_ptr + (((step - 1) * tl.num_programs(0) + row) * S + chunk) * (2 * NUM_PIVOTS + 1)
+
+
+@triton.jit
+def _summed_tallies(tally_ptr, step, row, S, NUM_PIVOTS: tl.constexpr, MAX_SPLITS: tl.constexpr):
+    """Search step `step`'s count and mass above each pivot, and the row's mass, over the whole row."""
     s = tl.arange(0, MAX_SPLITS)
-    chunk_ptr = tally_ptr + (row * S + s) * (2 * NUM_PIVOTS + 1)
+    chunk_ptr = _chunk_tallies(tally_ptr, step, row, s, S, NUM_PIVOTS)
     slot = tl.arange(0, NUM_PIVOTS)[None, :]
     live = (s < S)[:, None]
     count = tl.sum(tl.load(chunk_ptr[:, None] + slot, mask=live, other=0), axis=0)
@@ -151,7 +158,7 @@ def _first_bracket(state_ptr, tally_ptr, row, S, key_hi, V, p, NUM_PIVOTS: tl.co
     population, the count and mass above hi, and the row's mass (a row with a finite max)."""
     pivots = tl.load(state_ptr + PIVOTS + tl.arange(0, NUM_PIVOTS)).to(tl.int32)
     first_lo = tl.load(state_ptr + FIRST_LO).to(tl.int32)
-    count, mass, total = _summed_tallies(tally_ptr, row, S, NUM_PIVOTS, MAX_SPLITS)
+    count, mass, total = _summed_tallies(tally_ptr, 1, row, S, NUM_PIVOTS, MAX_SPLITS)
     lo, hi, pop, count_hi, mass_hi = narrow_step(pivots, count, mass, first_lo, key_hi, tl.zeros([], dtype=tl.int32),
                                                  tl.zeros([], dtype=tl.int64), V, p * total.to(tl.float32), True)
     return lo, hi, pop, count_hi, mass_hi, total
@@ -188,7 +195,7 @@ def _tally_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, tally_ptr,
                 start, end = chunk_columns(CHUNK, V)
                 count, mass, total = tally_above(row_ptr, start, end, pivots, row_max, key_lo,
                                                  True, TILE, NUM_PIVOTS, NUM_STAGES)
-                out = tally_ptr + (((STEP - 1) * tl.num_programs(0) + row) * S + chunk) * (2 * NUM_PIVOTS + 1)
+                out = _chunk_tallies(tally_ptr, STEP, row, chunk, S, NUM_PIVOTS)
                 slot = tl.arange(0, NUM_PIVOTS)
                 tl.store(out + slot, count.to(tl.int64))
                 tl.store(out + NUM_PIVOTS + slot, mass)
@@ -221,8 +228,7 @@ def _collect_kernel(logits_ptr, row_stride, p_ptr, keys_ptr, state_ptr, tally_pt
             lo, hi, pop, count_hi, mass_hi, total = _first_bracket(state_ptr, tally_ptr, row, S, key_hi, V, p,
                                                                    NUM_PIVOTS, MAX_SPLITS)
             if (lo < hi) & (pop > CAP):
-                count, mass, _ = _summed_tallies(tally_ptr + tl.num_programs(0) * S * (2 * NUM_PIVOTS + 1), row, S,
-                                                 NUM_PIVOTS, MAX_SPLITS)
+                count, mass, _ = _summed_tallies(tally_ptr, 2, row, S, NUM_PIVOTS, MAX_SPLITS)
                 lo, hi, pop, count_hi, mass_hi = narrow_step(spread_pivots(lo, hi, NUM_PIVOTS), count, mass, lo, hi,
                                                              count_hi, mass_hi, V, p * total.to(tl.float32), True)
             if chunk == 0:
