@@ -79,11 +79,17 @@ def module_file(name: str, root: Path) -> str | None:
     return str(path.relative_to(root.resolve())) if path.is_relative_to(root.resolve()) else None
 
 
-def _imported(name: str, source: str) -> set[str]:
-    """The samplecheck modules a module's source imports (relative imports resolved against
+@functools.cache
+def _syntax_tree(file: Path) -> ast.Module:
+    """The parsed source of `file`, read once per run."""
+    return ast.parse(file.read_text())
+
+
+def _imported(name: str, tree: ast.Module) -> set[str]:
+    """The samplecheck modules a module's syntax tree imports (relative imports resolved against
     `name`); a `from M import X` names M and, where X is a submodule, M.X."""
     found = set()
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
@@ -101,7 +107,7 @@ def _module(name: str, root: Path) -> tuple[str | None, frozenset[str]]:
     """Module `name`'s checkout file (None: not in the checkout) and the samplecheck modules it
     imports; read once per run, however many closures pass through it."""
     path = module_file(name, root)
-    return path, frozenset() if path is None else frozenset(_imported(name, (root / path).read_text()))
+    return path, frozenset() if path is None else frozenset(_imported(name, _syntax_tree(root / path)))
 
 
 def closure(roots: set[str], root: Path) -> set[str]:
@@ -147,7 +153,7 @@ def kernel_test_module(path: str, root: Path) -> bool:
     """Whether `path` is a test module the registry does not parametrize (module docstring)."""
     if not fnmatch.fnmatch(path, TEST_MODULES) or not (root / path).is_file():
         return False
-    tree = ast.parse((root / path).read_text())
+    tree = _syntax_tree(root / path)
     arguments = {node.arg for node in ast.walk(tree) if isinstance(node, ast.arg)}
     marked = any(isinstance(node, ast.Attribute) and node.attr == "matrix" for node in ast.walk(tree))
     return not marked and not arguments & REGISTRY_ARGUMENTS
@@ -155,7 +161,7 @@ def kernel_test_module(path: str, root: Path) -> bool:
 
 def imported_files(path: str, root: Path) -> set[str]:
     """The checkout files of the samplecheck modules the source file `path` imports, transitively."""
-    return closure(_imported(PACKAGE, (root / path).read_text()), root)
+    return closure(_imported(PACKAGE, _syntax_tree(root / path)), root)
 
 
 def scope(changed: list[str], records: dict, root: Path) -> Scope:

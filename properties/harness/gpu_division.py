@@ -48,10 +48,9 @@ def approximate_division():
     exact = InterpreterBuilder.create_fdiv
 
     def create_fdiv(self, lhs, rhs):
-        result = exact(self, lhs, rhs)
-        if result.data.dtype == np.float32:
-            result.data = gpu_quotient(lhs.data, rhs.data).reshape(np.shape(result.data))
-        return result
+        if np.result_type(lhs.data, rhs.data) != np.float32:
+            return exact(self, lhs, rhs)
+        return self.binary_op(lhs, rhs, gpu_quotient)
 
     InterpreterBuilder.create_fdiv = create_fdiv
     try:
