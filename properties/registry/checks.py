@@ -9,6 +9,7 @@ from samplecheck.registry.layouts import as_bits
 
 
 FP32_TINY = torch.finfo(torch.float32).tiny
+KEPT_DROPPED = "dropped only entries the oracle keeps"
 UNDERFLOWED_DROPPED = "dropped only entries of probability below fp32's normal range"
 
 
@@ -34,10 +35,10 @@ def assert_masked_like(original: torch.Tensor, actual: torch.Tensor, kept: torch
                        ambiguous: torch.Tensor, what: str) -> None:
     """Every entry is either unchanged (bitwise) or -inf; it is unchanged exactly where
     `kept`, except at `ambiguous` entries, where both are admissible. A kept-set difference
-    says in how many of its rows the output left the whole row unchanged (unmasked), and in
-    how many it only dropped entries the oracle keeps whose probability (softmax of the row)
-    lies below fp32's normal range: the signature of a filter that reads an fp32 probability
-    of 0 as a reason to mask."""
+    says in how many of its rows the output left the whole row unchanged (unmasked), in how
+    many it only dropped entries the oracle keeps (kept none the oracle masks), and in how many
+    of those every dropped entry's probability (softmax of the row) lies below fp32's normal
+    range: the signature of a filter that reads an fp32 probability of 0 as a reason to mask."""
     unchanged = as_bits(actual) == as_bits(original)
     masked = actual == float("-inf")
     stray = ~unchanged & ~masked
@@ -52,12 +53,13 @@ def assert_masked_like(original: torch.Tensor, actual: torch.Tensor, kept: torch
         rows = wrong.any(dim=-1)
         unmasked = rows & unchanged.all(dim=-1)
         underflowed = torch.softmax(original.double(), dim=-1) < FP32_TINY
-        only_underflowed = rows & ~(wrong & ~(kept & masked & underflowed)).any(dim=-1)
+        only_dropped = rows & ~(wrong & ~(kept & masked)).any(dim=-1)
+        only_underflowed = only_dropped & ~(wrong & ~underflowed).any(dim=-1)
+        counts = [f"{int(count.sum())} of {int(rows.sum())} differing rows {shape}" for count, shape in
+                  ((unmasked, "left unmasked"), (only_dropped, KEPT_DROPPED), (only_underflowed, UNDERFLOWED_DROPPED))]
         raise AssertionError(
             f"{what}: kept set differs from the oracle at {int(wrong.sum())} entries "
-            f"(rows {sorted({w[0] for w in _first_positions(wrong, 50)})}); {int(unmasked.sum())} of "
-            f"{int(rows.sum())} differing rows left unmasked; {int(only_underflowed.sum())} of {int(rows.sum())} "
-            f"differing rows {UNDERFLOWED_DROPPED}; " + "; ".join(detail)
+            f"(rows {sorted({w[0] for w in _first_positions(wrong, 50)})}); " + "; ".join(counts + detail)
         )
 
 
@@ -136,6 +138,9 @@ def every_differing_row(phrase: str) -> Callable[[str], bool]:
 # `assert_same_masks`'s or `assert_masked_like`'s difference, every differing row left unmasked
 # (by one of the two outputs; by the output, against the oracle).
 rows_left_unmasked_only = every_differing_row("left unmasked")
+# `assert_masked_like`'s difference, every differing row only missing entries the oracle keeps
+# (a filter that drops tokens of the nucleus and adds none).
+rows_dropping_kept_only = every_differing_row(KEPT_DROPPED)
 # `assert_masked_like`'s difference, every differing row only missing entries whose probability
 # underflows fp32 (a filter that masks where an fp32 softmax reads 0).
 rows_dropping_underflowed_only = every_differing_row(UNDERFLOWED_DROPPED)

@@ -253,13 +253,16 @@ def test_rank_difference_counts_rows_that_sampled_neg_inf(row, signed):
     assert ranks_differ_only_at_neg_inf(str(failure.value)) is signed
 
 
-@pytest.mark.parametrize("dropped, signed", [("underflowed", True), ("finite", False), ("kept", False)])
-def test_kept_set_difference_counts_rows_dropping_underflowed_entries(dropped, signed):
+@pytest.mark.parametrize("dropped, underflowed_only, kept_only",
+                         [("underflowed", True, True), ("finite", False, True), ("kept", False, False)])
+def test_kept_set_difference_counts_rows_dropping_kept_entries(dropped, underflowed_only, kept_only):
     """Against the oracle, a kept-set difference says in how many of its rows the output only
-    dropped entries whose probability underflows fp32 (findings V2 and T5: a top-p = 1 row beside
-    top-p rows loses them); the signature accepts it only when that is every differing row, and
-    not where an entry of real probability is dropped or an entry the oracle masks is kept."""
-    from samplecheck.registry.checks import assert_masked_like, rows_dropping_underflowed_only
+    dropped entries the oracle keeps (finding F6: FlashInfer's top-p with p = 1 loses the smallest
+    probabilities), and in how many of those only entries whose probability underflows fp32
+    (findings V2 and T5: a top-p = 1 row beside top-p rows loses them). Each signature accepts a
+    failure only when its count is every differing row: not where an entry of real probability
+    is dropped (the underflow signature), nor where an entry the oracle masks is kept (either)."""
+    from samplecheck.registry.checks import assert_masked_like, rows_dropping_kept_only, rows_dropping_underflowed_only
 
     original = torch.tensor([[0.0, -200.0, -1.0, -300.0], [0.5, 2.0, -1.0, 3.0]])
     kept = torch.tensor([[True, True, True, True], [False, True, False, True]])
@@ -272,4 +275,5 @@ def test_kept_set_difference_counts_rows_dropping_underflowed_entries(dropped, s
         output[0, 1], output[1, 0] = float("-inf"), original[1, 0]
     with pytest.raises(AssertionError) as failure:
         assert_masked_like(original, output, kept, torch.zeros_like(kept), "cell")
-    assert rows_dropping_underflowed_only(str(failure.value)) is signed
+    assert rows_dropping_underflowed_only(str(failure.value)) is underflowed_only
+    assert rows_dropping_kept_only(str(failure.value)) is kept_only
