@@ -16,8 +16,10 @@ from samplecheck.tools.killtable import hunt
 from samplecheck.tools.mutation.generate import generate, importable, targets
 from samplecheck.tools.mutation.operators import ALL
 
-# min_p has every operator but the pipeline reorder, which only the pipeline has.
-KERNEL_OF = {op: "sampling_params" if op == "reorder" else "min_p" for op in ALL}
+# min_p has every operator but the pipeline reorder, which only the pipeline has, and the
+# division, which it does not make (temperature's kernel does).
+ELSEWHERE = {"reorder": "sampling_params", "division": "temperature"}
+KERNEL_OF = {op: ELSEWHERE.get(op, "min_p") for op in ALL}
 
 
 @pytest.fixture(scope="module")

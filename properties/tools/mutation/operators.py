@@ -15,6 +15,8 @@ Operators never see docstrings, decorators, annotations or f-string contents: th
 - reorder:  adjacent pipeline steps (calls of an op's apply_* or launch_*, bare or under an `if`) swapped
 - stride:   a stride factor dropped (row * row_stride -> row), int64 offsets computed in int32,
             x.stride(0) -> x.shape[1] (rows assumed contiguous)
+- division: tl.math.div_rn(a, b) -> a / b (Triton's fp32 `/`: approximate on NVIDIA GPUs, exact
+            in the interpreter unless samplecheck.harness.gpu_division models it)
 """
 
 import ast
@@ -131,9 +133,19 @@ def stride(node: ast.AST) -> Iterator[Mutation]:
             yield shape, "row stride taken as the row length (rows assumed contiguous)"
 
 
+DIVISIONS = ("tl.math.div_rn", "tl.div_rn")
+
+
+def division(node: ast.AST) -> Iterator[Mutation]:
+    if isinstance(node, ast.Call) and len(node.args) == 2 and not node.keywords \
+            and ast.unparse(node.func) in DIVISIONS:
+        quotient = ast.BinOp(left=copy.deepcopy(node.args[0]), op=ast.Div(), right=copy.deepcopy(node.args[1]))
+        yield quotient, "div_rn -> / (the GPU's approximate division)"
+
+
 OPERATORS: dict[str, Callable[[ast.AST], Iterator[Mutation]]] = {
     "compare": compare, "constant": constant, "offset": offset, "minmax": minmax,
-    "mask": mask, "dtype": dtype, "stride": stride,
+    "mask": mask, "dtype": dtype, "stride": stride, "division": division,
 }
 
 
