@@ -47,9 +47,9 @@ def add_options(parser) -> None:
     group.addoption("--sc-backend-only", action="store_true",
                     help="test only the plugged implementations (--sc-backend, entry points, packs), with only "
                          "the properties that judge them")
-    group.addoption("--sc-gpu-division", action="store_true",
-                    help="on the CPU, the interpreter's fp32 `/` within an ulp of the quotient, as a GPU computes "
-                         "it (samplecheck.harness.gpu_division): finds kernels that need it exact")
+    group.addoption("--sc-gpu-math", action="store_true",
+                    help="on the CPU, the interpreter's fp32 `/` and exp as an NVIDIA GPU computes them "
+                         "(samplecheck.harness.gpu_math): finds kernels that need either exact")
     group.addoption("--sc-cells", default=None, metavar="RECORD/BACKEND,...",
                     help="only the tests that judge these (record, backend) pairs (samplecheck gate --changed)")
     group.addoption("--sc-tests", default=None, metavar="tests/PATH.py,...",

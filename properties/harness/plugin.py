@@ -186,7 +186,7 @@ def pytest_runtest_call(item):
     import torch
 
     from samplecheck.harness.big_buffers import release_cache
-    from samplecheck.harness.gpu_division import approximate_division
+    from samplecheck.harness.gpu_math import gpu_fp32_math
     from samplecheck.harness.profiles import suite_settings
     from samplecheck.inputs.drawing import ExampleCounter
 
@@ -194,9 +194,9 @@ def pytest_runtest_call(item):
     on_gpu = item.config.samplecheck_device.type == "cuda"
     if on_gpu:
         torch.cuda.reset_peak_memory_stats()
-    gpu_division = not on_gpu and item.config.getoption("--sc-gpu-division")
+    gpu_math = not on_gpu and item.config.getoption("--sc-gpu-math")
     try:
-        with suite_settings(item.config), (approximate_division() if gpu_division else contextlib.nullcontext()):
+        with suite_settings(item.config), (gpu_fp32_math() if gpu_math else contextlib.nullcontext()):
             return (yield)
     finally:
         release_compile_locks()

@@ -9,7 +9,7 @@ MUTANTS = (
         find="scaled = tl.math.div_rn(x, tl.broadcast_to(t, [BLOCK]))", replace="scaled = x / t",
         description="Triton's plain `/` (approximate division on NVIDIA GPUs) instead of IEEE div_rn",
         ref="found while building the temperature kernel (docs/findings.md F2); on the CPU it shows only under a "
-            "GPU's division (test_oracle_equivalence_under_a_gpu_division)",
+            "GPU's division (test_oracle_equivalence_under_gpu_math)",
     ),
     Mutant(
         name="temperature_contiguous_copy", kernel="temperature",

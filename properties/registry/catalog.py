@@ -48,7 +48,7 @@ SAMPLED_OUTSIDE_THE_VOCAB = "test_sampled_outside_the_vocab_is_never_read"
 # marks and declarations for the property apply to them as well.
 PROPERTY_OF = {"test_edge_values_on_regression_examples": EDGE_VALUES,
                "test_strided_bitwise_maxima_at_row_ends": STRIDED_BITWISE,
-               "test_oracle_equivalence_under_a_gpu_division": ORACLE_EQUIVALENCE}
+               "test_oracle_equivalence_under_gpu_math": ORACLE_EQUIVALENCE}
 
 # The properties of what a backend does with bad values (checked: they raise; unchecked: the
 # documented handling): skipped together where a backend declares that its caller validates.

@@ -1,12 +1,12 @@
 """Every backend keeps exactly the oracle's set (bitwise), in every dtype and layout; our Triton
-kernels also on the CPU with fp32 `/` as a GPU computes it (samplecheck.harness.gpu_division:
-the interpreter's own division is exact, a GPU's is not)."""
+kernels also on the CPU with fp32 `/` and exp as a GPU computes them (samplecheck.harness.gpu_math:
+the interpreter's own are exact or nearly, a GPU's are not)."""
 
 import pytest
 import torch
 from hypothesis import given, strategies as st, target
 
-from samplecheck.harness.gpu_division import approximate_division
+from samplecheck.harness.gpu_math import gpu_fp32_math
 from samplecheck.inputs.drawing import draw_case, with_regression_examples
 from samplecheck.harness.runner import prepare, reference, run
 
@@ -23,8 +23,8 @@ def test_oracle_equivalence(combo, device, budget, data):
 @pytest.mark.matrix(backends=("triton", "mutant-*"), dtypes=(torch.float32,), layouts=("contig",))
 @with_regression_examples
 @given(data=st.data())
-def test_oracle_equivalence_under_a_gpu_division(combo, device, budget, data):
-    with approximate_division():
+def test_oracle_equivalence_under_gpu_math(combo, device, budget, data):
+    with gpu_fp32_math():
         check_oracle_equivalence(combo, device, budget, data)
 
 

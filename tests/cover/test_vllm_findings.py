@@ -149,14 +149,14 @@ def test_v12_triton_top_p_alone_masks_a_peaked_row(device):
 
 @pytest.mark.cpu_subject
 @pytest.mark.xfail(strict=True, reason=vllm.ROWS_LEFT_UNMASKED)
-def test_v12_triton_top_p_alone_masks_peaked_rows_under_a_gpu_division():
-    """V12 on the CPU: the first 16 of those rows under the interpreter with fp32 `/` modelled as a
-    GPU computes it (samplecheck.harness.gpu_division), p = 0.5: each keeps its dominant id alone
+def test_v12_triton_top_p_alone_masks_peaked_rows_under_gpu_math():
+    """V12 on the CPU: the first 16 of those rows under the interpreter with fp32 `/` and exp
+    modelled as a GPU computes them (samplecheck.harness.gpu_math), p = 0.5: each keeps its dominant id alone
     (vLLM keeps all 8193 of rows 1, 9 and 15; with the interpreter's exact division, none)."""
-    from samplecheck.harness.gpu_division import approximate_division
+    from samplecheck.harness.gpu_math import gpu_fp32_math
 
     logits = materialize(LogitsRecipe(512, 8193, "peaked", 3.0, seed=0), torch.float32, "cpu")[:16]
-    with approximate_division():
+    with gpu_fp32_math():
         out = vllm.v1_triton_top_k_top_p(logits.clone(), None, torch.full((16,), 0.5))
     kept = out > NEG_INF
     assert kept.sum(dim=-1).tolist() == [1] * 16 and bool(kept.gather(1, logits.argmax(-1, keepdim=True)).all())

@@ -16,7 +16,7 @@ Operators never see docstrings, decorators, annotations or f-string contents: th
 - stride:   a stride factor dropped (row * row_stride -> row), int64 offsets computed in int32,
             x.stride(0) -> x.shape[1] (rows assumed contiguous)
 - division: tl.math.div_rn(a, b) -> a / b (Triton's fp32 `/`: approximate on NVIDIA GPUs, exact
-            in the interpreter unless samplecheck.harness.gpu_division models it)
+            in the interpreter unless samplecheck.harness.gpu_math models it)
 """
 
 import ast
