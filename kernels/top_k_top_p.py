@@ -79,7 +79,8 @@ Exactness and determinism: masses are sums of exp(x - max) in 2**-40 fixed point
 Integer sums are exact in any order, so the cut depends neither on the summation order
 (hence not on the row stride, the launch parameters or which path found it) nor on the
 layouts Triton picks; the truncation costs < V * 2**-40 of the mass (< 3e-7 for
-V <= 2**18), far inside the oracle's 1e-5 top-p band. Counts and key compares are exact.
+V <= 2**18), and a GPU's fp32 `tl.exp` up to 64 ulp of each weight (3.8e-6 relative: ex2 of an
+fp32-rounded x * log2(e), docs/design.md), both inside the oracle's 1e-5 top-p band. Counts and key compares are exact.
 row_stride and V are specialized on divisibility by 16 so that aligned rows move as
 16-byte vectors; V == 1 is specialized to a constant; B (read only by the value checks) is
 not specialized.
