@@ -61,20 +61,20 @@ def gpu_fp32_math():
     """The interpreter's fp32 `/` and exp as a GPU's (module docstring), restored on exit."""
     from triton.runtime.interpreter import InterpreterBuilder
 
-    exact_fdiv, exact_exp = InterpreterBuilder.create_fdiv, InterpreterBuilder.create_exp
+    numpy_fdiv, numpy_exp = InterpreterBuilder.create_fdiv, InterpreterBuilder.create_exp
 
     def create_fdiv(self, lhs, rhs):
         if np.result_type(lhs.data, rhs.data) != np.float32:
-            return exact_fdiv(self, lhs, rhs)
+            return numpy_fdiv(self, lhs, rhs)
         return self.binary_op(lhs, rhs, gpu_quotient)
 
     def create_exp(self, arg):
         if arg.data.dtype != np.float32:
-            return exact_exp(self, arg)
+            return numpy_exp(self, arg)
         return self.unary_op(arg, gpu_exp)
 
     InterpreterBuilder.create_fdiv, InterpreterBuilder.create_exp = create_fdiv, create_exp
     try:
         yield
     finally:
-        InterpreterBuilder.create_fdiv, InterpreterBuilder.create_exp = exact_fdiv, exact_exp
+        InterpreterBuilder.create_fdiv, InterpreterBuilder.create_exp = numpy_fdiv, numpy_exp
