@@ -15,6 +15,7 @@ from samplecheck.harness.gpu_math import gpu_exp, gpu_fp32_math, gpu_quotient
 from samplecheck.inputs.recipes import LogitsRecipe, materialize
 from samplecheck.kernels.top_k_top_p import apply_top_k_top_p
 from samplecheck.oracles.top_k_top_p import top_k_top_p_reference
+from samplecheck.oracles.ulp import ulp32
 
 pytestmark = [pytest.mark.interpreter, pytest.mark.cpu_subject]
 
@@ -37,9 +38,7 @@ def _exps(x_ptr, out_ptr, N, BLOCK: tl.constexpr):
 def _ulps(got: np.ndarray, x: np.ndarray) -> np.ndarray:
     """|got - exp(x)| in units of the fp32 spacing at exp(x), as the H100's probe counted them."""
     exact = np.exp(x.astype(np.float64))
-    rounded = exact.astype(np.float32)
-    spacing = (np.nextafter(rounded, np.float32(np.inf)) - rounded).astype(np.float64)
-    return np.abs(got.astype(np.float64) - exact) / spacing
+    return np.abs(got.astype(np.float64) - exact) / ulp32(torch.from_numpy(exact)).numpy()
 
 
 def test_exp_is_off_as_a_gpus_is():
