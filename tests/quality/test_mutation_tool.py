@@ -11,7 +11,7 @@ from dataclasses import asdict
 
 import pytest
 
-from samplecheck.mutants import GENERATED_ENV
+from samplecheck.mutants import GENERATED_ENV, MUTANTS
 from samplecheck.tools.killtable import hunt
 from samplecheck.tools.mutation.generate import generate, importable, targets
 from samplecheck.tools.mutation.operators import ALL
@@ -20,6 +20,16 @@ from samplecheck.tools.mutation.operators import ALL
 # division, which it does not make (temperature's kernel does).
 ELSEWHERE = {"reorder": "sampling_params", "division": "temperature"}
 KERNEL_OF = {op: ELSEWHERE.get(op, "min_p") for op in ALL}
+
+
+@pytest.fixture(autouse=True)
+def registry_as_found():
+    """The process's mutant registry as before the test: `importable` registers what it imports,
+    and a later test in this worker must not see those generated mutants."""
+    saved = dict(MUTANTS)
+    yield
+    MUTANTS.clear()
+    MUTANTS.update(saved)
 
 
 @pytest.fixture(scope="module")
