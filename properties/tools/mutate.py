@@ -1,12 +1,14 @@
 """Mutation analysis of our kernels: generated mutants against the suite, scored.
 
-    samplecheck mutate [--kernels K ...] [--operators OP ...] [--sample N] [--mutants NAME ...] [--device D]
+    samplecheck mutate [--kernels K ...] [--modules M ...] [--operators OP ...] [--sample N] [--mutants NAME ...] [--device D]
                        [--profile P] [--workers N] [--timeout S] [--budget S] [--tests PATH ...]
                        [--dispositions FILE] [--out DIR] [--list]
     samplecheck mutate --merge DIR/mutation.json ... [--out DIR]
 
 Mutants come from `samplecheck.tools.mutation.generate` (standard operators over the kernel
-modules' code; see samplecheck.tools.mutation.operators); those that fail to import are
+modules' code and the helper modules they import; see samplecheck.tools.mutation.operators);
+`--modules` keeps those of the named modules of samplecheck.kernels (e.g. cut_search) among
+the selected kernels' (every kernel's by default); those that fail to import are
 dropped (counted in the report). They are written to OUT/mutants.json, which the
 SAMPLECHECK_GENERATED_MUTANTS variable makes resolvable by `pytest --sc-mutant=NAME` in every
 hunt's process; each runs the fast suite's tests of that mutant alone
@@ -58,16 +60,24 @@ def sample(mutants: list, per_group: int | None) -> list:
 
 
 def build(kernels: list[str] | None, operators: tuple[str, ...], per_group: int | None,
-          names: list[str] | None = None) -> tuple[list, list[str]]:
-    """The importable mutants of the selected kernels (those named in `names` alone, when
-    given), and the import failures."""
-    chosen = [t for t in targets() if kernels is None or t.kernel in kernels]
-    if kernels is not None and len(chosen) != len(set(kernels)):
-        known = ", ".join(t.kernel for t in targets())
-        raise SystemExit(f"--kernels: each must be one of {known}; got {' '.join(kernels)}")
-    mutants, failures = [], []
+          names: list[str] | None = None, modules: list[str] | None = None) -> tuple[list, list[str]]:
+    """The importable mutants of the selected kernels' targets (of the kernel-package modules
+    `modules` alone, when given; those named in `names` alone, when given), and the import
+    failures."""
+    every = targets()
+    for flag, wanted, known in (("--kernels", kernels, [t.kernel for t in every]),
+                                ("--modules", modules, [t.module.rsplit(".", 1)[-1] for t in every])):
+        unknown = sorted(set(wanted or ()) - set(known))
+        if unknown:
+            raise SystemExit(f"{flag}: each must be one of {', '.join(dict.fromkeys(known))}; got {' '.join(unknown)}")
+    chosen = [t for t in every if (kernels is None or t.kernel in kernels)
+              and (modules is None or t.module.rsplit(".", 1)[-1] in modules)]
+    mutants, failures, seen = [], [], set()
     for target in chosen:
-        for mutant in sample(generate(target, operators), per_group):
+        # A helper's patch reached through several importers is hunted through the first alone.
+        fresh = [m for m in generate(target, operators) if (m.kernel, m.module, m.find, m.replace) not in seen]
+        seen.update((m.kernel, m.module, m.find, m.replace) for m in fresh)
+        for mutant in sample(fresh, per_group):
             if names is not None and mutant.name not in names:
                 continue
             error = importable(mutant)
@@ -81,6 +91,8 @@ def build(kernels: list[str] | None, operators: tuple[str, ...], per_group: int 
 def main(argv=None) -> int:
     parser = flags.parser("mutate", __doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kernels", nargs="+", default=None, help="registry records (default: every Triton kernel)")
+    parser.add_argument("--modules", nargs="+", default=None,
+                        help="only these modules of samplecheck.kernels (entry or helper, e.g. cut_search)")
     parser.add_argument("--operators", nargs="+", default=list(ALL), choices=ALL)
     parser.add_argument("--sample", type=int, default=None, help="at most N mutants per kernel and operator")
     parser.add_argument("--mutants", nargs="+", default=None,
@@ -108,7 +120,7 @@ def main(argv=None) -> int:
     # The device is checked before mutants are generated (minutes), though --list needs none.
     chosen = None if args.list else flags.suite_flags(parser, args)
     start = time.monotonic()
-    mutants, failures = build(args.kernels, tuple(args.operators), args.sample, args.mutants)
+    mutants, failures = build(args.kernels, tuple(args.operators), args.sample, args.mutants, args.modules)
     missing = sorted(set(args.mutants or ()) - {m.name for m in mutants})
     if missing:
         raise SystemExit(f"--mutants: not generated (other --kernels, --sample or sources?): {' '.join(missing)}")

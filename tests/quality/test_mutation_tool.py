@@ -6,8 +6,10 @@ The full analysis (hundreds of mutants against the whole fast suite) runs on a G
 """
 
 import ast
+import importlib.util
 import json
 from dataclasses import asdict
+from pathlib import Path
 
 import pytest
 
@@ -34,7 +36,7 @@ def registry_as_found():
 
 @pytest.fixture(scope="module")
 def mutants():
-    chosen = {t.kernel: t for t in targets()}
+    chosen = {t.kernel: t for t in targets() if not t.via}
     return {kernel: generate(chosen[kernel]) for kernel in set(KERNEL_OF.values())}
 
 
@@ -49,10 +51,15 @@ def test_operator_yields_distinct_importable_mutants(operator, mutants):
         assert importable(m) is None, m.name
 
 
-def test_generated_mutant_is_killed_by_a_narrow_hunt(mutants, tmp_path, monkeypatch, device):
+@pytest.mark.parametrize("module, operator, find, replace", [
+    ("samplecheck.kernels.min_p", "compare", "(x < threshold)", "(x <= threshold)"),  # the entry module's
+    ("samplecheck.kernels.row_splits", "minmax", "tl.max(", "tl.min("),  # a helper's, through min_p's module
+])
+def test_generated_mutant_is_killed_by_a_narrow_hunt(module, operator, find, replace, tmp_path, monkeypatch, device):
     if device.type != "cpu":
         pytest.skip("the CPU sample of the tool; the GPU runs the full analysis")
-    [flip] = [m for m in mutants["min_p"] if "(x < threshold)" in m.find and "(x <= threshold)" in m.replace]
+    [target] = [t for t in targets() if t.kernel == "min_p" and t.module == module]
+    [flip] = [m for m in generate(target, (operator,)) if find in m.find and replace in m.replace]
     path = tmp_path / "mutants.json"
     path.write_text(json.dumps([asdict(flip)]))
     monkeypatch.setenv(GENERATED_ENV, str(path))
@@ -62,6 +69,34 @@ def test_generated_mutant_is_killed_by_a_narrow_hunt(mutants, tmp_path, monkeypa
     result = hunt(flip.name, "cpu", "ci", timeout=300, tests=[str(_suite_file("test_oracle_equivalence.py"))])
     assert result.killed, f"{flip.name} ({flip.description}) survived:\n{result.output}"
     assert "test_oracle_equivalence" in result.killer
+
+
+def test_helper_modules_are_targets_reached_through_their_importers():
+    """Each helper target's first `via` module imports its `roots` from it, and its last is the
+    entry module of its kernel's own target; no helper is a backend's entry module; the
+    selection kernels' cut search and split paths are among the helpers."""
+    every = targets()
+    entries = {t.kernel: t.module for t in every if not t.via}
+    helpers = [t for t in every if t.via]
+    for t in helpers:
+        importer = ast.parse(Path(importlib.util.find_spec(t.via[0]).origin).read_text())
+        imported = {a.name for node in ast.walk(importer) if isinstance(node, ast.ImportFrom) and node.module == t.module
+                    for a in node.names}
+        assert t.roots and set(t.roots) <= imported, t
+        assert t.via[-1] == entries[t.kernel] and t.module not in entries.values(), t
+    reached = {t.module.rsplit(".", 1)[-1] for t in helpers if t.kernel == "top_k_top_p"}
+    assert {"cut_search", "top_k_top_p_split", "top_k_split", "top_k_chunks", "cut_keys"} <= reached, reached
+
+
+def test_modules_option_keeps_the_named_helpers_mutants(tmp_path):
+    from samplecheck.tools.mutate import main
+
+    assert main(["--kernels", "min_p", "--modules", "row_splits", "--sample", "1", "--list", "--out", str(tmp_path)]) == 0
+    listed = json.loads((tmp_path / "mutants.json").read_text())
+    assert listed and {(m["module"], m["via"][-1]) for m in listed} == {("samplecheck.kernels.row_splits",
+                                                                         "samplecheck.kernels.min_p")}
+    with pytest.raises(SystemExit, match="--modules: each must be one of .*row_splits.*; got nowhere"):
+        main(["--kernels", "min_p", "--modules", "nowhere", "--list", "--out", str(tmp_path)])
 
 
 def _suite_file(name: str):

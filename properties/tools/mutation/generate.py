@@ -3,14 +3,19 @@
 Each kernel module with a registered `triton` backend is parsed; the code reachable from the
 backend's entry point (the entry function, the module functions it names, transitively, and
 the module's top-level assignments such as block sizes) is walked, and every operator of
-`samplecheck.tools.mutation.operators` proposes replacements for its nodes. A replacement
+`samplecheck.tools.mutation.operators` proposes replacements for its nodes. So is each helper
+module of the kernel package that such a module imports, directly or through other helpers
+(the cut search, the split paths, the guard, ...): from the names its importer takes from it
+(the definitions those reach, transitively), once per importer, the mutant reaching the entry
+point through that importer (`Mutant.via`). A module that is another backend's entry module
+is that backend's target, not a helper (the sampler's pipeline imports every op). A replacement
 becomes a source patch (find the node's lines, replace them with the node unparsed in
 place), widened by neighbouring lines until `find` occurs exactly once, as the mutant
 machinery requires. Kept are the patches that parse, change the module's syntax tree (not
 just its formatting), differ from every other kept mutant's tree and import.
 
-A mutant's name is `KERNEL-OPERATOR-HASH`, the hash of its module and patch: it stays the
-same while the patched lines do, so recorded dispositions follow it across runs.
+A mutant's name is `KERNEL-OPERATOR-HASH`, the hash of its module, patch and `via`: it stays
+the same while the patched lines do, so recorded dispositions follow it across runs.
 """
 
 import ast
@@ -26,44 +31,98 @@ from samplecheck.tools.mutation.operators import ALL, OPERATORS, reorder
 
 KERNEL_PACKAGE = "samplecheck.kernels."
 DEVICES = ("cpu", "cuda")
+# Modules whose code runs on some devices alone: their mutants change behaviour only there.
+MODULE_DEVICES = {
+    "samplecheck.kernels.launching": ("cuda",),  # under the interpreter its `jit` is triton.jit's own
+}
 ATOMS = (ast.Name, ast.Attribute, ast.Call, ast.Subscript)
 
 
 @dataclass(frozen=True)
 class Target:
-    """A kernel module under mutation: the registry record and the entry point it backs."""
+    """A kernel module under mutation, for the registry record `kernel` whose backend calls
+    `entry` (module docstring)."""
 
     kernel: str
     module: str
     entry: str
+    # A helper module's importer, then the modules on to the one holding `entry` (as `Mutant.via`);
+    # empty for the entry module itself.
+    via: tuple[str, ...] = ()
+    # A helper's names that its importer takes: where mutation starts in it (an entry module's
+    # start is `entry` and every top-level assignment).
+    roots: tuple[str, ...] = ()
 
 
 def targets() -> list[Target]:
-    """Our Triton kernels: every registered backend named `triton` in samplecheck.kernels."""
+    """Our Triton kernels: every registered backend named `triton` in samplecheck.kernels, each
+    followed by the helper modules it imports (`helpers`)."""
     from samplecheck.harness.plugins import register_all
     from samplecheck.registry.matrix import REGISTRY
 
     if not REGISTRY:
         register_all()
-    found = []
-    for info in REGISTRY.values():
-        for backend in info.backends:
-            module, _, entry = backend.target.partition(":")
-            if backend.name == "triton" and module.startswith(KERNEL_PACKAGE):
-                found.append(Target(info.name, module, entry))
+    entries = [Target(info.name, module, entry) for info in REGISTRY.values() for backend in info.backends
+               for module, _, entry in [backend.target.partition(":")]
+               if backend.name == "triton" and module.startswith(KERNEL_PACKAGE)]
+    entry_modules = {t.module for t in entries}
+    return [found for t in entries for found in (t, *helpers(t, entry_modules))]
+
+
+def _kernel_imports(module: str) -> dict[str, tuple[str, ...]]:
+    """The kernel-package modules `module` imports names from (`from ... import ...` at any
+    level), with those names."""
+    imports: dict[str, tuple[str, ...]] = {}
+    for node in ast.walk(ast.parse(Path(importlib.util.find_spec(module).origin).read_text())):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(KERNEL_PACKAGE):
+            imports[node.module] = imports.get(node.module, ()) + tuple(a.name for a in node.names)
+    return imports
+
+
+def helpers(target: Target, entry_modules: set[str]) -> list[Target]:
+    """A target per (helper module, importer) reached from `target`'s module through kernel-package
+    imports, breadth first (each importer's chain to the entry module is the first found), none
+    through or into another target's entry module."""
+    chain = {target.module: (target.module,)}  # module -> itself, then the importers up to the entry module
+    found, todo = [], [target.module]
+    while todo:
+        importer = todo.pop(0)
+        for helper, names in _kernel_imports(importer).items():
+            if helper in entry_modules:
+                continue
+            found.append(Target(target.kernel, helper, target.entry, via=chain[importer], roots=names))
+            if helper not in chain:
+                chain[helper] = (helper, *chain[importer])
+                todo.append(helper)
     return found
 
 
-def _reachable(tree: ast.Module, entry: str) -> list[ast.FunctionDef]:
-    """The module's functions that `entry` reaches by name, transitively."""
-    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
-    seen, todo = [], [entry]
+def _reached(tree: ast.Module, names: tuple[str, ...]) -> list[ast.stmt]:
+    """The module's top-level definitions (functions, classes, assignments to a name) that
+    `names` reach by name, transitively, in source order."""
+    defined = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            defined[node.name] = node
+        elif isinstance(node, ast.Assign):
+            defined.update((name.id, node) for name in node.targets if isinstance(name, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            defined[node.target.id] = node
+    seen, todo = [], list(names)
     while todo:
-        name = todo.pop()
-        if name in functions and functions[name] not in seen:
-            seen.append(functions[name])
-            todo += [n.id for n in ast.walk(functions[name]) if isinstance(n, ast.Name)]
-    return sorted(seen, key=lambda f: f.lineno)
+        node = defined.get(todo.pop())
+        if node is not None and node not in seen:
+            seen.append(node)
+            todo += [n.id for n in ast.walk(node) if isinstance(n, ast.Name)]
+    return sorted(seen, key=lambda n: n.lineno)
+
+
+def _roots(tree: ast.Module, target: Target) -> list[ast.stmt]:
+    """Where mutation starts in `target`'s module (the `Target.roots` field's contract)."""
+    if target.via:
+        return _reached(tree, target.roots)
+    assignments = [n for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))]
+    return assignments + [n for n in _reached(tree, (target.entry,)) if isinstance(n, ast.FunctionDef)]
 
 
 def _executable(node: ast.AST) -> Iterator[ast.AST]:
@@ -136,26 +195,26 @@ def _device_entries(tree: ast.Module) -> dict[int, str]:
     return devices
 
 
-def _edits(tree: ast.Module, source: Source, entry: str,
-           operators: tuple[str, ...]) -> Iterator[tuple[str, int, str, int, int, str, tuple[str, ...]]]:
-    """(operator, line, description, start, end, new text, devices) for every proposed replacement."""
+def _edits(tree: ast.Module, source: Source, roots: list[ast.stmt], operators: tuple[str, ...],
+           devices: tuple[str, ...]) -> Iterator[tuple[str, int, str, int, int, str, tuple[str, ...]]]:
+    """(operator, line, description, start, end, new text, devices) for every proposed replacement
+    in the code of `roots`, in a module whose code runs on `devices`."""
     per_device = _device_entries(tree)
-    roots = [n for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign))] + _reachable(tree, entry)
     for root in roots:
         for node in _executable(root):
             for name in operators:
                 if name in OPERATORS:
+                    where = (per_device[id(node)],) if id(node) in per_device else devices
                     for new, what in OPERATORS[name](node):
                         start, end = source.span(node)
-                        devices = (per_device[id(node)],) if id(node) in per_device else DEVICES
-                        yield name, node.lineno, what, start, end, _unparsed(new), devices
+                        yield name, node.lineno, what, start, end, _unparsed(new), where
             if "reorder" in operators:
                 for field in ("body", "orelse"):
                     body = getattr(node, field, None)
                     for first, second, what in reorder(body if isinstance(body, list) else []):
                         (start, mid), (mid2, end) = source.span(first), source.span(second)
                         text = source.segment(mid2, end) + source.segment(mid, mid2) + source.segment(start, mid)
-                        yield "reorder", first.lineno, what, start, end, text, DEVICES
+                        yield "reorder", first.lineno, what, start, end, text, devices
 
 
 def generate(target: Target, operators: tuple[str, ...] = ALL) -> list[Mutant]:
@@ -166,7 +225,9 @@ def generate(target: Target, operators: tuple[str, ...] = ALL) -> list[Mutant]:
     source = Source(text)
     seen = {ast.dump(tree)}
     found = []
-    for operator, line, what, start, end, new, devices in _edits(tree, source, target.entry, operators):
+    through = "".join(f" via {module.rsplit('.', 1)[-1]}" for module in target.via[:1])
+    runs_on = MODULE_DEVICES.get(target.module, DEVICES)
+    for operator, line, what, start, end, new, devices in _edits(tree, source, _roots(tree, target), operators, runs_on):
         patched = source.segment(0, start) + new + source.segment(end, len(source.data))
         try:
             dump = ast.dump(ast.parse(patched))
@@ -176,12 +237,13 @@ def generate(target: Target, operators: tuple[str, ...] = ALL) -> list[Mutant]:
             continue
         seen.add(dump)
         find, replace = source.patch(start, end, new)
-        digest = hashlib.sha1(f"{target.module}\0{find}\0{replace}".encode()).hexdigest()[:8]
+        key = "\0".join((target.module, find, replace, *target.via))
+        digest = hashlib.sha1(key.encode()).hexdigest()[:8]
         found.append(Mutant(
             name=f"{target.kernel}-{operator}-{digest}", kernel=target.kernel, module=target.module,
             entry=target.entry, find=find, replace=replace,
-            description=f"{operator}: {what} ({path.name}:{line})", ref="generated by samplecheck mutate",
-            devices=devices))
+            description=f"{operator}: {what} ({path.name}:{line}{through})", ref="generated by samplecheck mutate",
+            devices=devices, via=target.via))
     return found
 
 
