@@ -19,6 +19,7 @@ the same while the patched lines do, so recorded dispositions follow it across r
 """
 
 import ast
+import functools
 import hashlib
 import importlib.util
 from collections.abc import Iterator
@@ -69,31 +70,55 @@ def targets() -> list[Target]:
     return [found for t in entries for found in (t, *helpers(t, entry_modules))]
 
 
+@functools.cache
+def _module_tree(module: str) -> ast.Module:
+    return ast.parse(Path(importlib.util.find_spec(module).origin).read_text())
+
+
 def _kernel_imports(module: str) -> dict[str, tuple[str, ...]]:
     """The kernel-package modules `module` imports names from (`from ... import ...` at any
     level), with those names."""
     imports: dict[str, tuple[str, ...]] = {}
-    for node in ast.walk(ast.parse(Path(importlib.util.find_spec(module).origin).read_text())):
+    for node in ast.walk(_module_tree(module)):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(KERNEL_PACKAGE):
             imports[node.module] = imports.get(node.module, ()) + tuple(a.name for a in node.names)
     return imports
 
 
+def _used(module: str, target: Target, roots: set[str]) -> set[str]:
+    """The names the code of `module` that `target`'s entry point reaches uses: from its entry
+    (`target`'s own module) or from `roots` (a helper's names its importers use)."""
+    tree = _module_tree(module)
+    reached = _roots(tree, target) if module == target.module else _reached(tree, tuple(sorted(roots)))
+    return {n.id for node in reached for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
 def helpers(target: Target, entry_modules: set[str]) -> list[Target]:
-    """A target per (helper module, importer) reached from `target`'s module through kernel-package
-    imports, breadth first (each importer's chain to the entry module is the first found), none
-    through or into another target's entry module."""
+    """A target per (helper module, importer) that `target`'s entry point reaches through
+    kernel-package imports, none through or into another target's entry module. Its roots are
+    the names the importer takes from the helper and uses in code the entry point reaches (over
+    every importer's reach, to a fixed point), so code no path of the entry point runs is not
+    mutated; its `via`, the importer's chain to the entry module first found breadth first."""
     chain = {target.module: (target.module,)}  # module -> itself, then the importers up to the entry module
-    found, todo = [], [target.module]
+    roots: dict[str, set[str]] = {target.module: set()}
+    todo = [target.module]
     while todo:
         importer = todo.pop(0)
+        used = _used(importer, target, roots[importer])
         for helper, names in _kernel_imports(importer).items():
-            if helper in entry_modules:
+            wanted = set(names) & used
+            if helper in entry_modules or wanted <= roots.get(helper, set()):
                 continue
-            found.append(Target(target.kernel, helper, target.entry, via=chain[importer], roots=names))
-            if helper not in chain:
-                chain[helper] = (helper, *chain[importer])
-                todo.append(helper)
+            roots[helper] = roots.get(helper, set()) | wanted
+            chain.setdefault(helper, (helper, *chain[importer]))
+            todo.append(helper)
+    found = []
+    for importer in chain:
+        used = _used(importer, target, roots[importer])
+        found += [Target(target.kernel, helper, target.entry, via=chain[importer],
+                         roots=tuple(n for n in names if n in used))
+                  for helper, names in _kernel_imports(importer).items()
+                  if helper not in entry_modules and used.intersection(names)]
     return found
 
 
