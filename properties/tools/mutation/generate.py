@@ -50,8 +50,8 @@ class Target:
     # A helper module's importer, then the modules on to the one holding `entry` (as `Mutant.via`);
     # empty for the entry module itself.
     via: tuple[str, ...] = ()
-    # A helper's names that its importer takes: where mutation starts in it (an entry module's
-    # start is `entry` and every top-level assignment).
+    # A helper's names that its importer takes and uses in code the entry point reaches: where
+    # mutation starts in it (an entry module's start is `entry` and every top-level assignment).
     roots: tuple[str, ...] = ()
 
 
