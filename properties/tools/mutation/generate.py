@@ -6,8 +6,9 @@ the module's top-level assignments such as block sizes) is walked, and every ope
 `samplecheck.tools.mutation.operators` proposes replacements for its nodes. So is each helper
 module of the kernel package that such a module imports, directly or through other helpers
 (the cut search, the split paths, the guard, ...): from the names its importer takes from it
-(the definitions those reach, transitively), once per importer, the mutant reaching the entry
-point through that importer (`Mutant.via`). A module that is another backend's entry module
+and uses in code the entry point reaches (`helpers`; the definitions those reach,
+transitively), once per importer, the mutant reaching the entry point through that importer
+(`Mutant.via`). A module that is another backend's entry module
 is that backend's target, not a helper (the sampler's pipeline imports every op). A replacement
 becomes a source patch (find the node's lines, replace them with the node unparsed in
 place), widened by neighbouring lines until `find` occurs exactly once, as the mutant
