@@ -14,6 +14,7 @@ meets the cases it would meet alone.
 """
 
 import os
+import tempfile
 import time
 from pathlib import Path
 
@@ -72,9 +73,15 @@ class Kills:
         name = self.mutant_by_test.get(report.nodeid)
         if name is None or report.when != "call" or not report.failed:
             return
-        try:
-            handle = os.open(self.folder / name, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-        except FileExistsError:  # another worker killed it first
-            return
+        # Written whole under another name, then linked to DIR/<mutant>: a reader (the kill
+        # table polls the folder) never sees the file without both lines, and the link fails
+        # where another worker killed the mutant first.
+        handle, written = tempfile.mkstemp(dir=self.folder, prefix=f".{name}-")
         with os.fdopen(handle, "w") as out:
             out.write(f"{report.nodeid}\n{time.time():.3f}\n")
+        try:
+            os.link(written, self.folder / name)
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(written)
