@@ -55,7 +55,7 @@ from samplecheck.kernels.launching import jit
 from samplecheck.kernels.runtime import cdiv, check_launchable, device_kind, first_fitting, is_interpreted
 from samplecheck.kernels.guard import (CHECK_BLOCK, FLOAT32_MAX, FLOAT32_MAX_JIT, INT64_MAX_JIT, ValueGuard,
                                       record_failed, rows_in_range)
-from samplecheck.kernels.validation import INDEX_MAX, check_logits, check_row_param, guard_range
+from samplecheck.kernels.validation import INDEX_MAX, check_logits, check_row_param, check_sampled_vocab, guard_range
 
 HASH_SEED = 0x5EED5A3D
 # Launch menu (`plan`): BLOCK_V is the first of BLOCK_V_MENU that holds the vocab, else the
@@ -83,8 +83,7 @@ def check_gumbel(logits, seeds, positions, temperature, guard: ValueGuard | None
     >= 0, or None; all on the logits' device. V >= 1. The value checks are added to `guard`
     (a new one if None), which is returned."""
     check_logits(logits)
-    if logits.size(1) == 0:
-        raise ValueError("logits must have vocab >= 1 (a sampled id lies in [0, vocab)); got vocab 0")
+    check_sampled_vocab(logits)
     guard = ValueGuard(logits.device, "gumbel_sample") if guard is None else guard
     check_row_param("seeds", seeds, logits, (torch.int64,))
     check_row_param("positions", positions, logits, (torch.int64,))

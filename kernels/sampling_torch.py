@@ -10,6 +10,7 @@ Contracts (records `top_k_top_p_sample`, `min_p_sample`, `softmax`):
   The draw consumes the same random numbers whatever the values (one per row on CPU, one
   exponential per entry on CUDA), so a row's id depends only on its own logits, the seed
   and its row index (not batch-invariant: the stream follows the row index).
+- Sampling needs V >= 1 (ValueError on an empty vocabulary).
 - A row with no valid distribution (NaN, +inf, or no finite entry: only poisoned rows)
   returns id 0, as FlashInfer does, instead of raising.
 - Softmax: `softmax_torch(logits, temperature=None)` -> fp32 [B, V] probabilities of
@@ -21,7 +22,8 @@ import torch
 
 from samplecheck.kernels.min_p import apply_min_p_torch
 from samplecheck.kernels.top_k_top_p_torch import apply_top_k_top_p_torch
-from samplecheck.kernels.validation import check_min_p, check_seed, check_softmax_temperature, check_top_k_top_p
+from samplecheck.kernels.validation import (check_min_p, check_sampled_vocab, check_seed, check_softmax_temperature,
+                                            check_top_k_top_p)
 
 
 def multinomial_rows(logits: torch.Tensor, seed: int) -> torch.Tensor:
@@ -40,6 +42,7 @@ def top_k_top_p_sample_torch(logits: torch.Tensor, *, k: torch.Tensor | None = N
     """samplecheck.kernels.top_k_top_p_torch (sort-based, keep_all_ties, top-p on the renormalised
     survivors, fp32 mass) on a clone, then torch.multinomial over its fp32 softmax."""
     check_top_k_top_p(logits, k, p).check_now()  # before the clone, which would hide the caller's layout
+    check_sampled_vocab(logits)
     check_seed("seed", seed)
     if logits.size(0) == 0:
         return torch.empty(0, dtype=torch.int64, device=logits.device)
@@ -51,6 +54,7 @@ def min_p_sample_torch(logits: torch.Tensor, *, min_p: torch.Tensor | None = Non
     """samplecheck.kernels.min_p's PyTorch fallback (log space, fp32 threshold) on a clone, then
     torch.multinomial over its fp32 softmax."""
     check_min_p(logits, min_p).check_now()  # before the clone, which would hide the caller's layout
+    check_sampled_vocab(logits)
     check_seed("seed", seed)
     if logits.size(0) == 0:
         return torch.empty(0, dtype=torch.int64, device=logits.device)

@@ -92,6 +92,12 @@ def guard_range(guard: ValueGuard, name: str, value: torch.Tensor, allowed: str,
     guard.check(name, check.describe, check)
 
 
+def check_sampled_vocab(logits: torch.Tensor) -> None:
+    """A sampler's logits have a column to sample (a sampled id lies in [0, vocab))."""
+    if logits.size(1) == 0:
+        raise ValueError("logits must have vocab >= 1 (a sampled id lies in [0, vocab)); got vocab 0")
+
+
 def check_seed(name: str, seed) -> None:
     """A Python int that `torch.Generator.manual_seed` takes: in [-2**63, 2**64 - 1]."""
     if not isinstance(seed, int) or isinstance(seed, bool):

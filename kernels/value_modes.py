@@ -218,7 +218,13 @@ def raise_pending() -> None:
                 if pool is active:
                     pool.reset()
     if first is not None:
-        raise first
+        try:
+            raise first
+        finally:
+            # The error's traceback holds this frame: a local naming the error would make a
+            # reference cycle, and keep the caller's frames and their tensors (device memory)
+            # alive until Python's cyclic collector runs.
+            first = None
 
 
 def drop_pending() -> None:

@@ -84,6 +84,12 @@ def logits_errors(**valid) -> tuple[ErrorInput, ...]:
     )
 
 
+def sampler_logits_errors(**valid) -> tuple[ErrorInput, ...]:
+    """The bad logits a sampler also rejects: an empty vocabulary (no id to sample), beside the
+    record's `valid` other arguments for two rows."""
+    return rejected("logits", ValueError, r"logits must have vocab >= 1", {"empty vocab": zeros_on(2, 0)}, **valid)
+
+
 def row_shape(name: str) -> str:
     """The message of a per-row argument of the wrong shape (two rows)."""
     return rf"{name} must have shape \[batch\] = \[2\]"

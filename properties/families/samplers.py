@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import torch
 from hypothesis import strategies as st
 
+from samplecheck.families.errors import sampler_logits_errors
 from samplecheck.families.rows import row_args
 from samplecheck.inputs.pools import pools, row_pools, sampled_rows
 from samplecheck.inputs.recipes import LogitsRecipe
@@ -130,7 +131,7 @@ def sampler_of(masking: KernelInfo, *, name: str, backends, semantics=None, **fi
     the masking record's, and `fields` anything else (tolerance, examples, ...)."""
     derived = dict(cases=masking.cases, make_args=with_seed(masking.make_args),
                    reference=dataclasses.replace(masking.reference, ignores=("seed",)), check=check_ids,
-                   tolerance=masking.tolerance, law=masking.law, error_inputs=seeded_errors(masking.error_inputs),
+                   tolerance=masking.tolerance, law=masking.law, error_inputs=seeded_errors(masking.error_inputs + sampler_logits_errors()),
                    semantics={**masking.semantics, **(semantics or {}), **SAMPLER_SEMANTICS},
                    sample=sample_by_repeating, extra_memory=sample_memory, off_encodings=masking.off_encodings)
     return SamplerInfo(name=name, backends=backends, **{**derived, **fields})

@@ -3,16 +3,16 @@ time, and each worker's cache kept to its share.
 
 xdist workers share the GPUs, and a dozen 4+ GB buffers at once exhaust even an H200 (the
 other workers' tests then fail on OOM). A test whose buffers are that large builds and frees
-them inside `big_buffers(device)`: it gives its own cache back, takes a file lock keyed by the
-GPU's UUID (so processes that see the GPU under another index, CUDA_VISIBLE_DEVICES, share it)
-and waits (at most BIG_WAIT_S) until enough of the GPU is free (`free_bytes_wanted`: its
-declared peak and a margin, at most BIG_FREE_SHARE of the GPU), clears the frames
-of a failure's traceback (Hypothesis keeps every failure to report it: the frames would hold
-on to their buffers) and gives the cached memory back before the next holder of the lock runs.
-After each test, `release_cache` gives a worker's cached memory back while another worker
-holds the lock, or when the worker caches more than its share (`cache_share`): so the caches
-of a gate's 24 processes on an 80 GiB GPU (1.7 GiB each) leave room for the largest buffers
-(35 GiB, far id lists).
+them inside `big_buffers(device)`: it gives its own memory back (its cache and its garbage,
+`give_back_memory`), takes a file lock keyed by the GPU's UUID (so processes that see the GPU
+under another index, CUDA_VISIBLE_DEVICES, share it) and waits (at most BIG_WAIT_S) until
+enough of the GPU is free (`free_bytes_wanted`: its declared peak and a margin, at most
+BIG_FREE_SHARE of the GPU), clears the frames of a failure's traceback (Hypothesis keeps every
+failure to report it: the frames would hold on to their buffers) and gives the memory back
+before the next holder of the lock runs. After each test, `release_cache` gives a worker's
+memory back while another worker holds the lock, or when the worker caches more than its
+share (`cache_share`): so the caches of a gate's 24 processes on an 80 GiB GPU (1.7 GiB each)
+leave room for the largest buffers (35 GiB, far id lists).
 A block that declares its peak (`need_bytes`) is skipped on a GPU with less memory in all.
 On a CPU `big_buffers` only clears the failure's frames.
 """
@@ -20,6 +20,7 @@ On a CPU `big_buffers` only clears the failure's frames.
 import contextlib
 import fcntl
 import functools
+import gc
 import math
 import os
 import tempfile
@@ -71,17 +72,26 @@ def big_buffers(device: torch.device, need_bytes: int = 0, what: str = "the test
                 pytest.skip(f"{what} needs {need_bytes / 2**30:.1f} GiB of GPU memory; this GPU has "
                             f"{total / 2**30:.1f} GiB in all")
             lock = stack.enter_context(gpu_lock(device).open("w"))
-            # Its cache back before it queues: while it waits for the lock, the holder waits for
-            # free memory, which a queued worker's cache would keep from it.
-            torch.cuda.empty_cache()
+            # Its memory back before it queues: while it waits for the lock, the holder waits for
+            # free memory, which a queued worker's cache or garbage would keep from it.
+            give_back_memory()
             fcntl.flock(lock, fcntl.LOCK_EX)
-            stack.callback(torch.cuda.empty_cache)
+            stack.callback(give_back_memory)
             _wait_for_free_memory(device, free_bytes_wanted(total, need_bytes))
         try:
             yield
         except BaseException as error:
             traceback.clear_frames(error.__traceback__)
             raise
+
+
+def give_back_memory() -> None:
+    """Give the worker's device memory that nothing reachable uses back to the driver: its
+    unreachable reference cycles collected first (a tensor in one, e.g. the frames of a caught
+    error's traceback, stays allocated until Python's cyclic collector runs, which an idle or
+    waiting process may not do for minutes), then its cache emptied."""
+    gc.collect()
+    torch.cuda.empty_cache()
 
 
 def free_bytes_wanted(total: int, need_bytes: int) -> int:
@@ -94,7 +104,7 @@ def free_bytes_wanted(total: int, need_bytes: int) -> int:
 def _wait_for_free_memory(device: torch.device, wanted: int) -> None:
     """Wait until `wanted` bytes of `device` are free, at most BIG_WAIT_S; past it, warn with
     the GPU's processes and their memory (the run's warnings summary names the test) and go on.
-    The caller gave its cache back before it queued for the lock."""
+    The caller gave its memory back before it queued for the lock."""
     deadline = time.monotonic() + BIG_WAIT_S
     while time.monotonic() < deadline:
         free, total = torch.cuda.mem_get_info(device)
@@ -139,7 +149,7 @@ def cache_share(device: torch.device) -> int:
 
 
 def release_cache(device: torch.device) -> None:
-    """After a test on `device` (a GPU): give the worker's cached memory back when it holds
-    more than its share, or while another worker holds big buffers."""
+    """After a test on `device` (a GPU): give the worker's memory back (`give_back_memory`)
+    when it caches more than its share, or while another worker holds big buffers."""
     if torch.cuda.memory_reserved(device) > cache_share(device) or _big_buffers_held(device):
-        torch.cuda.empty_cache()
+        give_back_memory()

@@ -2,7 +2,8 @@
 
 import torch
 
-from samplecheck.families.errors import INF, NAN, dtype_message, floats, ids, logits_errors, rejected, row_shape
+from samplecheck.families.errors import (INF, NAN, dtype_message, floats, ids, logits_errors, rejected, row_shape,
+                                         sampler_logits_errors)
 from samplecheck.families.samplers import (INT64_MAX, INT64_MIN, GumbelCase, SamplerInfo, gumbel_args, gumbel_cases,
                                          gumbel_check, gumbel_distribution_cases, gumbel_memory, gumbel_sampling_law,
                                          gumbel_targets, sample_gumbel)
@@ -11,12 +12,12 @@ from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.oracles.gumbel import gumbel_reference
 from samplecheck.registry.layouts import LAYOUTS
 from samplecheck.registry.matrix import register
-from samplecheck.registry.records import ALL_DTYPES, Backend, Oracle, RegressionExample, per_dtype, zeros_on
+from samplecheck.registry.records import ALL_DTYPES, Backend, Oracle, RegressionExample, per_dtype
 
 VALID = {"seeds": ids([1, 2]), "positions": ids([0, 5]), "temperature": None}
 GUMBEL_ERRORS = (
     logits_errors(**VALID)
-    + rejected("logits", ValueError, r"logits must have vocab >= 1", {"empty vocab": zeros_on(2, 0)}, **VALID)
+    + sampler_logits_errors(**VALID)
     + rejected("seeds", TypeError, dtype_message("seeds", "int64"), {"int32 seeds": ids([1, 2], torch.int32)}, **VALID)
     + rejected("seeds", ValueError, row_shape("seeds"), {"seeds of wrong length": ids([1])}, **VALID)
     + rejected("seeds", TypeError, r"seeds is required: an int64 tensor of shape \[batch\]", {

@@ -124,6 +124,11 @@ class Backend:
     # measured and reported (a warning and the test's `measured` property), never failed.
     batch_invariant: bool | None = None
 
+    @property
+    def ours(self) -> bool:
+        """Whether it is a kernel we ship (samplecheck.kernels) or a mutant of one."""
+        return self.target.startswith(("samplecheck.kernels.", "samplecheck.mutants:"))
+
     def resolve(self) -> Callable:
         module, _, attr = self.target.partition(":")
         return getattr(importlib.import_module(module), attr)

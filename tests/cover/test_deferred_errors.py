@@ -4,7 +4,13 @@ eager message; without `raise_pending()`, it comes from a later call once the fl
 it is shipped (after the pools turn over), with a message naming the parameter when the bad
 call is too far back to describe. `raise_pending()` resolves every pending call, raising the
 first failure's error only; `drop_pending()` resolves them raising none, and each drawn example
-starts with it, so an example never raises an earlier one's error."""
+starts with it, so an example never raises an earlier one's error. A raised deferred error
+holds no reference cycle: once dropped, the catching frame's tensors are freed at once (a
+big-buffer test's far batch must leave device memory when its block ends, not when Python's
+cyclic collector next runs)."""
+
+import gc
+import weakref
 
 import pytest
 import torch
@@ -97,3 +103,35 @@ def test_an_example_starts_without_earlier_failures(combo, device, budget, data)
         _call(BAD, device)
         draw_case(data, combo, combo.info.cases(budget))
         raise_pending()
+
+
+def _raise_by_pending(device):
+    raise_pending()
+
+
+def _raise_by_a_later_call(device):
+    for _ in range(3 * value_modes.POOL_SLOTS):
+        _call(GOOD, device)
+
+
+def _caught(raise_error, device) -> weakref.ref:
+    """A bad deferred call's error raised by `raise_error` and caught in this frame, beside a
+    tensor of the frame's own; a weak reference to that tensor."""
+    held = torch.empty(4, device=device)
+    with value_checks("deferred"):
+        _call(BAD, device)
+        with pytest.raises(ValueError):
+            raise_error(device)
+        raise_pending()
+    return weakref.ref(held)
+
+
+@pytest.mark.parametrize("raise_error", [_raise_by_pending, _raise_by_a_later_call],
+                         ids=["raise_pending", "a_later_call"])
+def test_a_caught_deferred_error_keeps_no_frame_alive(small_pools, device, raise_error):
+    gc.collect()
+    gc.disable()
+    try:
+        assert _caught(raise_error, device)() is None, "the catching frame's tensor outlived it (a reference cycle)"
+    finally:
+        gc.enable()

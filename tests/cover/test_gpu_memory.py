@@ -1,13 +1,16 @@
 """GPU memory shared by the workers of a run (samplecheck.harness.big_buffers): a worker gives
 its cache back past its share of the GPU, while another worker holds big buffers, and before
-it queues for them; a holder of big buffers waits for the free memory its declared need asks
+it queues for them, its unreachable reference cycles collected first, and a holder gives both
+back when its block ends; a holder of big buffers waits for the free memory its declared need asks
 for first, and one that waited in vain warns, naming the GPU's processes; a GPU smaller in all
 than a holder's declared need skips the test. torch.cuda is stood in for, so this runs without
 a GPU."""
 
 import fcntl
+import gc
 import os
 import types
+import weakref
 
 import pytest
 import torch
@@ -191,3 +194,42 @@ def test_a_gpu_too_small_for_the_buffers_skips_naming_both_sizes(gpu):
     with big_buffers.big_buffers(GPU, 48 * GIB, "a far list"):
         ran = True
     assert ran and gpu.emptied > 0
+
+
+class InACycle:
+    """An object only a reference cycle keeps: allocated until the cyclic collector runs."""
+
+    def __init__(self):
+        self.itself = self
+
+
+@pytest.fixture
+def garbage_at_each_give_back(gpu, monkeypatch):
+    """With the cyclic collector off, an unreachable cycle made now and after each empty_cache;
+    for each empty_cache, whether the cycle made before it was collected by then."""
+    collected, previous = [], [weakref.ref(InACycle())]
+
+    def empty_cache():
+        collected.append(previous.pop()() is None)
+        previous.append(weakref.ref(InACycle()))
+        StandInGpu.empty_cache(gpu)
+
+    monkeypatch.setattr(torch.cuda, "empty_cache", empty_cache)
+    was_enabled = gc.isenabled()
+    gc.disable()
+    yield collected
+    if was_enabled:
+        gc.enable()
+
+
+@pytest.mark.cpu_subject
+def test_memory_goes_back_with_the_garbage_of_the_worker(garbage_at_each_give_back, tmp_path):
+    """A tensor in a reference cycle (the frames of a caught error's traceback) is memory that
+    emptying the cache cannot give back: a holder waiting for it would wait out BIG_WAIT_S."""
+    collected = garbage_at_each_give_back
+    with big_buffers.big_buffers(GPU):  # gives back before it queues, and when the block ends
+        pass
+    with (tmp_path / "gpu.lock").open("w") as holder:
+        fcntl.flock(holder, fcntl.LOCK_EX)  # another worker, in big_buffers
+        big_buffers.release_cache(GPU)
+    assert collected == [True, True, True]
