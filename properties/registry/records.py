@@ -102,6 +102,12 @@ class Backend:
     # any drawn). The properties that must see every path run each case under each
     # (test_every_path_gives_the_same_bits, test_memory_safety). Empty: the path the sizes pick.
     paths: dict[str, dict] = dataclasses.field(default_factory=dict, hash=False)
+    # {path name: shape(device type) -> (batch, vocab)}: the launch paths that the call's sizes
+    # pick (not forced by knobs, unlike `paths`), each with a shape that takes it on that device
+    # (given the parameters the path needs, e.g. top-k alone). Value checks made inside a
+    # path's own kernels meet bad values there: each error input runs at each shape too
+    # (test_error_inputs_on_each_launch_path). Empty: the error inputs' own shape alone.
+    path_shapes: dict[str, Callable] = dataclasses.field(default_factory=dict, hash=False)
     # {axis: value} along the axes of samplecheck.registry.semantics where it departs from the
     # record's strict default (e.g. its tie policy); each value swaps in that axis's oracle
     # branch for this backend alone.
@@ -135,13 +141,14 @@ class Backend:
 
 
 def triton_and_torch(triton: str, torch_fallback: str, fallback_memory: str, *,
-                     torch_capturable: bool = False) -> tuple[Backend, Backend]:
+                     torch_capturable: bool = False, path_shapes: dict | None = None) -> tuple[Backend, Backend]:
     """Our two implementations of a kernel, by target: the Triton kernel ("triton"), CUDA-graph
     capturable, batch invariant and honouring an enclosing guard flag, and its PyTorch fallback ("torch"), which
     allocates beyond the record's memory bound by design (`fallback_memory` says how) and is
     capturable when `torch_capturable` says so (a fallback that picks rows with nonzero()
-    synchronises with the host)."""
-    return (Backend("triton", triton, capturable=True, guard_flag=True, batch_invariant=True),
+    synchronises with the host). `path_shapes`: the Triton kernel's (Backend.path_shapes)."""
+    return (Backend("triton", triton, capturable=True, guard_flag=True, batch_invariant=True,
+                    path_shapes=path_shapes or {}),
             Backend("torch", torch_fallback, marks=(beyond_memory_bound(fallback_memory),),
                     capturable=torch_capturable))
 

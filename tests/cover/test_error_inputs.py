@@ -15,6 +15,14 @@ nothing: in each value-check mode that raises (docs/validation.md).
   one-row call's device check sees its bad value).
 The last two apply to value errors only; a layout error raised in the call skips them.
 
+On each launch path (`test_error_inputs_on_each_launch_path`): a backend whose call's sizes
+pick among launch paths, each checking values in kernels of its own (`Backend.path_shapes`),
+gets each error input again at each declared shape: zero logits of that shape and each
+argument's rows repeated to its batch (row r: row r % 2). Deferred, the call raises the
+declared error and changes nothing, whichever path the input's parameters take there. Inputs
+about the logits or an id list (whose allowed ids change with the vocabulary), and layout
+errors (raised in the call, before any path), keep their own shape only.
+
 Beside an empty vocabulary (`test_error_inputs_beside_an_empty_vocabulary`): the same bad
 argument with the logits cut to [2, 0] still raises the declared type, in eager and deferred
 mode and on each id-check path (the message is not judged: see `expected_raise`), and
@@ -155,3 +163,40 @@ def test_error_inputs_beside_an_empty_vocabulary(error_case, device, mode, monke
         for path, raised in deferred_on_each_path(call, args, kwargs, device, monkeypatch):
             expected_raise(error, raised, f"ids checked {path}")
     assert not changed(before, args, kwargs), f"{mode}, logits [{B}, 0]: the call changed its inputs before raising"
+
+
+def at_shape(error, info, device, batch: int, vocab: int) -> tuple[tuple, dict]:
+    """The error input's call at [batch, vocab]: zero logits, every argument of B rows with its
+    rows repeated (row r takes row r % B); skips an input about the logits or an id list, or
+    whose logits are not the common [B, V]."""
+    args, kwargs = error.make(device)
+    lists = {listed.param for listed in info.id_lists.lists} if info.id_lists else set()
+    if error.argument == "logits" or error.argument in lists or tuple(args[0].shape) != (B, V):
+        pytest.skip("the error is about the logits or an id list, or the input has logits of its own shape")
+    rows = torch.arange(batch, device=device) % B
+
+    def repeated(value):
+        return value[rows] if isinstance(value, torch.Tensor) and value.dim() and value.size(0) == B else value
+
+    logits = args[0].new_zeros(batch, vocab)
+    return (logits, *map(repeated, args[1:])), {name: repeated(value) for name, value in kwargs.items()}
+
+
+def test_error_inputs_on_each_launch_path(error_case, device):
+    info, backend, error = error_case
+    if not backend.path_shapes:
+        pytest.skip(f"backend {backend.name} declares no launch paths picked by the call's sizes")
+    call = backend.resolve()
+    if deferred_call(call, *error.make(device))[0] == "call":
+        pytest.skip("raised in the call (a layout error), before any launch path")
+    for path, shape in backend.path_shapes.items():
+        batch, vocab = shape(torch.device(device).type)
+        assert batch >= B, f"the {path} path's declared shape has {batch} rows, fewer than an error input's {B}"
+        args, kwargs = at_shape(error, info, device, batch, vocab)
+        before = snapshot(args, kwargs)
+        where = f"the {path} path's shape, logits [{batch}, {vocab}]"
+        _, raised = deferred_call(call, args, kwargs)
+        assert isinstance(raised, error.error), f"{where}: expected {error.error.__name__}, got {raised!r}"
+        assert not backend.error_messages or re.search(error.match, str(raised)), (
+            f"{where}: {str(raised)!r} does not match {error.match!r}")
+        assert not changed(before, args, kwargs), f"{where}: the call changed its inputs before raising"
