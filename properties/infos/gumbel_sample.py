@@ -9,12 +9,19 @@ from samplecheck.families.samplers import (INT64_MAX, INT64_MIN, GumbelCase, Sam
                                          gumbel_targets, sample_gumbel)
 from samplecheck.inputs.off_encodings import TEMPERATURE_OFF
 from samplecheck.inputs.recipes import LogitsRecipe
+from samplecheck.kernels.gumbel import SPLIT_COLUMNS
 from samplecheck.oracles.gumbel import gumbel_reference
 from samplecheck.registry.layouts import LAYOUTS
 from samplecheck.registry.matrix import register
 from samplecheck.registry.records import ALL_DTYPES, Backend, Oracle, RegressionExample, per_dtype
 
 VALID = {"seeds": ids([1, 2]), "positions": ids([0, 5]), "temperature": None}
+
+# The Triton kernel's launch paths (samplecheck.kernels.gumbel.plan picks one by the call's
+# sizes), each with a shape that takes it on every device: a row in one chunk, a row split over
+# programs (two chunks of SPLIT_COLUMNS).
+PATH_SHAPES = {"a row a chunk": lambda d: (2, 8), "rows split": lambda d: (2, 2 * SPLIT_COLUMNS)}
+
 GUMBEL_ERRORS = (
     logits_errors(**VALID)
     + sampler_logits_errors(**VALID)
@@ -69,7 +76,7 @@ GUMBEL = register(SamplerInfo(
     name="gumbel_sample",
     off_encodings=TEMPERATURE_OFF,
     backends=(Backend("triton", "samplecheck.kernels.gumbel:gumbel_sample", knobs=("block_v", "splits"),
-                      capturable=True, guard_flag=True, batch_invariant=True),),
+                      capturable=True, guard_flag=True, batch_invariant=True, path_shapes=PATH_SHAPES),),
     cases=gumbel_cases, make_args=gumbel_args, distribution_cases=gumbel_distribution_cases,
     reference=Oracle(gumbel_reference, tolerance="band"),
     check=gumbel_check,

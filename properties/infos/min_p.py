@@ -7,10 +7,20 @@ from samplecheck.families.masking import (MaskingInfo, MinPCase, min_p_args, min
                                         min_p_targets)
 from samplecheck.inputs.off_encodings import MIN_P_OFF
 from samplecheck.inputs.recipes import LogitsRecipe
+from samplecheck.kernels.min_p import BLOCK, ROW_LOOP_MIN, ROW_PROGRAMS
 from samplecheck.oracles.min_p import min_p_reference
 from samplecheck.registry.layouts import LAYOUTS
 from samplecheck.registry.matrix import register
 from samplecheck.registry.records import ALL_DTYPES, Oracle, RegressionExample, per_dtype, triton_and_torch
+
+# The Triton kernel's launch paths (samplecheck.kernels.min_p.plan picks one by the call's
+# sizes), each with a shape that takes it on a device: more rows than its row programs (rows
+# looped), a row a program (a small vocabulary), a row split over programs (two blocks).
+PATH_SHAPES = {
+    "rows looped": lambda d: (max(ROW_LOOP_MIN[d], ROW_PROGRAMS[d] + 1), 8),
+    "a row a program": lambda d: (2, 8),
+    "rows split": lambda d: (2, 2 * BLOCK[d]),
+}
 
 MIN_P_ERRORS = (
     logits_errors(min_p=floats([0.1, 0.1]))
@@ -58,7 +68,8 @@ MIN_P = register(MaskingInfo(
     off_encodings=MIN_P_OFF,
     backends=triton_and_torch("samplecheck.kernels.min_p:apply_min_p", "samplecheck.kernels.min_p:apply_min_p_torch",
                               "the PyTorch fallback compares an fp32 upcast of the whole [B, V] logits (by design)",
-                              torch_capturable=True),  # elementwise and amax only: no host sync
+                              torch_capturable=True,  # elementwise and amax only: no host sync
+                              path_shapes=PATH_SHAPES),
     cases=min_p_cases, make_args=min_p_args, distribution_cases=min_p_distribution_cases,
     reference=Oracle(min_p_reference, tolerance="band"),
     # Threshold band (relative to |log(min_p)| + |threshold|) inside which an fp32 threshold

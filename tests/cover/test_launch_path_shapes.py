@@ -1,12 +1,14 @@
-"""The top-k/top-p record's declared launch-path shapes (`Backend.path_shapes`, which
+"""The declared launch-path shapes of our kernels (`Backend.path_shapes`, which
 test_error_inputs_on_each_launch_path runs the error inputs at): on the run's device, a call of
-each declared shape takes that path, with k alone, p alone or both."""
+each declared shape takes that path (top-k/top-p: with k alone, p alone or both; min-p and
+Gumbel sampling: by their launch plans)."""
 
 import pytest
 import torch
 
-from samplecheck.infos.top_k_top_p import PATH_SHAPES
-from samplecheck.kernels import top_k_top_p
+from samplecheck.infos import gumbel_sample, min_p, top_k_top_p as top_k_top_p_info
+from samplecheck.kernels import gumbel, top_k_top_p
+from samplecheck.kernels.min_p import plan as min_p_plan
 
 pytestmark = pytest.mark.interpreter
 
@@ -44,12 +46,30 @@ def routes(batch: int, vocab: int, device, has_k: bool, has_p: bool) -> str:
     raise AssertionError("no path launched")
 
 
-def test_each_declared_shape_takes_its_path(device, monkeypatch):
-    assert set(PATH_SHAPES) == set(LAUNCHES)
+def test_top_k_top_p_shapes_take_their_paths(device, monkeypatch):
+    shapes = top_k_top_p_info.PATH_SHAPES
+    assert set(shapes) == set(LAUNCHES)
     for path, launch in LAUNCHES.items():
         monkeypatch.setattr(top_k_top_p, launch, Launch(path))
     monkeypatch.setattr(top_k_top_p, "check_launchable", lambda kernel, logits: None)  # of the stand-in kernel
     kind = torch.device(device).type
-    for path, shape in PATH_SHAPES.items():
+    for path, shape in shapes.items():
         taken = {given: routes(*shape(kind), device, *flags) for given, flags in PARAMETERS.items()}
         assert path in taken.values(), f"the {path} path's shape {shape(kind)} takes {taken}"
+
+
+def min_p_path(batch: int, vocab: int, kind: str) -> str:
+    programs, splits, _ = min_p_plan(batch, vocab, kind)
+    return "rows looped" if programs < batch else "rows split" if splits > 1 else "a row a program"
+
+
+def gumbel_path(batch: int, vocab: int, kind: str) -> str:
+    return "rows split" if gumbel.plan(batch, vocab, kind)[2] > 1 else "a row a chunk"
+
+
+@pytest.mark.parametrize("shapes, path_of", [(min_p.PATH_SHAPES, min_p_path), (gumbel_sample.PATH_SHAPES, gumbel_path)],
+                         ids=["min_p", "gumbel_sample"])
+def test_planned_shapes_take_their_paths(device, shapes, path_of):
+    kind = torch.device(device).type
+    for path, shape in shapes.items():
+        assert path_of(*shape(kind), kind) == path, f"the {path} path's shape {shape(kind)}"
