@@ -9,7 +9,6 @@ from samplecheck.families.samplers import (INT64_MAX, INT64_MIN, GumbelCase, Sam
                                          gumbel_targets, sample_gumbel)
 from samplecheck.inputs.off_encodings import TEMPERATURE_OFF
 from samplecheck.inputs.recipes import LogitsRecipe
-from samplecheck.kernels.gumbel import SPLIT_COLUMNS
 from samplecheck.oracles.gumbel import gumbel_reference
 from samplecheck.registry.layouts import LAYOUTS
 from samplecheck.registry.matrix import register
@@ -18,9 +17,9 @@ from samplecheck.registry.records import ALL_DTYPES, Backend, Oracle, Regression
 VALID = {"seeds": ids([1, 2]), "positions": ids([0, 5]), "temperature": None}
 
 # The Triton kernel's launch paths (samplecheck.kernels.gumbel.plan picks one by the call's
-# sizes), each with a shape that takes it on every device: a row in one chunk, a row split over
-# programs (two chunks of SPLIT_COLUMNS).
-PATH_SHAPES = {"a row a chunk": lambda d: (2, 8), "rows split": lambda d: (2, 2 * SPLIT_COLUMNS)}
+# sizes; tests/cover/test_launch_path_shapes.py checks these), each with a [batch, vocab] that
+# takes it on each device: a row in one chunk, a row split over programs (two chunks).
+PATH_SHAPES = {"a row a chunk": {"cpu": (2, 8), "cuda": (2, 8)}, "rows split": {"cpu": (2, 16384), "cuda": (2, 16384)}}
 
 GUMBEL_ERRORS = (
     logits_errors(**VALID)

@@ -7,19 +7,19 @@ from samplecheck.families.masking import (MaskingInfo, MinPCase, min_p_args, min
                                         min_p_targets)
 from samplecheck.inputs.off_encodings import MIN_P_OFF
 from samplecheck.inputs.recipes import LogitsRecipe
-from samplecheck.kernels.min_p import BLOCK, ROW_LOOP_MIN, ROW_PROGRAMS
 from samplecheck.oracles.min_p import min_p_reference
 from samplecheck.registry.layouts import LAYOUTS
 from samplecheck.registry.matrix import register
 from samplecheck.registry.records import ALL_DTYPES, Oracle, RegressionExample, per_dtype, triton_and_torch
 
 # The Triton kernel's launch paths (samplecheck.kernels.min_p.plan picks one by the call's
-# sizes), each with a shape that takes it on a device: more rows than its row programs (rows
-# looped), a row a program (a small vocabulary), a row split over programs (two blocks).
+# sizes; tests/cover/test_launch_path_shapes.py checks these), each with a [batch, vocab] that
+# takes it on each device: more rows than its row programs (rows looped), a row a program (a
+# small vocabulary), a row split over programs (two blocks).
 PATH_SHAPES = {
-    "rows looped": lambda d: (max(ROW_LOOP_MIN[d], ROW_PROGRAMS[d] + 1), 8),
-    "a row a program": lambda d: (2, 8),
-    "rows split": lambda d: (2, 2 * BLOCK[d]),
+    "rows looped": {"cpu": (5, 8), "cuda": (1057, 8)},
+    "a row a program": {"cpu": (2, 8), "cuda": (2, 8)},
+    "rows split": {"cpu": (2, 8192), "cuda": (2, 8192)},
 }
 
 MIN_P_ERRORS = (

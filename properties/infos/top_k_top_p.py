@@ -8,10 +8,7 @@ from samplecheck.families.masking import (MaskingInfo, TopKTopPCase, top_k_top_p
 from samplecheck.inputs.off_encodings import TOP_K_TOP_P_OFF
 from samplecheck.inputs.recipes import LogitsRecipe
 from samplecheck.kernels.runtime import device_kind
-from samplecheck.kernels.top_k_chunks import CHUNKS_CONFIG
-from samplecheck.kernels.top_k_split import K_SPLIT_CONFIG
 from samplecheck.kernels.top_k_top_p import scratch_bytes
-from samplecheck.kernels.top_k_top_p_split import SPLIT_CONFIG
 from samplecheck.oracles.top_k_top_p import top_k_top_p_reference
 from samplecheck.registry import catalog
 from samplecheck.registry.layouts import LAYOUTS
@@ -30,18 +27,16 @@ TOP_K_TOP_P_ERRORS = (
 )
 
 # The Triton kernel's launch paths (samplecheck.kernels.top_k_top_p.apply_top_k_top_p picks one by
-# the call's sizes and which of k and p it has), each with a shape that takes it on a
-# device: the one-program kernel past every other path's rows (a small vocabulary), the chunk
-# path at its most rows and two chunks (k), the k-split path at its fewest rows and two chunks
-# (k alone), the top-p split path at its most rows and two chunks or more (p alone).
+# the call's sizes and which of k and p it has; tests/cover/test_launch_path_shapes.py checks
+# these), each with a [batch, vocab] that takes it on each device: the one-program kernel past
+# every other path's rows, the chunk path at its most rows and two chunks (k), the k-split path
+# at its fewest rows and two chunks (k alone), the top-p split path at its most rows and two
+# chunks or more (p alone).
 PATH_SHAPES = {
-    "one program": lambda d: (1 + max(c[d]["MAX_ROWS"] for c in (CHUNKS_CONFIG, K_SPLIT_CONFIG, SPLIT_CONFIG)), 8),
-    "chunks": lambda d: (CHUNKS_CONFIG[d]["MAX_ROWS"],
-                         max(CHUNKS_CONFIG[d]["MIN_VOCAB"], 2 << CHUNKS_CONFIG[d]["COL_BITS"])),
-    "k split": lambda d: (K_SPLIT_CONFIG[d]["MIN_ROWS"],
-                          max(K_SPLIT_CONFIG[d]["MIN_VOCAB"], 2 * K_SPLIT_CONFIG[d]["CHUNK"])),
-    "top-p split": lambda d: (SPLIT_CONFIG[d]["MAX_ROWS"],
-                              max(SPLIT_CONFIG[d]["MIN_VOCAB"], 2 * SPLIT_CONFIG[d]["MIN_CHUNK"])),
+    "one program": {"cpu": (10, 8), "cuda": (129, 8)},
+    "chunks": {"cpu": (4, 512), "cuda": (32, 8192)},
+    "k split": {"cpu": (5, 512), "cuda": (33, 16384)},
+    "top-p split": {"cpu": (2, 256), "cuda": (32, 65536)},
 }
 # vLLM PR #48641's regression: opt-125m's vocab 50272 padded to 50304 (a strided view),
 # batch 8, bf16 and fp32, several k/p combinations.

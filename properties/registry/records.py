@@ -102,12 +102,12 @@ class Backend:
     # any drawn). The properties that must see every path run each case under each
     # (test_every_path_gives_the_same_bits, test_memory_safety). Empty: the path the sizes pick.
     paths: dict[str, dict] = dataclasses.field(default_factory=dict, hash=False)
-    # {path name: shape(device type) -> (batch, vocab)}: the launch paths that the call's sizes
-    # pick (not forced by knobs, unlike `paths`), each with a shape that takes it on that device
+    # {path name: {device type: (batch, vocab)}}: the launch paths that the call's sizes pick
+    # (not forced by knobs, unlike `paths`), each with a shape that takes it on that device
     # (given the parameters the path needs, e.g. top-k alone). Value checks made inside a
     # path's own kernels meet bad values there: each error input runs at each shape too
     # (test_error_inputs_on_each_launch_path). Empty: the error inputs' own shape alone.
-    path_shapes: dict[str, Callable] = dataclasses.field(default_factory=dict, hash=False)
+    path_shapes: dict[str, dict[str, tuple[int, int]]] = dataclasses.field(default_factory=dict, hash=False)
     # {axis: value} along the axes of samplecheck.registry.semantics where it departs from the
     # record's strict default (e.g. its tie policy); each value swaps in that axis's oracle
     # branch for this backend alone.

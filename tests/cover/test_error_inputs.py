@@ -189,8 +189,8 @@ def test_error_inputs_on_each_launch_path(error_case, device):
     call = backend.resolve()
     if deferred_call(call, *error.make(device))[0] == "call":
         pytest.skip("raised in the call (a layout error), before any launch path")
-    for path, shape in backend.path_shapes.items():
-        batch, vocab = shape(torch.device(device).type)
+    for path, shapes in backend.path_shapes.items():
+        batch, vocab = shapes[torch.device(device).type]
         assert batch >= B, f"the {path} path's declared shape has {batch} rows, fewer than an error input's {B}"
         args, kwargs = at_shape(error, info, device, batch, vocab)
         before = snapshot(args, kwargs)

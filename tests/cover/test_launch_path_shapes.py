@@ -1,7 +1,7 @@
 """The declared launch-path shapes of our kernels (`Backend.path_shapes`, which
 test_error_inputs_on_each_launch_path runs the error inputs at): on the run's device, a call of
-each declared shape takes that path (top-k/top-p: with k alone, p alone or both; min-p and
-Gumbel sampling: by their launch plans)."""
+each declared shape takes that path (top-k/top-p: with k alone, p alone or both); min-p's and
+Gumbel sampling's, by their launch plans, on every device."""
 
 import pytest
 import torch
@@ -54,8 +54,8 @@ def test_top_k_top_p_shapes_take_their_paths(device, monkeypatch):
     monkeypatch.setattr(top_k_top_p, "check_launchable", lambda kernel, logits: None)  # of the stand-in kernel
     kind = torch.device(device).type
     for path, shape in shapes.items():
-        taken = {given: routes(*shape(kind), device, *flags) for given, flags in PARAMETERS.items()}
-        assert path in taken.values(), f"the {path} path's shape {shape(kind)} takes {taken}"
+        taken = {given: routes(*shape[kind], device, *flags) for given, flags in PARAMETERS.items()}
+        assert path in taken.values(), f"the {path} path's shape {shape[kind]} takes {taken}"
 
 
 def min_p_path(batch: int, vocab: int, kind: str) -> str:
@@ -69,7 +69,8 @@ def gumbel_path(batch: int, vocab: int, kind: str) -> str:
 
 @pytest.mark.parametrize("shapes, path_of", [(min_p.PATH_SHAPES, min_p_path), (gumbel_sample.PATH_SHAPES, gumbel_path)],
                          ids=["min_p", "gumbel_sample"])
-def test_planned_shapes_take_their_paths(device, shapes, path_of):
-    kind = torch.device(device).type
-    for path, shape in shapes.items():
-        assert path_of(*shape(kind), kind) == path, f"the {path} path's shape {shape(kind)}"
+def test_planned_shapes_take_their_paths(shapes, path_of):
+    """On every device (a plan takes the device type)."""
+    for path, by_kind in shapes.items():
+        for kind, shape in by_kind.items():
+            assert path_of(*shape, kind) == path, f"the {path} path's shape on {kind}, {shape}"
