@@ -18,10 +18,11 @@ The last two apply to value errors only; a layout error raised in the call skips
 On each launch path (`test_error_inputs_on_each_launch_path`): a backend whose call's sizes
 pick among launch paths, each checking values in kernels of its own (`Backend.path_shapes`),
 gets each error input again at each declared shape: zero logits of that shape and each
-argument's rows repeated to its batch (row r: row r % 2). Deferred, the call raises the
-declared error and changes nothing, whichever path the input's parameters take there. Inputs
-about the logits or an id list (whose allowed ids change with the vocabulary), and layout
-errors (raised in the call, before any path), keep their own shape only.
+argument's rows repeated to its batch (row r: row r % 2); one whose paths are forced by knobs
+(`Backend.paths`) gets it with each path's knobs. Deferred, the call raises the declared error
+and changes nothing, whichever path the input's parameters take there. Inputs about the logits
+or an id list (whose allowed ids change with the vocabulary) keep their own shape; layout
+errors (raised in the call, before any path) are left out.
 
 Beside an empty vocabulary (`test_error_inputs_beside_an_empty_vocabulary`): the same bad
 argument with the logits cut to [2, 0] still raises the declared type, in eager and deferred
@@ -165,14 +166,14 @@ def test_error_inputs_beside_an_empty_vocabulary(error_case, device, mode, monke
     assert not changed(before, args, kwargs), f"{mode}, logits [{B}, 0]: the call changed its inputs before raising"
 
 
-def at_shape(error, info, device, batch: int, vocab: int) -> tuple[tuple, dict]:
+def at_shape(error, info, device, batch: int, vocab: int) -> tuple[tuple, dict] | None:
     """The error input's call at [batch, vocab]: zero logits, every argument of B rows with its
-    rows repeated (row r takes row r % B); skips an input about the logits or an id list, or
+    rows repeated (row r takes row r % B); None for an input about the logits or an id list, or
     whose logits are not the common [B, V]."""
     args, kwargs = error.make(device)
     lists = {listed.param for listed in info.id_lists.lists} if info.id_lists else set()
     if error.argument == "logits" or error.argument in lists or tuple(args[0].shape) != (B, V):
-        pytest.skip("the error is about the logits or an id list, or the input has logits of its own shape")
+        return None
     rows = torch.arange(batch, device=device) % B
 
     def repeated(value):
@@ -182,19 +183,31 @@ def at_shape(error, info, device, batch: int, vocab: int) -> tuple[tuple, dict]:
     return (logits, *map(repeated, args[1:])), {name: repeated(value) for name, value in kwargs.items()}
 
 
-def test_error_inputs_on_each_launch_path(error_case, device):
-    info, backend, error = error_case
-    if not backend.path_shapes:
-        pytest.skip(f"backend {backend.name} declares no launch paths picked by the call's sizes")
-    call = backend.resolve()
-    if deferred_call(call, *error.make(device))[0] == "call":
-        pytest.skip("raised in the call (a layout error), before any launch path")
+def on_each_launch_path(error, info, backend, device):
+    """(where, args, kwargs) of the error input on each launch path the backend declares: at
+    each path's shape (`Backend.path_shapes`; none for an input `at_shape` leaves alone), and
+    with each path's knobs (`Backend.paths`) at its own shape, its own knobs kept."""
     for path, shapes in backend.path_shapes.items():
         batch, vocab = shapes[torch.device(device).type]
         assert batch >= B, f"the {path} path's declared shape has {batch} rows, fewer than an error input's {B}"
-        args, kwargs = at_shape(error, info, device, batch, vocab)
+        call = at_shape(error, info, device, batch, vocab)
+        if call is not None:
+            yield f"the {path} path's shape, logits [{batch}, {vocab}]", *call
+    for path, knobs in backend.paths.items():
+        args, kwargs = error.make(device)
+        yield f"the {path} (knobs {knobs})", args, {**knobs, **kwargs}
+
+
+def test_error_inputs_on_each_launch_path(error_case, device):
+    info, backend, error = error_case
+    call = backend.resolve()
+    if deferred_call(call, *error.make(device))[0] == "call":
+        pytest.skip("raised in the call (a layout error), before any launch path")
+    calls = list(on_each_launch_path(error, info, backend, device))
+    if not calls:
+        pytest.skip(f"backend {backend.name} declares no launch paths that this input can be run on")
+    for where, args, kwargs in calls:
         before = snapshot(args, kwargs)
-        where = f"the {path} path's shape, logits [{batch}, {vocab}]"
         _, raised = deferred_call(call, args, kwargs)
         assert isinstance(raised, error.error), f"{where}: expected {error.error.__name__}, got {raised!r}"
         assert not backend.error_messages or re.search(error.match, str(raised)), (
