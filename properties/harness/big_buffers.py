@@ -10,9 +10,10 @@ enough of the GPU is free (`free_bytes_wanted`: its declared peak and a margin, 
 BIG_FREE_SHARE of the GPU), clears the frames of a failure's traceback (Hypothesis keeps every
 failure to report it: the frames would hold on to their buffers) and gives the memory back
 before the next holder of the lock runs. After each test, `release_cache` gives a worker's
-memory back while another worker holds the lock, or when the worker caches more than its
-share (`cache_share`): so the caches of a gate's 24 processes on an 80 GiB GPU (1.7 GiB each)
-leave room for the largest buffers (35 GiB, far id lists).
+memory back (its garbage where the test left memory allocated) while another worker holds the
+lock, or when the worker caches more than its share (`cache_share`): so the caches of a gate's
+24 processes on an 80 GiB GPU (1.7 GiB each) leave room for the largest buffers (35 GiB, far
+id lists).
 A block that declares its peak (`need_bytes`) is skipped on a GPU with less memory in all.
 On a CPU `big_buffers` only clears the failure's frames.
 """
@@ -85,12 +86,14 @@ def big_buffers(device: torch.device, need_bytes: int = 0, what: str = "the test
             raise
 
 
-def give_back_memory() -> None:
-    """Give the worker's device memory that nothing reachable uses back to the driver: its
-    unreachable reference cycles collected first (a tensor in one, e.g. the frames of a caught
-    error's traceback, stays allocated until Python's cyclic collector runs, which an idle or
-    waiting process may not do for minutes), then its cache emptied."""
-    gc.collect()
+def give_back_memory(garbage: bool = True) -> None:
+    """Give the worker's device memory that nothing reachable uses back to the driver: where
+    `garbage`, its unreachable reference cycles collected first (a tensor in one, e.g. the
+    frames of a caught error's traceback, stays allocated until Python's cyclic collector runs,
+    which an idle or waiting process may not do for minutes; a collection costs about 0.25 s in
+    a suite worker), then its cache emptied."""
+    if garbage:
+        gc.collect()
     torch.cuda.empty_cache()
 
 
@@ -148,8 +151,10 @@ def cache_share(device: torch.device) -> int:
     return int(CACHES_SHARE * torch.cuda.get_device_properties(_index(device)).total_memory) // sharing
 
 
-def release_cache(device: torch.device) -> None:
-    """After a test on `device` (a GPU): give the worker's memory back (`give_back_memory`)
-    when it caches more than its share, or while another worker holds big buffers."""
+def release_cache(device: torch.device, allocated_before: int) -> None:
+    """After a test on `device` (a GPU) that began with `allocated_before` bytes allocated:
+    give the worker's memory back (`give_back_memory`) when it caches more than its share, or
+    while another worker holds big buffers; its garbage too when the test left more allocated
+    than it found (tensors in reference cycles, or caches of its own)."""
     if torch.cuda.memory_reserved(device) > cache_share(device) or _big_buffers_held(device):
-        give_back_memory()
+        give_back_memory(garbage=torch.cuda.memory_allocated(device) > allocated_before)

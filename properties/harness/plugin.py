@@ -194,6 +194,7 @@ def pytest_runtest_call(item):
     on_gpu = item.config.samplecheck_device.type == "cuda"
     if on_gpu:
         torch.cuda.reset_peak_memory_stats()
+        allocated = torch.cuda.memory_allocated(item.config.samplecheck_device)
     gpu_math = not on_gpu and item.config.getoption("--sc-gpu-math")
     try:
         with suite_settings(item.config), (gpu_fp32_math() if gpu_math else contextlib.nullcontext()):
@@ -203,7 +204,7 @@ def pytest_runtest_call(item):
         item.user_properties.append(("examples", ExampleCounter.count))
         if on_gpu:
             item.user_properties.append(("gpu_peak_bytes", torch.cuda.max_memory_allocated()))
-            release_cache(item.config.samplecheck_device)
+            release_cache(item.config.samplecheck_device, allocated)
 
 
 def release_compile_locks() -> None:
