@@ -131,11 +131,17 @@ def test_error_inputs(error_case, device, mode, monkeypatch):
     assert not changed(before, args, kwargs), f"{mode}: the call changed its inputs before raising"
 
 
+def beside_common_logits(error, args) -> bool:
+    """Whether the error input is about an argument other than the logits, on the common
+    [B, V] logits (so the logits can be reshaped around it)."""
+    return error.argument != "logits" and isinstance(args[0], torch.Tensor) and tuple(args[0].shape) == (B, V)
+
+
 def empty_vocabulary(error, device) -> tuple[tuple, dict]:
     """The error input's call with its logits cut to no column; skips an input whose error is
     about the logits themselves or whose logits are not the common [B, V]."""
     args, kwargs = error.make(device)
-    if error.argument == "logits" or not isinstance(args[0], torch.Tensor) or tuple(args[0].shape) != (B, V):
+    if not beside_common_logits(error, args):
         pytest.skip("the error is about the logits, or the input has logits of its own shape")
     return (args[0][:, :0], *args[1:]), kwargs
 
@@ -172,15 +178,10 @@ def at_shape(error, info, device, batch: int, vocab: int) -> tuple[tuple, dict] 
     whose logits are not the common [B, V]."""
     args, kwargs = error.make(device)
     lists = {listed.param for listed in info.id_lists.lists} if info.id_lists else set()
-    if error.argument == "logits" or error.argument in lists or tuple(args[0].shape) != (B, V):
+    if not beside_common_logits(error, args) or error.argument in lists:
         return None
     rows = torch.arange(batch, device=device) % B
-
-    def repeated(value):
-        return value[rows] if isinstance(value, torch.Tensor) and value.dim() and value.size(0) == B else value
-
-    logits = args[0].new_zeros(batch, vocab)
-    return (logits, *map(repeated, args[1:])), {name: repeated(value) for name, value in kwargs.items()}
+    return (args[0].new_zeros(batch, vocab), *cut_rows(args[1:], rows, B)), cut_rows(kwargs, rows, B)
 
 
 def on_each_launch_path(error, info, backend, device):
@@ -200,6 +201,8 @@ def on_each_launch_path(error, info, backend, device):
 
 def test_error_inputs_on_each_launch_path(error_case, device):
     info, backend, error = error_case
+    if not backend.path_shapes and not backend.paths:
+        pytest.skip(f"backend {backend.name} declares no launch paths")
     call = backend.resolve()
     if deferred_call(call, *error.make(device))[0] == "call":
         pytest.skip("raised in the call (a layout error), before any launch path")
