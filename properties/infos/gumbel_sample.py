@@ -18,8 +18,10 @@ VALID = {"seeds": ids([1, 2]), "positions": ids([0, 5]), "temperature": None}
 
 # The Triton kernel's launch paths (samplecheck.kernels.gumbel.plan picks one by the call's
 # sizes; tests/cover/test_launch_path_shapes.py checks these), each with a [batch, vocab] that
-# takes it on each device: a row in one chunk, a row split over programs (two chunks).
-PATH_SHAPES = {"a row a chunk": {"cpu": (2, 8), "cuda": (2, 8)}, "rows split": {"cpu": (2, 16384), "cuda": (2, 16384)}}
+# takes it on each device: a row in one chunk, a row split over programs (two chunks). A GPU's
+# shapes have three rows, so that rows placed 2**31 elements apart have a row stride within
+# int32 (test_large_offsets_on_each_launch_path).
+PATH_SHAPES = {"a row a chunk": {"cpu": (2, 8), "cuda": (3, 8)}, "rows split": {"cpu": (2, 16384), "cuda": (3, 16384)}}
 
 GUMBEL_ERRORS = (
     logits_errors(**VALID)

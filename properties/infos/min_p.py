@@ -15,11 +15,13 @@ from samplecheck.registry.records import ALL_DTYPES, Oracle, RegressionExample, 
 # The Triton kernel's launch paths (samplecheck.kernels.min_p.plan picks one by the call's
 # sizes; tests/cover/test_launch_path_shapes.py checks these), each with a [batch, vocab] that
 # takes it on each device: more rows than its row programs (rows looped), a row a program (a
-# small vocabulary), a row split over programs (two blocks).
+# small vocabulary), a row split over programs (two blocks). A GPU's shapes have three rows or
+# more, so that rows placed 2**31 elements apart have a row stride within int32
+# (test_large_offsets_on_each_launch_path).
 PATH_SHAPES = {
     "rows looped": {"cpu": (5, 8), "cuda": (1057, 8)},
-    "a row a program": {"cpu": (2, 8), "cuda": (2, 8)},
-    "rows split": {"cpu": (2, 8192), "cuda": (2, 8192)},
+    "a row a program": {"cpu": (2, 8), "cuda": (3, 8)},
+    "rows split": {"cpu": (2, 8192), "cuda": (3, 8192)},
 }
 
 MIN_P_ERRORS = (

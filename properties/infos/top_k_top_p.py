@@ -28,15 +28,24 @@ TOP_K_TOP_P_ERRORS = (
 
 # The Triton kernel's launch paths (samplecheck.kernels.top_k_top_p.apply_top_k_top_p picks one by
 # the call's sizes and which of k and p it has; tests/cover/test_launch_path_shapes.py checks
-# these), each with a [batch, vocab] that takes it on each device: the one-program kernel past
-# every other path's rows, the chunk path at its most rows and two chunks (k), the k-split path
-# at its fewest rows and two chunks (k alone), the top-p split path at its most rows and two
-# chunks or more (p alone).
+# these), each with a [batch, vocab] that takes it on each device given its PATH_PARAMETERS: the
+# one-program kernel past every other path's rows, the chunk path at its most rows and two
+# chunks (k, with or without p), the k-split path at its fewest rows and two chunks (k alone),
+# the top-p split path at its most rows and two chunks or more (p alone).
 PATH_SHAPES = {
     "one program": {"cpu": (10, 8), "cuda": (129, 8)},
     "chunks": {"cpu": (4, 512), "cuda": (32, 8192)},
     "k split": {"cpu": (5, 512), "cuda": (33, 16384)},
     "top-p split": {"cpu": (2, 256), "cuda": (32, 65536)},
+}
+# The parameters each path's call is given at its shape (Backend.path_parameters): k (below every
+# shape's vocabulary and the chunk path's K_MAX) and p (below 1) in every row, or one of them alone.
+PATH_K, PATH_P = (2, 5, 3, 7), (0.5, 0.9, 0.75)
+PATH_PARAMETERS = {
+    "one program": {"k": PATH_K, "p": PATH_P},
+    "chunks": {"k": PATH_K, "p": PATH_P},
+    "k split": {"k": PATH_K, "p": None},
+    "top-p split": {"k": None, "p": PATH_P},
 }
 # vLLM PR #48641's regression: opt-125m's vocab 50272 padded to 50304 (a strided view),
 # batch 8, bf16 and fp32, several k/p combinations.
@@ -196,7 +205,7 @@ TOP_K_TOP_P = register(MaskingInfo(
         "samplecheck.kernels.top_k_top_p:apply_top_k_top_p",
         "samplecheck.kernels.top_k_top_p_torch:apply_top_k_top_p_torch",
         "the PyTorch fallback sorts full rows: O(B * V) values, indices and fp32 probabilities (by design)",
-        path_shapes=PATH_SHAPES,
+        path_shapes=PATH_SHAPES, path_parameters=PATH_PARAMETERS,
     ),
     cases=top_k_top_p_cases, make_args=top_k_top_p_args, distribution_cases=top_k_top_p_distribution_cases,
     reference=Oracle(top_k_top_p_reference, tolerance="band", semantics=("tie_policy",)),

@@ -108,6 +108,12 @@ class Backend:
     # path's own kernels meet bad values there: each error input runs at each shape too
     # (test_error_inputs_on_each_launch_path). Empty: the error inputs' own shape alone.
     path_shapes: dict[str, dict[str, tuple[int, int]]] = dataclasses.field(default_factory=dict, hash=False)
+    # {path name of `path_shapes`: {field: value}}: the per-row parameters (fields of the
+    # record's case, as pools) that a call at the path's shape is given to take that path, every
+    # value binding in every row (e.g. top-k alone, k below the vocabulary); a path absent here
+    # takes its shape whatever the parameters. test_launch_path_shapes checks the routing,
+    # test_large_offsets_on_each_launch_path places each path's rows 2**31 elements apart.
+    path_parameters: dict[str, dict] = dataclasses.field(default_factory=dict, hash=False)
     # {axis: value} along the axes of samplecheck.registry.semantics where it departs from the
     # record's strict default (e.g. its tie policy); each value swaps in that axis's oracle
     # branch for this backend alone.
@@ -141,14 +147,16 @@ class Backend:
 
 
 def triton_and_torch(triton: str, torch_fallback: str, fallback_memory: str, *,
-                     torch_capturable: bool = False, path_shapes: dict | None = None) -> tuple[Backend, Backend]:
+                     torch_capturable: bool = False, path_shapes: dict | None = None,
+                     path_parameters: dict | None = None) -> tuple[Backend, Backend]:
     """Our two implementations of a kernel, by target: the Triton kernel ("triton"), CUDA-graph
     capturable, batch invariant and honouring an enclosing guard flag, and its PyTorch fallback ("torch"), which
     allocates beyond the record's memory bound by design (`fallback_memory` says how) and is
     capturable when `torch_capturable` says so (a fallback that picks rows with nonzero()
-    synchronises with the host). `path_shapes`: the Triton kernel's (Backend.path_shapes)."""
+    synchronises with the host). `path_shapes`, `path_parameters`: the Triton kernel's
+    (Backend.path_shapes, Backend.path_parameters)."""
     return (Backend("triton", triton, capturable=True, guard_flag=True, batch_invariant=True,
-                    path_shapes=path_shapes or {}),
+                    path_shapes=path_shapes or {}, path_parameters=path_parameters or {}),
             Backend("torch", torch_fallback, marks=(beyond_memory_bound(fallback_memory),),
                     capturable=torch_capturable))
 
