@@ -1,76 +1,49 @@
-"""The declared launch-path shapes of our kernels (`Backend.path_shapes`, which
-test_error_inputs_on_each_launch_path runs the error inputs at): on the run's device, a call of
-each declared shape takes that path (top-k/top-p: with k alone, p alone or both); min-p's and
-Gumbel sampling's, by their launch plans, on every device."""
+"""The declared launch paths of our kernels (`Backend.path_shapes`, which
+test_error_inputs_on_each_launch_path runs the error inputs at, given `Backend.path_parameters`):
+on the run's device, the case that test_large_offsets_on_each_launch_path builds for each path
+(a record's example at the path's shape, given the path's parameters) takes that path
+(top-k/top-p: by standing in for each path's launch); min-p's and Gumbel sampling's shapes,
+by their launch plans, on every device."""
 
 import pytest
 import torch
 
-from samplecheck.infos import gumbel_sample, min_p, top_k_top_p as top_k_top_p_info
-from samplecheck.kernels import gumbel, top_k_top_p
-from samplecheck.kernels.min_p import plan as min_p_plan
+import samplecheck.infos  # noqa: F401  (registers every record)
+from samplecheck.inputs.recipes import materialize
+from samplecheck.registry.matrix import RECORDS
+from samplecheck.tests.cover.launch_paths import LAUNCHES, PLANNED, path_case, path_taken
 
 pytestmark = pytest.mark.interpreter
 
-# The entry module's launch of each path: the launcher it calls, or the one-program kernel.
-LAUNCHES = {"one program": "_top_k_top_p_kernel", "chunks": "launch_chunks", "k split": "launch_k_split",
-            "top-p split": "launch_split"}
-PARAMETERS = {"k alone": (True, False), "p alone": (False, True), "k and p": (True, True)}
+# Our backends declaring launch paths (the Triton kernels), by record.
+WITH_PATHS = {name: backend for name, info in RECORDS.items() for backend in info.backends if backend.path_shapes}
 
 
-class Routed(Exception):
-    """Raised in place of a path's launch: the path the call took."""
+def test_the_backends_with_launch_paths():
+    """Each has a way to find the path a call takes (launch_paths), and parameters only for its paths."""
+    assert set(WITH_PATHS) == {"top_k_top_p", *PLANNED}, WITH_PATHS
+    assert set(WITH_PATHS["top_k_top_p"].path_shapes) == set(LAUNCHES) == set(WITH_PATHS["top_k_top_p"].path_parameters)
+    assert all(set(backend.path_parameters) <= set(backend.path_shapes) for backend in WITH_PATHS.values())
 
 
-class Launch:
-    """Stands in for a launcher, or a kernel indexed by its grid: raises Routed(path)."""
-
-    def __init__(self, path: str):
-        self.path = path
-
-    def __call__(self, *args, **kwargs):
-        raise Routed(self.path)
-
-    def __getitem__(self, grid):
-        return self
-
-
-def routes(batch: int, vocab: int, device, has_k: bool, has_p: bool) -> str:
-    """The path a [batch, vocab] call with k and p given or not takes."""
-    k = torch.ones(batch, dtype=torch.int64, device=device) if has_k else None
-    p = torch.full((batch,), 0.5, device=device) if has_p else None
-    try:
-        top_k_top_p.apply_top_k_top_p(torch.zeros(batch, vocab, device=device), k, p)
-    except Routed as routed:
-        return str(routed)
-    raise AssertionError("no path launched")
-
-
-def test_top_k_top_p_shapes_take_their_paths(device, monkeypatch):
-    shapes = top_k_top_p_info.PATH_SHAPES
-    assert set(shapes) == set(LAUNCHES)
-    for path, launch in LAUNCHES.items():
-        monkeypatch.setattr(top_k_top_p, launch, Launch(path))
-    monkeypatch.setattr(top_k_top_p, "check_launchable", lambda kernel, logits: None)  # of the stand-in kernel
+@pytest.mark.parametrize("kernel", sorted(WITH_PATHS))
+def test_each_path_s_case_takes_its_path(kernel, device):
+    """On a GPU with three rows or more: rows 2**31 elements apart then have a row stride
+    within int32, which an int32 row index times the stride overflows."""
+    info, backend = RECORDS[kernel], WITH_PATHS[kernel]
     kind = torch.device(device).type
-    for path, shape in shapes.items():
-        taken = {given: routes(*shape[kind], device, *flags) for given, flags in PARAMETERS.items()}
-        assert path in taken.values(), f"the {path} path's shape {shape[kind]} takes {taken}"
+    for path, shapes in backend.path_shapes.items():
+        assert shapes["cuda"][0] >= 3, f"{kernel}: the {path} path's GPU shape {shapes['cuda']} has fewer than 3 rows"
+        case = path_case(info.examples[0].case, backend, path, kind)
+        logits = materialize(case.logits, torch.float32, device)
+        assert tuple(logits.shape) == shapes[kind]
+        taken = path_taken(kernel, logits, info.make_args(case, logits))
+        assert taken == path, f"{kernel}: the {path} path's case at {shapes[kind]} takes the {taken} path"
 
 
-def min_p_path(batch: int, vocab: int, kind: str) -> str:
-    programs, splits, _ = min_p_plan(batch, vocab, kind)
-    return "rows looped" if programs < batch else "rows split" if splits > 1 else "a row a program"
-
-
-def gumbel_path(batch: int, vocab: int, kind: str) -> str:
-    return "rows split" if gumbel.plan(batch, vocab, kind)[2] > 1 else "a row a chunk"
-
-
-@pytest.mark.parametrize("shapes, path_of", [(min_p.PATH_SHAPES, min_p_path), (gumbel_sample.PATH_SHAPES, gumbel_path)],
-                         ids=["min_p", "gumbel_sample"])
-def test_planned_shapes_take_their_paths(shapes, path_of):
+@pytest.mark.parametrize("kernel", sorted(PLANNED))
+def test_planned_shapes_take_their_paths(kernel):
     """On every device (a plan takes the device type)."""
-    for path, by_kind in shapes.items():
+    for path, by_kind in WITH_PATHS[kernel].path_shapes.items():
         for kind, shape in by_kind.items():
-            assert path_of(*shape, kind) == path, f"the {path} path's shape on {kind}, {shape}"
+            assert PLANNED[kernel](*shape, kind) == path, f"the {path} path's shape on {kind}, {shape}"
