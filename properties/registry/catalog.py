@@ -44,11 +44,13 @@ WHOLE_VOCAB_MEMORY = "test_whole_vocab_memory_b64_v262144"
 SAMPLED_OUTSIDE_THE_VOCAB = "test_sampled_outside_the_vocab_is_never_read"
 
 # Tests that check a property above on other inputs (the regression examples' fixed edge
-# rows; the drawn logits with each row's maximum moved to an end of the row): a backend's
-# marks and declarations for the property apply to them as well.
+# rows; the drawn logits with each row's maximum moved to an end of the row; a case at each
+# declared launch path's shape): a backend's marks and declarations for the property apply to
+# them as well.
 PROPERTY_OF = {"test_edge_values_on_regression_examples": EDGE_VALUES,
                "test_strided_bitwise_maxima_at_row_ends": STRIDED_BITWISE,
-               "test_oracle_equivalence_under_gpu_math": ORACLE_EQUIVALENCE}
+               "test_oracle_equivalence_under_gpu_math": ORACLE_EQUIVALENCE,
+               "test_large_offsets_on_each_launch_path": LARGE_OFFSETS}
 
 # The properties of what a backend does with bad values (checked: they raise; unchecked: the
 # documented handling): skipped together where a backend declares that its caller validates.

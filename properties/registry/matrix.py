@@ -103,7 +103,7 @@ def plug(backends: list[tuple[str, Backend]], *, only: bool) -> None:
 
 def combos(test: str, device: str, *, kernel=None, backends=None, dtypes=None, layouts=None, sampled=False,
            own_sampler=False, output_law=False, knob=None, off_encodings=False, capturable=False,
-           guard_flag=False, id_lists=False) -> list:
+           guard_flag=False, id_lists=False, launch_paths=False) -> list:
     """pytest params for `test` over every registered combo, with skips/xfails as marks.
 
     kernel/backends/dtypes/layouts restrict the matrix (kernel: one record, for kernel-specific
@@ -115,7 +115,8 @@ def combos(test: str, device: str, *, kernel=None, backends=None, dtypes=None, l
     that declare that launch knob; off_encodings=True only records that list off encodings;
     capturable=True only the backends that declare themselves CUDA-graph capturable;
     guard_flag=True only those that honour an enclosing guard flag;
-    id_lists=True only records that declare id-list arguments.
+    id_lists=True only records that declare id-list arguments;
+    launch_paths=True only the backends that declare launch-path shapes (`path_shapes`).
     """
     params = []
     for info in REGISTRY.values():
@@ -139,6 +140,8 @@ def combos(test: str, device: str, *, kernel=None, backends=None, dtypes=None, l
             if capturable and not backend.capturable:
                 continue
             if guard_flag and not backend.guard_flag:
+                continue
+            if launch_paths and not backend.path_shapes:
                 continue
             for dtype in info.dtypes:
                 if dtypes is not None and dtype not in dtypes:

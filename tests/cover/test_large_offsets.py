@@ -7,8 +7,13 @@ shapes, so that each launch shape of a kernel meets the far rows: many short row
 program per row) and a few wide ones (wider than every kernel's split width, e.g. min_p's
 2048 and gumbel's 8192 columns: each row spread over programs, the chunk kernels' own row
 offsets). The output must be bitwise the output of the contiguous copy, and the elements
-after each row stay untouched. GPU only: the interpreter cannot allocate and scan such
-buffers in a CPU budget."""
+after each row stay untouched. The drawn shapes do not reach every launch path (on a GPU
+top-k/top-p's k split takes 33-128 rows of more than 8192 columns, its top-p split at most 32
+rows of 65536 or more): a third kind of case, `test_large_offsets_on_each_launch_path`, places
+the rows of each launch path a backend declares as far apart (`Backend.path_shapes`: the
+path's shape on this device; `Backend.path_parameters`: what its call is given), having
+checked that the call takes that path. GPU only: the interpreter cannot allocate and scan
+such buffers in a CPU budget."""
 
 import pytest
 import torch
@@ -19,7 +24,9 @@ from samplecheck.harness.runner import poison_for, run
 from samplecheck.inputs.drawing import draw_case
 from samplecheck.inputs.recipes import materialize
 from samplecheck.inputs.strategies import Budget
+from samplecheck.judging.memory import stated_bound
 from samplecheck.registry.checks import assert_bitwise_equal, assert_same_output
+from samplecheck.tests.cover.launch_paths import path_case, path_taken
 
 pytestmark = pytest.mark.gpu
 
@@ -27,6 +34,10 @@ FAR = 2**31  # elements: the first offset an int32 cannot hold
 # A bound on a case's device memory, in elements of its dtype: the far buffer (at most 1.5 FAR
 # with three rows or more) and the case's own copies and outputs.
 FAR_PEAK_ELEMENTS = 2 * FAR
+# The copies of a case's logits alive at once beside the far buffer, each of at most B x V
+# elements: the contiguous logits, the copy the expected output is computed on or a call's copy
+# of its input (`run`, a kernel not in place), and the copy of the elements after each row.
+CASE_COPIES = 3
 SHORT_ROWS = 4096  # columns at most, in the many-rows shape
 WIDE_ROWS = 8192  # columns beyond, in the wide shape: past every kernel's split width
 # shape -> (the budget cases are drawn from, given the device's; the cases kept)
@@ -62,10 +73,35 @@ def test_large_offsets(combo, shape, device, budget, data):
         check_far_apart(combo, case, device)
 
 
-def check_far_apart(combo, case, device) -> None:
+@pytest.mark.matrix(dtypes=(torch.bfloat16,), layouts=("contig",), launch_paths=True)
+@settings(max_examples=1)
+@given(data=st.data())
+def test_large_offsets_on_each_launch_path(combo, device, budget, data):
+    """The drawn case at each launch path's shape on this device, given the path's parameters
+    (`samplecheck.tests.cover.launch_paths.path_case`), its rows 2**31 elements apart."""
+    backend = combo.backend
+    drawn = draw_case(data, combo, combo.info.cases(budget))
+    for path in backend.path_shapes:
+        case = path_case(drawn, backend, path, device.type)
+        batch, vocab = case.logits.batch, case.logits.vocab
+        # Two rows would take a row stride >= 2**31, which Triton passes as int64.
+        assert batch >= 3, f"the {path} path's shape [{batch}, {vocab}]: rows far apart need three or more"
+        with big_buffers(device, FAR_PEAK_ELEMENTS * combo.dtype.itemsize, f"the {path} path's rows 2**31 apart"):
+            check_far_apart(combo, case, device, path)
+
+
+def check_far_apart(combo, case, device, path: str | None = None) -> None:
+    """`path`: the launch path the call must take, whose buffers stay within FAR_PEAK_ELEMENTS
+    (None: the path the case's sizes pick)."""
     values = materialize(case.logits, combo.dtype, device)
     view, after = place_far(values, poison_for(case, combo.dtype))
     args = combo.info.make_args(case, view)
+    if path is not None:
+        taken = path_taken(combo.info.name, view, args)
+        assert taken == path, f"{combo.id}: the {path} path's case {tuple(view.shape)} takes the {taken} path"
+        peak = view.untyped_storage().nbytes() + CASE_COPIES * values.nbytes + stated_bound(combo, view, args)
+        assert peak <= FAR_PEAK_ELEMENTS * values.element_size(), (
+            f"{combo.id}: the {path} path's case {tuple(view.shape)} needs {peak} bytes, past FAR_PEAK_ELEMENTS")
     after_before = after.clone()
     expected = run(combo, values.clone(), args)
     output = run(combo, view, args)

@@ -166,11 +166,12 @@ def test_edge_value_signatures_name_their_rows(name, inf_rows, finite_draws, fin
 
 
 @pytest.mark.parametrize("test, variant", [(catalog.EDGE_VALUES, "test_edge_values_on_regression_examples"),
-                                           (catalog.STRIDED_BITWISE, "test_strided_bitwise_maxima_at_row_ends")])
+                                           (catalog.STRIDED_BITWISE, "test_strided_bitwise_maxima_at_row_ends"),
+                                           (catalog.LARGE_OFFSETS, "test_large_offsets_on_each_launch_path")])
 def test_a_property_s_pins_apply_to_its_variants(test, variant):
     """A test that checks a property on other inputs (the regression examples' fixed edge rows;
-    the drawn logits with each row's maximum moved to an end of the row) takes that property's
-    pins (catalog.PROPERTY_OF), and no other test does."""
+    the drawn logits with each row's maximum moved to an end of the row; a case at each launch
+    path's shape) takes that property's pins (catalog.PROPERTY_OF), and no other test does."""
     import dataclasses
 
     from samplecheck.registry import matrix
