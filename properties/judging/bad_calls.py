@@ -27,7 +27,6 @@ from samplecheck.registry.records import BadInput
 CLEAR, DOCUMENTED, UNCLEAR, CHANGED = ("clear error", "documented result", "unclear", "input changed before error")
 OUTCOMES = (CLEAR, DOCUMENTED, UNCLEAR, CHANGED)
 RANGE_WORDS = ("must", "required", "at most")  # a message states what is allowed
-OURS = "samplecheck.kernels."  # the module prefix of the backends we ship
 # The two paths by which our ops with id lists check them (samplecheck.kernels.guard), each as
 # the value of INLINE_CHECK_IDS on the call's device that forces it whatever the lists' size:
 # checked inside the op's own kernel, or by the fused check kernel launched before it.
@@ -107,7 +106,7 @@ def run(entry: BadInput, fn, device: str, *, messages: bool = True) -> Outcome:
 def cases(table, device: str, registry: dict):
     """(entry, record, backend) for every entry of `table` and every backend of its record
     that runs on `device`. The documented results (edge values) are the contract of the
-    backends we ship (samplecheck.kernels, mutants included); third-party adapters
+    backends we ship (`Backend.ours`: samplecheck.kernels, mutants included); third-party adapters
     (FlashInfer's) and plug-ins get the error entries only, plug-ins (error_messages=False)
     by exception type; a backend whose error inputs are skipped by declaration (it validates
     nowhere, e.g. vLLM's kernels, which take state validated upstream) gets none."""
@@ -116,9 +115,9 @@ def cases(table, device: str, registry: dict):
         if info is None:
             continue
         for backend in info.backends:
-            ours = backend.target.startswith(OURS)
             unvalidated = any(m.kind == "skip" and m.test == catalog.ERROR_INPUTS for m in backend.marks)
-            if device not in backend.devices or (entry.error is None and not ours) or (entry.error and unvalidated):
+            outside_contract = entry.error is None and not backend.ours  # a documented result: ours alone
+            if device not in backend.devices or outside_contract or (entry.error and unvalidated):
                 continue
             yield entry, info, backend
 
