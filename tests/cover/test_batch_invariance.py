@@ -11,7 +11,11 @@ past a power of two, and the rows compared sit anywhere in their batch, so the n
 thousand examples per cell search sizes and positions for a rare threshold.
 Launch plans change their tiles and splits with the batch size; a reduction whose order
 follows the plan changes a row's last bits only in some rows, so the property looks at many
-rows under the plans of both ends, one to three rows and many.
+rows under the plans of both ends, one to three rows and many. Drawn sizes reach a GPU's
+launch paths only by chance (top-k's k split takes 33 to 128 rows of 8192 columns or more, k
+alone): `test_batch_invariance_on_each_launch_path` moves the drawn case to each path a backend
+declares (`Backend.path_shapes`, `Backend.path_parameters`) and compares drawn rows there with
+the same rows in small batches.
 
 A backend declares it (`Backend.batch_invariant`, a plug-in's `batch_invariant`): True, and a
 difference fails, naming the rows, both batch sizes and the first differing element; False,
@@ -36,6 +40,7 @@ from samplecheck.registry.checks import assert_same_output, output_rows
 from samplecheck.registry.matrix import RECORDS, Combo
 from samplecheck.registry.semantics import nan_rows_unspecified
 from samplecheck.tests.cover.draw_order import DrawOrder
+from samplecheck.tests.cover.launch_paths import path_case, path_taken
 
 pytestmark = pytest.mark.interpreter
 
@@ -78,6 +83,26 @@ def test_batch_invariance(combo, device, budget, data, record_property):
             warnings.warn(BatchVariance(difference))
             record_property(MEASURED, difference)
             return
+
+
+@pytest.mark.matrix(layouts=("contig",), launch_paths=True)
+@given(data=st.data())
+def test_batch_invariance_on_each_launch_path(combo, device, budget, data):
+    """At each launch path the backend declares on this device (`Backend.path_shapes`, given
+    `Backend.path_parameters`; the path taken is asserted first), drawn rows of the drawn case
+    moved to the path's shape give what they give in batches of 1 to 3 rows, which take other
+    paths or other plans: every path finds the same outputs, bitwise."""
+    backend = combo.backend
+    case = draw_case(data, combo, combo.info.cases(budget))
+    small = data.draw(st.integers(1, 3), label="small batches' size")
+    shapes = {path: by_device[device.type] for path, by_device in backend.path_shapes.items()}
+    positions = {path: _compared_rows(data, batch) for path, (batch, _) in shapes.items()}
+    for path in shapes:
+        at_path = path_case(case, backend, path, device.type)
+        placed, args = prepare(combo, at_path, device)
+        taken = path_taken(combo.info.name, placed.view, args)
+        assert taken == path, f"{combo.id}: the {path} path's case {tuple(placed.view.shape)} takes the {taken} path"
+        _same_rows(combo, at_path, placed.view, args, _small_batches(positions[path], small), at_path.logits.vocab)
 
 
 @given(data=st.data())
