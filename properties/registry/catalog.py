@@ -51,7 +51,8 @@ PROPERTY_OF = {"test_edge_values_on_regression_examples": EDGE_VALUES,
                "test_strided_bitwise_maxima_at_row_ends": STRIDED_BITWISE,
                "test_oracle_equivalence_under_gpu_math": ORACLE_EQUIVALENCE,
                "test_large_offsets_on_each_launch_path": LARGE_OFFSETS,
-               "test_batch_invariance_on_each_launch_path": BATCH_INVARIANCE}
+               "test_batch_invariance_on_each_launch_path": BATCH_INVARIANCE,
+               "test_edge_values_on_each_launch_path": EDGE_VALUES}
 
 # The properties of what a backend does with bad values (checked: they raise; unchecked: the
 # documented handling): skipped together where a backend declares that its caller validates.

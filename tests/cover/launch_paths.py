@@ -10,6 +10,7 @@ from unittest import mock
 
 import torch
 
+from samplecheck.inputs.recipes import materialize
 from samplecheck.kernels import gumbel, top_k_top_p
 from samplecheck.kernels.min_p import plan as min_p_plan
 
@@ -73,3 +74,15 @@ def path_case(case, backend, path: str, kind: str):
     batch, vocab = backend.path_shapes[path][kind]
     return dataclasses.replace(case, logits=dataclasses.replace(case.logits, batch=batch, vocab=vocab),
                                **backend.path_parameters.get(path, {}))
+
+
+def on_each_path(combo, case, device: torch.device):
+    """(path, case) for each launch path `combo`'s backend declares: `case` at the path's shape on
+    `device` with the path's parameters (`path_case`), having asserted that its call takes it."""
+    backend = combo.backend
+    for path in backend.path_shapes:
+        at_path = path_case(case, backend, path, device.type)
+        logits = materialize(at_path.logits, combo.dtype, device)
+        taken = path_taken(combo.info.name, logits, combo.info.make_args(at_path, logits))
+        assert taken == path, f"{combo.id}: the {path} path's case {tuple(logits.shape)} takes the {taken} path"
+        yield path, at_path

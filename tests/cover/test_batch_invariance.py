@@ -40,7 +40,7 @@ from samplecheck.registry.checks import assert_same_output, output_rows
 from samplecheck.registry.matrix import RECORDS, Combo
 from samplecheck.registry.semantics import nan_rows_unspecified
 from samplecheck.tests.cover.draw_order import DrawOrder
-from samplecheck.tests.cover.launch_paths import path_case, path_taken
+from samplecheck.tests.cover.launch_paths import on_each_path
 
 pytestmark = pytest.mark.interpreter
 
@@ -92,16 +92,12 @@ def test_batch_invariance_on_each_launch_path(combo, device, budget, data):
     `Backend.path_parameters`; the path taken is asserted first), drawn rows of the drawn case
     moved to the path's shape give what they give in batches of 1 to 3 rows, which take other
     paths or other plans: every path finds the same outputs, bitwise."""
-    backend = combo.backend
     case = draw_case(data, combo, combo.info.cases(budget))
     small = data.draw(st.integers(1, 3), label="small batches' size")
-    shapes = {path: by_device[device.type] for path, by_device in backend.path_shapes.items()}
-    positions = {path: _compared_rows(data, batch) for path, (batch, _) in shapes.items()}
-    for path in shapes:
-        at_path = path_case(case, backend, path, device.type)
+    positions = {path: _compared_rows(data, by_device[device.type][0])
+                 for path, by_device in combo.backend.path_shapes.items()}
+    for path, at_path in on_each_path(combo, case, device):
         placed, args = prepare(combo, at_path, device)
-        taken = path_taken(combo.info.name, placed.view, args)
-        assert taken == path, f"{combo.id}: the {path} path's case {tuple(placed.view.shape)} takes the {taken} path"
         _same_rows(combo, at_path, placed.view, args, _small_batches(positions[path], small), at_path.logits.vocab)
 
 

@@ -6,7 +6,8 @@ oracle (samplecheck.harness.edge_check). Drawn cases never hold NaN or +inf, and
 a share of the entries: each shape here is drawn on purpose. The record's regression examples
 that name this property (a regime a few drawn examples may miss) also take fixed edge rows:
 each edge value as one entry at a row's maximum (what top-k, top-p and min-p rank first) and
-anywhere, and as whole rows. A backend that declares
+anywhere, and as whole rows. The drawn edge rows also run at each launch path a backend
+declares (`test_edge_values_on_each_launch_path`). A backend that declares
 `nan_policy: row_unspecified` has its rows holding NaN left unjudged (its other rows are
 judged). tests/cover/test_edge_values_power.py shows what it catches."""
 
@@ -17,6 +18,7 @@ from samplecheck.harness.edge_check import check_edge_rows
 from samplecheck.inputs.drawing import accepted, draw_case
 from samplecheck.inputs.edge_rows import EdgeRow, edge_rows
 from samplecheck.registry import catalog
+from samplecheck.tests.cover.launch_paths import on_each_path
 
 pytestmark = pytest.mark.interpreter
 
@@ -32,6 +34,18 @@ def test_edge_values(combo, device, budget, data):
     case = draw_case(data, combo, finite_cases(combo, budget))
     for edge in check_edge_rows(combo, case, data.draw(edge_rows(), label="edge rows"), device).values():
         event(f"edge: {edge.label}")
+
+
+@pytest.mark.matrix(layouts=("contig",), launch_paths=True)
+@given(data=st.data())
+def test_edge_values_on_each_launch_path(combo, device, budget, data):
+    """The drawn edge rows in the drawn case moved to each launch path the backend declares on
+    this device (`Backend.path_shapes`, given `Backend.path_parameters`; the path taken is
+    asserted first): drawn shapes reach a GPU's split paths only by chance."""
+    case = draw_case(data, combo, finite_cases(combo, budget))
+    edges = data.draw(edge_rows(), label="edge rows")
+    for _, at_path in on_each_path(combo, case, device):
+        check_edge_rows(combo, at_path, edges, device)
 
 
 # Rows 0, 1 and 2 (modulo the batch) of the regression examples that name this property.

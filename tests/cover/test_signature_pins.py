@@ -168,7 +168,8 @@ def test_edge_value_signatures_name_their_rows(name, inf_rows, finite_draws, fin
 @pytest.mark.parametrize("test, variant", [(catalog.EDGE_VALUES, "test_edge_values_on_regression_examples"),
                                            (catalog.STRIDED_BITWISE, "test_strided_bitwise_maxima_at_row_ends"),
                                            (catalog.LARGE_OFFSETS, "test_large_offsets_on_each_launch_path"),
-                                           (catalog.BATCH_INVARIANCE, "test_batch_invariance_on_each_launch_path")])
+                                           (catalog.BATCH_INVARIANCE, "test_batch_invariance_on_each_launch_path"),
+                                           (catalog.EDGE_VALUES, "test_edge_values_on_each_launch_path")])
 def test_a_property_s_pins_apply_to_its_variants(test, variant):
     """A test that checks a property on other inputs (the regression examples' fixed edge rows;
     the drawn logits with each row's maximum moved to an end of the row; a case at each launch
