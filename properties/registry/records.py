@@ -109,9 +109,9 @@ class Backend:
     # (test_error_inputs_on_each_launch_path). Empty: the error inputs' own shape alone.
     path_shapes: dict[str, dict[str, tuple[int, int]]] = dataclasses.field(default_factory=dict, hash=False)
     # {path name of `path_shapes`: {field: value}}: the per-row parameters (fields of the
-    # record's case, as pools) that a call at the path's shape is given to take that path, every
-    # value binding in every row (e.g. top-k alone, k below the vocabulary); a path absent here
-    # takes its shape whatever the parameters. test_launch_path_shapes checks the routing,
+    # record's case, as pools) that a call at the path's shape is given to take that path (e.g.
+    # top-k alone, k below the vocabulary), binding at least in the shape's last row; a path
+    # absent here takes its shape whatever the parameters. test_launch_path_shapes checks the routing,
     # test_large_offsets_on_each_launch_path places each path's rows 2**31 elements apart.
     path_parameters: dict[str, dict] = dataclasses.field(default_factory=dict, hash=False)
     # {axis: value} along the axes of samplecheck.registry.semantics where it departs from the
