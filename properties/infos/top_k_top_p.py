@@ -40,9 +40,9 @@ PATH_SHAPES = {
 }
 # The parameters each path's call is given at its shape (Backend.path_parameters): k (below every
 # shape's vocabulary and the chunk path's K_MAX) and p, or one of them alone. Row r takes entry
-# r % 4 of each pool: p is off (1) in rows 0, 4, ... (beside binding rows, a split path's rows
-# with p off are skipped, their state never written) and binding in every shape's last row, the
-# one test_large_offsets_on_each_launch_path places past 2**31; k binds in every row.
+# r % 4 of each pool: p is off (1) in rows 0, 4, ..., rows a path must leave to top-k or
+# untouched beside binding rows; k binds in every row, so every shape's last row (the one
+# test_large_offsets_on_each_launch_path places past 2**31) binds (the top-p split path's: p).
 PATH_K, PATH_P = (2, 5, 3, 7), (1.0, 0.5, 0.9, 0.75)
 PATH_PARAMETERS = {
     "one program": {"k": PATH_K, "p": PATH_P},
