@@ -1,6 +1,8 @@
 """Which launch path a call of our Triton kernels takes, by the names of `Backend.path_shapes`,
-for the tests that run a call on each declared path (test_launch_path_shapes,
-test_large_offsets_on_each_launch_path): top-k/top-p's by standing in for each path's launch
+for the tests that run a case on each declared path (`on_each_path`: test_launch_path_shapes
+and the *_on_each_launch_path variants of far rows, batch invariance and edge values); the path
+depends on the call's sizes and which parameters it is given, never on the row stride.
+Top-k/top-p's by standing in for each path's launch
 (the call stops there and runs no kernel), min-p's and Gumbel sampling's by their launch plans
 (of the sizes alone). Always the shipped kernel modules: a mutant's fresh copy of a module may
 route otherwise, and what such a call did is judged by its output."""

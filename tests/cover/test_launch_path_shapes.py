@@ -1,7 +1,7 @@
 """The declared launch paths of our kernels (`Backend.path_shapes`, which
 test_error_inputs_on_each_launch_path runs the error inputs at, given `Backend.path_parameters`):
-on the run's device, the case that test_large_offsets_on_each_launch_path builds for each path
-(a record's example at the path's shape, given the path's parameters) takes that path
+on the run's device, the case `launch_paths.on_each_path` builds for each path (here a
+record's example at the path's shape, given the path's parameters) takes that path
 (top-k/top-p: by standing in for each path's launch); min-p's and Gumbel sampling's shapes,
 by their launch plans, on every device."""
 
@@ -9,9 +9,8 @@ import pytest
 import torch
 
 import samplecheck.infos  # noqa: F401  (registers every record)
-from samplecheck.inputs.recipes import materialize
-from samplecheck.registry.matrix import RECORDS
-from samplecheck.tests.cover.launch_paths import LAUNCHES, PLANNED, path_case, path_taken
+from samplecheck.registry.matrix import RECORDS, Combo
+from samplecheck.tests.cover.launch_paths import LAUNCHES, PLANNED, on_each_path
 
 pytestmark = pytest.mark.interpreter
 
@@ -31,14 +30,14 @@ def test_each_path_s_case_takes_its_path(kernel, device):
     """On a GPU with three rows or more: rows 2**31 elements apart then have a row stride
     within int32, which an int32 row index times the stride overflows."""
     info, backend = RECORDS[kernel], WITH_PATHS[kernel]
-    kind = torch.device(device).type
+    device = torch.device(device)
     for path, shapes in backend.path_shapes.items():
         assert shapes["cuda"][0] >= 3, f"{kernel}: the {path} path's GPU shape {shapes['cuda']} has fewer than 3 rows"
-        case = path_case(info.examples[0].case, backend, path, kind)
-        logits = materialize(case.logits, torch.float32, device)
-        assert tuple(logits.shape) == shapes[kind]
-        taken = path_taken(kernel, logits, info.make_args(case, logits))
-        assert taken == path, f"{kernel}: the {path} path's case at {shapes[kind]} takes the {taken} path"
+    seen = []
+    for path, case in on_each_path(Combo(info, backend, torch.float32, "contig"), info.examples[0].case, device):
+        assert (case.logits.batch, case.logits.vocab) == backend.path_shapes[path][device.type]
+        seen.append(path)
+    assert seen == list(backend.path_shapes)
 
 
 @pytest.mark.parametrize("kernel", sorted(PLANNED))
